@@ -1,0 +1,50 @@
+# Thin entry points; the work lives in npm scripts and hack/.
+#   make demo    the main job: a local control plane, the operator, Operations end to end
+#   make test    every test (builds missing tools first; see README)
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
+DEPS := node_modules/.vws-installed
+
+.PHONY: deps tools test test-unit test-integration demo generate check-generated lint format local-cluster clean
+
+$(DEPS): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@node --version | grep -q '^v24\.' || { echo "node_modules/.bin/node is not Node 24" >&2; exit 1; }
+	@touch $@
+
+deps: $(DEPS)
+
+tools: deps ## build every pinned tool into bin/ and fetch the upstream CRDs
+	hack/build-tools.sh all
+	hack/fetch-crds.sh
+
+test: deps ## lint, typecheck, generated-file check, unit and integration tests; prints totals
+	hack/test.sh
+
+test-unit: deps
+	npx vitest run --project unit
+
+test-integration: deps
+	hack/build-tools.sh core && hack/fetch-crds.sh && npx vitest run --project integration
+
+demo: deps
+	hack/demo.sh
+
+generate: deps
+	npm run generate
+
+check-generated: deps
+	npm run check:generated
+
+lint: deps
+	npm run lint && npm run typecheck
+
+format: deps
+	npm run format
+
+local-cluster: deps
+	hack/build-tools.sh core && hack/fetch-crds.sh && node hack/local-cluster.ts
+
+clean:
+	rm -rf bin node_modules

@@ -1,0 +1,40 @@
+// Sums vitest JSON reports and the static checks into the closing line CI reads:
+// "N passed, N failed[, N skipped]" alone on the last line. Exits 1 when anything failed,
+// when a stage failed without a report, or when no test ran at all.
+//   node hack/test-summary.ts RESULTS_DIR CHECKS_PASSED CHECKS_FAILED [FAILED_STAGE...]
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+interface VitestJson {
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests: number;
+  numFailedTestSuites: number;
+}
+
+const [dir = '.', checksPassed = '0', checksFailed = '0', ...failedStages] = process.argv.slice(2);
+let passed = Number(checksPassed);
+let failed = Number(checksFailed);
+let skipped = 0;
+const lines: string[] = [];
+for (const file of existsSync(dir) ? readdirSync(dir).sort() : []) {
+  if (!file.endsWith('.json')) continue;
+  const r = JSON.parse(readFileSync(join(dir, file), 'utf8')) as VitestJson;
+  passed += r.numPassedTests;
+  // A file that failed to load has no failed test but a failed suite: count it as a failure.
+  failed += r.numFailedTests + (r.numFailedTests === 0 ? r.numFailedTestSuites : 0);
+  skipped += r.numPendingTests + r.numTodoTests;
+  lines.push(
+    `  ${file.replace('.json', '').padEnd(12)} ${r.numPassedTests} passed, ${r.numFailedTests} failed`,
+  );
+}
+process.stdout.write(`${lines.join('\n')}\n`);
+if (failedStages.length > 0) process.stdout.write(`failed stages: ${failedStages.join('; ')}\n`);
+// A stage that failed without any failing test to show for it (a crashed runner, a tool build)
+// still fails the run and is counted once so the totals never read as green.
+const unaccounted = failedStages.filter((s) => s === 'tools').length;
+failed += unaccounted;
+const total = `${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`;
+process.stdout.write(`${total}\n`);
+process.exit(failed > 0 || failedStages.length > 0 || passed === 0 ? 1 : 0);

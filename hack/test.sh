@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs every test and check the project has, then prints the totals alone on the last line as
+# "N passed, N failed[, N skipped]". Every stage runs even when an earlier one failed, so one run
+# shows everything that is broken; the exit code is non-zero when anything failed.
+#
+# Stages: static checks (biome, tsc, generated files: each counted as one test), tool build
+# (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd).
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export PATH="$ROOT/node_modules/.bin:$PATH"
+OUT="$ROOT/bin/test-results"
+rm -rf "$OUT" && mkdir -p "$OUT"
+START=$(date +%s)
+checks_passed=0
+checks_failed=0
+failed_stages=()
+
+stage() { printf '\n=== %s (%ss)\n' "$1" "$(($(date +%s) - START))"; }
+check() { # check NAME CMD...: a static check counted as one test
+  local name=$1
+  shift
+  stage "$name"
+  if "$@"; then checks_passed=$((checks_passed + 1)); else checks_failed=$((checks_failed + 1)); failed_stages+=("$name"); fi
+}
+
+check "lint (biome)" biome check .
+check "typecheck (tsc --noEmit)" tsc -p tsconfig.json
+if grep -q '"check:generated"' package.json; then
+  check "generated files are fresh" npm run --silent check:generated
+fi
+
+stage "tools (hack/build-tools.sh core, hack/fetch-crds.sh)"
+if ! { hack/build-tools.sh core && hack/fetch-crds.sh; }; then
+  echo "FATAL: building the test tools failed (see above)" >&2
+  failed_stages+=("tools")
+fi
+
+run_vitest() { # run_vitest PROJECT
+  stage "vitest --project $1"
+  if ! vitest run --project "$1" --reporter=default --reporter=json --outputFile.json="$OUT/$1.json"; then
+    failed_stages+=("vitest $1")
+  fi
+}
+run_vitest unit
+if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then run_vitest integration; fi
+
+stage "summary"
+node hack/test-summary.ts "$OUT" "$checks_passed" "$checks_failed" "${failed_stages[@]}"
