@@ -209,7 +209,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     `--service-account-signing-key-file=${saKey}`,
     '--service-cluster-ip-range=10.96.0.0/16',
     '--allow-privileged=true',
-    '--max-request-bytes=16777216',
     '--enable-priority-and-fairness=false',
     '--v=1',
     ...(opts.apiServerArgs ?? []),

@@ -5,15 +5,16 @@ import {
   ApiException,
   ApiextensionsV1Api,
   KubeConfig,
+  loadAllYaml,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 
+// loadAllYaml, not a plain YAML parser: the typed client serializes through its model classes,
+// which silently drop `x-kubernetes-*` keys unless the object was deserialized into them first.
 export function readCrds(files: string[]): V1CustomResourceDefinition[] {
   const crds: V1CustomResourceDefinition[] = [];
   for (const file of files) {
-    for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
-      const obj = doc.toJS() as V1CustomResourceDefinition | null;
+    for (const obj of loadAllYaml(readFileSync(file, 'utf8')) as Array<V1CustomResourceDefinition | null>) {
       if (obj?.kind === 'CustomResourceDefinition') crds.push(obj);
     }
   }
