@@ -1,0 +1,124 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import {
+  decodeReleaseSecret,
+  HELM_RELEASE_SECRET_TYPE,
+  latestRelease,
+  readyFromRelease,
+  type SecretLike,
+} from './helm-release.ts';
+
+// Builds a release Secret the way Helm's secrets driver writes it: the record is JSON, gzipped,
+// base64-encoded, and stored as Secret data (which base64-encodes it once more).
+function releaseSecret(
+  release: string,
+  revision: number,
+  status: string,
+  opts: { gzip?: boolean; chartVersion?: string; annotations?: Record<string, string>; ns?: string } = {},
+): SecretLike {
+  const record = {
+    name: release,
+    namespace: opts.ns ?? 'apps',
+    version: revision,
+    info: { status, description: 'test' },
+    chart: {
+      metadata: {
+        name: 'tiny',
+        version: opts.chartVersion ?? '1.2.3',
+        appVersion: '4.5.6',
+        annotations: opts.annotations ?? {},
+      },
+    },
+  };
+  const json = Buffer.from(JSON.stringify(record));
+  const helmEncoded = ((opts.gzip ?? true) ? gzipSync(json) : json).toString('base64');
+  return {
+    metadata: {
+      name: `sh.helm.release.v1.${release}.v${revision}`,
+      namespace: opts.ns ?? 'apps',
+      labels: { owner: 'helm', name: release, version: String(revision), status },
+    },
+    type: HELM_RELEASE_SECRET_TYPE,
+    data: { release: Buffer.from(helmEncoded).toString('base64') },
+  };
+}
+
+describe('decodeReleaseSecret', () => {
+  it('decodes a gzipped record', () => {
+    const r = decodeReleaseSecret(
+      releaseSecret('web', 3, 'deployed', { annotations: { 'ops.vworkspace.io/backup': 'velero' } }),
+    );
+    expect(r).toMatchObject({
+      name: 'web',
+      revision: 3,
+      status: 'deployed',
+      chartVersion: '1.2.3',
+      appVersion: '4.5.6',
+    });
+    expect(r.chartAnnotations).toEqual({ 'ops.vworkspace.io/backup': 'velero' });
+  });
+
+  it('decodes an uncompressed record (older Helm versions)', () => {
+    expect(decodeReleaseSecret(releaseSecret('web', 1, 'failed', { gzip: false })).status).toBe('failed');
+  });
+
+  it('says which Secret is broken instead of throwing a parser error', () => {
+    const bad: SecretLike = {
+      ...releaseSecret('web', 1, 'deployed'),
+      data: { release: Buffer.from('bm90IGpzb24=').toString('base64') },
+    };
+    expect(() => decodeReleaseSecret(bad)).toThrow(
+      'apps/sh.helm.release.v1.web.v1 does not hold a JSON release record',
+    );
+    expect(() => decodeReleaseSecret({ metadata: { name: 'x', namespace: 'n' } })).toThrow(
+      'has no data.release',
+    );
+  });
+});
+
+describe('latestRelease', () => {
+  it('picks the highest revision of the named release only', () => {
+    const secrets = [
+      releaseSecret('web', 1, 'superseded'),
+      releaseSecret('web', 10, 'deployed', { chartVersion: '2.0.0' }),
+      releaseSecret('web', 9, 'superseded'),
+      releaseSecret('other', 99, 'failed'),
+      { metadata: { name: 'token', labels: { name: 'web', owner: 'helm', version: '100' } }, type: 'Opaque' },
+    ];
+    const { record, problems } = latestRelease(secrets, 'web');
+    expect(problems).toEqual([]);
+    expect(record).toMatchObject({ revision: 10, chartVersion: '2.0.0' }); // numeric, not lexical, order
+  });
+
+  it('falls back to the previous revision when the newest record is unreadable, and reports it', () => {
+    const broken = { ...releaseSecret('web', 3, 'deployed'), data: {} };
+    const { record, problems } = latestRelease([releaseSecret('web', 2, 'deployed'), broken], 'web');
+    expect(record?.revision).toBe(2);
+    expect(problems).toHaveLength(1);
+  });
+
+  it('returns nothing when the release has no record', () => {
+    expect(latestRelease([releaseSecret('other', 1, 'deployed')], 'web').record).toBeUndefined();
+  });
+});
+
+describe('readyFromRelease', () => {
+  const rec = (status: string) => decodeReleaseSecret(releaseSecret('web', 4, status));
+  it.each([
+    ['deployed', 'True', 'ReleaseDeployed'],
+    ['failed', 'False', 'ReleaseFailed'],
+    ['pending-install', 'False', 'ReleasePending'],
+    ['pending-upgrade', 'False', 'ReleasePending'],
+    ['pending-rollback', 'False', 'ReleasePending'],
+    ['uninstalling', 'False', 'ReleasePending'],
+    ['uninstalled', 'False', 'ReleaseNotFound'],
+  ])('maps %s to Ready=%s/%s', (status, ready, reason) => {
+    expect(readyFromRelease('web', 'apps', rec(status))).toMatchObject({ status: ready, reason });
+  });
+
+  it('reports a missing release with what to do', () => {
+    const s = readyFromRelease('web', 'apps', undefined);
+    expect(s).toMatchObject({ status: 'False', reason: 'ReleaseNotFound' });
+    expect(s.message).toContain('install the chart or fix spec.release');
+  });
+});

@@ -1,0 +1,139 @@
+// Reads Helm's release records (Secrets of type helm.sh/release.v1) without Helm: the operator
+// never installs apps, it only observes what Helm recorded. Pure functions of Secret objects.
+//
+// Record layout (Helm v3 "secrets" driver): Secret `sh.helm.release.v1.<release>.v<revision>`
+// with labels owner=helm, name=<release>, version=<revision>, status=<status>, and
+// data.release = base64(gzip(JSON of the release)) — base64-encoded once more by the Secret.
+import { gunzipSync } from 'node:zlib';
+
+export const HELM_RELEASE_SECRET_TYPE = 'helm.sh/release.v1';
+
+export interface SecretLike {
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+  type?: string;
+  data?: Record<string, string>;
+}
+
+/** The fields of a decoded release the operator uses. */
+export interface ReleaseRecord {
+  name: string;
+  namespace: string;
+  revision: number;
+  status: string;
+  chartName: string;
+  chartVersion: string;
+  appVersion: string;
+  /** metadata.annotations of the chart (Chart.yaml `annotations`). */
+  chartAnnotations: Record<string, string>;
+}
+
+interface RawRelease {
+  name?: string;
+  namespace?: string;
+  version?: number;
+  info?: { status?: string };
+  chart?: {
+    metadata?: { name?: string; version?: string; appVersion?: string; annotations?: Record<string, string> };
+  };
+}
+
+const GZIP_MAGIC = [0x1f, 0x8b];
+
+/** Decodes one release Secret; throws an Error that says what is wrong with the record. */
+export function decodeReleaseSecret(secret: SecretLike): ReleaseRecord {
+  const id = `${secret.metadata?.namespace ?? ''}/${secret.metadata?.name ?? ''}`;
+  const encoded = secret.data?.release;
+  if (!encoded) throw new Error(`Helm release Secret ${id} has no data.release`);
+  // Secret data is base64; inside it Helm wrote base64 of (usually gzipped) JSON.
+  const inner = Buffer.from(Buffer.from(encoded, 'base64').toString('utf8'), 'base64');
+  const bytes = inner[0] === GZIP_MAGIC[0] && inner[1] === GZIP_MAGIC[1] ? gunzipSync(inner) : inner;
+  let raw: RawRelease;
+  try {
+    raw = JSON.parse(bytes.toString('utf8')) as RawRelease;
+  } catch {
+    throw new Error(`Helm release Secret ${id} does not hold a JSON release record`);
+  }
+  const labels = secret.metadata?.labels ?? {};
+  const revision = raw.version ?? Number(labels.version);
+  if (!Number.isInteger(revision)) throw new Error(`Helm release Secret ${id} has no revision`);
+  const meta = raw.chart?.metadata ?? {};
+  return {
+    name: raw.name ?? labels.name ?? '',
+    namespace: raw.namespace ?? secret.metadata?.namespace ?? '',
+    revision,
+    status: raw.info?.status ?? labels.status ?? 'unknown',
+    chartName: meta.name ?? '',
+    chartVersion: meta.version ?? '',
+    appVersion: meta.appVersion ?? '',
+    chartAnnotations: { ...(meta.annotations ?? {}) },
+  };
+}
+
+/** True for Secrets that are Helm release records of `release` (by type and Helm's labels). */
+export function isReleaseSecretOf(secret: SecretLike, release: string): boolean {
+  const labels = secret.metadata?.labels ?? {};
+  return secret.type === HELM_RELEASE_SECRET_TYPE && labels.owner === 'helm' && labels.name === release;
+}
+
+/**
+ * The latest revision of `release` among `secrets` (any Secrets of the namespace), decoded.
+ * Undecodable records are returned in `problems` instead of failing the whole read.
+ */
+export function latestRelease(
+  secrets: readonly SecretLike[],
+  release: string,
+): { record?: ReleaseRecord; problems: string[] } {
+  const problems: string[] = [];
+  const candidates = secrets
+    .filter((s) => isReleaseSecretOf(s, release))
+    .sort((a, b) => Number(b.metadata?.labels?.version ?? 0) - Number(a.metadata?.labels?.version ?? 0));
+  for (const secret of candidates) {
+    try {
+      return { record: decodeReleaseSecret(secret), problems };
+    } catch (err) {
+      problems.push(err instanceof Error ? err.message : String(err));
+    }
+  }
+  return { problems };
+}
+
+export type ReadyReason = 'ReleaseDeployed' | 'ReleaseFailed' | 'ReleasePending' | 'ReleaseNotFound';
+
+export interface ReadyState {
+  status: 'True' | 'False';
+  reason: ReadyReason;
+  message: string;
+}
+
+/** Maps the latest release record onto the ApplicationInstance Ready condition (DESIGN.md §2). */
+export function readyFromRelease(
+  release: string,
+  namespace: string,
+  record: ReleaseRecord | undefined,
+): ReadyState {
+  if (!record || record.status === 'uninstalled') {
+    return {
+      status: 'False',
+      reason: 'ReleaseNotFound',
+      message: `No Helm release "${release}" is recorded in namespace ${namespace} (no Secret of type ${HELM_RELEASE_SECRET_TYPE} labelled name=${release}); install the chart or fix spec.release.`,
+    };
+  }
+  const at = `Helm release ${namespace}/${release} revision ${record.revision} (chart ${record.chartName}-${record.chartVersion})`;
+  switch (record.status) {
+    case 'deployed':
+      return { status: 'True', reason: 'ReleaseDeployed', message: `${at} is deployed.` };
+    case 'failed':
+      return {
+        status: 'False',
+        reason: 'ReleaseFailed',
+        message: `${at} failed; fix the release (helm history / helm rollback) before operating on it.`,
+      };
+    default:
+      // pending-install, pending-upgrade, pending-rollback, uninstalling, superseded-as-latest, unknown
+      return {
+        status: 'False',
+        reason: 'ReleasePending',
+        message: `${at} is "${record.status}"; waiting for Helm to finish. A release stuck in a pending state needs \`helm rollback\`.`,
+      };
+  }
+}
