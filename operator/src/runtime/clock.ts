@@ -1,0 +1,147 @@
+// Time as a dependency: every runtime piece that waits or measures takes a Clock, so tests drive
+// time by hand (FakeClock) instead of sleeping on a noisy machine.
+
+export interface TimerHandle {
+  readonly id: number;
+}
+
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+export const realClock: Clock = (() => {
+  const timers = new Map<number, NodeJS.Timeout>();
+  let next = 1;
+  return {
+    now: () => Date.now(),
+    setTimeout(fn, ms) {
+      const id = next++;
+      const t = setTimeout(
+        () => {
+          timers.delete(id);
+          fn();
+        },
+        Math.max(0, ms),
+      );
+      timers.set(id, t);
+      return { id };
+    },
+    clearTimeout(handle) {
+      const t = timers.get(handle.id);
+      if (t !== undefined) {
+        clearTimeout(t);
+        timers.delete(handle.id);
+      }
+    },
+  };
+})();
+
+/**
+ * Resolves after `ms` on `clock`, or as soon as `signal` aborts (never rejects: callers check the
+ * signal themselves, which keeps shutdown paths free of exception plumbing).
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const onAbort = () => {
+      clock.clearTimeout(handle);
+      resolve();
+    };
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Yields to the event loop so that every queued promise continuation runs. */
+export function flushMicrotasks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+interface FakeTimer {
+  id: number;
+  at: number;
+  seq: number;
+  fn: () => void;
+}
+
+/** A manually advanced clock. Timers fire in (due time, creation order) order. */
+export class FakeClock implements Clock {
+  #now: number;
+  #timers = new Map<number, FakeTimer>();
+  #next = 1;
+
+  constructor(start = Date.UTC(2025, 0, 1)) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    const id = this.#next++;
+    this.#timers.set(id, { id, at: this.#now + Math.max(0, ms), seq: id, fn });
+    return { id };
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    this.#timers.delete(handle.id);
+  }
+
+  /** Number of timers waiting to fire. */
+  get pending(): number {
+    return this.#timers.size;
+  }
+
+  /** Due time of the earliest timer, if any. */
+  nextDue(): number | undefined {
+    let min: number | undefined;
+    for (const t of this.#timers.values()) if (min === undefined || t.at < min) min = t.at;
+    return min;
+  }
+
+  #popDue(limit: number): FakeTimer | undefined {
+    let best: FakeTimer | undefined;
+    for (const t of this.#timers.values()) {
+      if (t.at > limit) continue;
+      if (!best || t.at < best.at || (t.at === best.at && t.seq < best.seq)) best = t;
+    }
+    if (best) this.#timers.delete(best.id);
+    return best;
+  }
+
+  /** Moves time forward by `ms`, firing due timers synchronously (no promise continuations run). */
+  advanceSync(ms: number): void {
+    const target = this.#now + ms;
+    for (let t = this.#popDue(target); t; t = this.#popDue(target)) {
+      this.#now = Math.max(this.#now, t.at);
+      t.fn();
+    }
+    this.#now = target;
+  }
+
+  /**
+   * Moves time forward by `ms`; after each timer fires, lets promise continuations run so that
+   * async code can schedule follow-up timers inside the same window (what real time would do).
+   */
+  async advance(ms: number): Promise<void> {
+    const target = this.#now + ms;
+    await flushMicrotasks();
+    for (let t = this.#popDue(target); t; t = this.#popDue(target)) {
+      this.#now = Math.max(this.#now, t.at);
+      t.fn();
+      await flushMicrotasks();
+    }
+    this.#now = target;
+    await flushMicrotasks();
+  }
+}

@@ -1,0 +1,369 @@
+import { Writable } from 'node:stream';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { FakeClock, flushMicrotasks } from './clock.ts';
+import { Informer, type ListerWatcher, type ListOptions, type WatchOptions } from './informer.ts';
+import { KubeApiError } from './kube-client.ts';
+import { createLogger } from './logger.ts';
+
+interface Obj extends KubernetesObject {
+  data?: Record<string, string>;
+}
+
+function cm(name: string, data: Record<string, string> = {}, namespace = 'ns'): Obj {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data };
+}
+
+interface ActiveWatch {
+  opts: WatchOptions;
+  onEvent: (type: string, obj: unknown) => void;
+  end: () => void;
+  fail: (err: unknown) => void;
+}
+
+/** An in-memory API server for one resource: list, watch, and a way to miss events. */
+class FakeServer implements ListerWatcher<Obj> {
+  objects = new Map<string, Obj>();
+  rv = 100;
+  lists: ListOptions[] = [];
+  watches: WatchOptions[] = [];
+  listFailures: unknown[] = [];
+  active: ActiveWatch | undefined;
+  /** Lets tests return Date timestamps from list, as client-node's typed list does. */
+  listTransform: (o: Obj) => Obj = (o) => o;
+
+  async list(opts: ListOptions): Promise<{ items: Obj[]; resourceVersion: string }> {
+    this.lists.push(opts);
+    const f = this.listFailures.shift();
+    if (f) throw f;
+    return {
+      items: [...this.objects.values()].map((o) => this.listTransform(structuredClone(o))),
+      resourceVersion: String(this.rv),
+    };
+  }
+
+  watch(
+    opts: WatchOptions,
+    onEvent: (type: string, obj: unknown) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    this.watches.push(opts);
+    return new Promise((resolve, reject) => {
+      const w: ActiveWatch = {
+        opts,
+        onEvent,
+        end: () => {
+          if (this.active === w) this.active = undefined;
+          resolve();
+        },
+        fail: (err) => {
+          if (this.active === w) this.active = undefined;
+          reject(err);
+        },
+      };
+      this.active = w;
+      signal.addEventListener('abort', () => w.end(), { once: true });
+    });
+  }
+
+  /** Creates or updates; the active watch (if any) sees it unless `silent`. */
+  put(o: Obj, silent = false): void {
+    const key = `${o.metadata!.namespace}/${o.metadata!.name}`;
+    const existed = this.objects.has(key);
+    const stored = structuredClone(o);
+    stored.metadata!.resourceVersion = String(++this.rv);
+    this.objects.set(key, stored);
+    if (!silent) this.active?.onEvent(existed ? 'MODIFIED' : 'ADDED', structuredClone(stored));
+  }
+
+  remove(namespace: string, name: string, silent = false): void {
+    const key = `${namespace}/${name}`;
+    const o = this.objects.get(key);
+    if (!o) return;
+    this.objects.delete(key);
+    this.rv++;
+    if (!silent)
+      this.active?.onEvent('DELETED', {
+        ...structuredClone(o),
+        metadata: { ...o.metadata, resourceVersion: String(this.rv) },
+      });
+  }
+}
+
+function setup(opts: { resyncPeriodMs?: number; labelSelector?: string; fieldSelector?: string } = {}) {
+  const clock = new FakeClock();
+  const server = new FakeServer();
+  const logLines: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk, _e, cb) {
+      for (const l of String(chunk).split('\n')) if (l.trim()) logLines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  const informer = new Informer<Obj>({
+    name: 'configmaps',
+    listerWatcher: server,
+    clock,
+    logger: createLogger({ destination, level: 'debug' }),
+    backoff: { initialMs: 1000, maxMs: 30_000, jitter: 0 },
+    random: () => 0,
+    ...opts,
+  });
+  const events: string[] = [];
+  informer.addEventHandler({
+    add: (o) => {
+      events.push(`add ${o.metadata!.name}`);
+    },
+    update: (a, b) => {
+      events.push(
+        `update ${b.metadata!.name} ${a.metadata!.resourceVersion}->${b.metadata!.resourceVersion}`,
+      );
+    },
+    delete: (o) => {
+      events.push(`delete ${o.metadata!.name}`);
+    },
+  });
+  return { clock, server, informer, events, logLines };
+}
+
+describe('Informer', () => {
+  it('lists, reports synced, then watches from the list resourceVersion with bookmarks', async () => {
+    const { server, informer, events } = setup({ labelSelector: 'a=b', fieldSelector: 'metadata.name=x' });
+    server.put(cm('a'));
+    server.put(cm('b'));
+    expect(informer.hasSynced()).toBe(false);
+    informer.start();
+    expect(await informer.waitForSync()).toBe(true);
+    await flushMicrotasks();
+    expect(events).toEqual(['add a', 'add b']);
+    expect(server.lists).toEqual([{ labelSelector: 'a=b', fieldSelector: 'metadata.name=x' }]);
+    expect(server.watches[0]).toMatchObject({
+      resourceVersion: '102',
+      allowWatchBookmarks: true,
+      labelSelector: 'a=b',
+      fieldSelector: 'metadata.name=x',
+      timeoutSeconds: 300,
+    });
+    await informer.stop();
+  });
+
+  it('delivers watch events, skips same-resourceVersion updates, tracks bookmarks', async () => {
+    const { server, informer, events } = setup();
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    server.put(cm('a', { v: '1' }));
+    server.put(cm('a', { v: '2' }));
+    server.active!.onEvent('MODIFIED', structuredClone(server.objects.get('ns/a')));
+    server.remove('ns', 'a');
+    server.active!.onEvent('BOOKMARK', { metadata: { resourceVersion: '999' } });
+    expect(events).toEqual(['add a', 'update a 101->102', 'delete a']);
+    expect(informer.resourceVersion).toBe('999');
+    expect(informer.list()).toEqual([]);
+    await informer.stop();
+  });
+
+  it('relists on a 410 ERROR event and reports what changed while events were missed', async () => {
+    const { server, informer, events } = setup();
+    server.put(cm('keep'));
+    server.put(cm('gone'));
+    server.put(cm('changed', { v: '1' }));
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    events.length = 0;
+    server.remove('ns', 'gone', true);
+    server.put(cm('changed', { v: '2' }), true);
+    server.put(cm('new'), true);
+    server.active!.onEvent('ERROR', {
+      kind: 'Status',
+      code: 410,
+      reason: 'Expired',
+      message: 'too old resource version',
+    });
+    await flushMicrotasks();
+    expect(server.lists).toHaveLength(2);
+    expect(events.sort()).toEqual(['add new', 'delete gone', 'update changed 103->105']);
+    expect(
+      informer
+        .list()
+        .map((o) => o.metadata!.name)
+        .sort(),
+    ).toEqual(['changed', 'keep', 'new']);
+    expect(informer.stats.gone).toBe(1);
+    // Watching resumes from the new list.
+    expect(server.watches.at(-1)!.resourceVersion).toBe(String(server.rv));
+    server.put(cm('after'));
+    expect(events).toContain('add after');
+    await informer.stop();
+  });
+
+  it('relists when the watch request itself fails with HTTP 410', async () => {
+    const { server, informer } = setup();
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    server.active!.fail(Object.assign(new Error('Gone'), { statusCode: 410 }));
+    await flushMicrotasks();
+    expect(server.lists).toHaveLength(2);
+    expect(server.active).toBeDefined();
+    await informer.stop();
+  });
+
+  it('retries a failing list with growing backoff and syncs once it succeeds', async () => {
+    const { clock, server, informer } = setup();
+    const forbidden = new KubeApiError(403, 'Forbidden', 'no', undefined);
+    server.listFailures.push(forbidden, forbidden, new Error('ECONNRESET'));
+    informer.start();
+    await flushMicrotasks();
+    const delays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      delays.push(clock.nextDue()! - clock.now());
+      await clock.advance(clock.nextDue()! - clock.now());
+    }
+    expect(delays).toEqual([1000, 2000, 4000]);
+    expect(informer.hasSynced()).toBe(true);
+    expect(informer.stats.errors).toBe(3);
+    await informer.stop();
+  });
+
+  it('restarts a failed watch from its last resourceVersion without relisting, and resets backoff on progress', async () => {
+    const { clock, server, informer, events } = setup();
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    server.put(cm('a'));
+    server.active!.fail(new KubeApiError(500, 'InternalError', 'etcd down', undefined));
+    await flushMicrotasks();
+    expect(server.active).toBeUndefined();
+    expect(clock.nextDue()! - clock.now()).toBe(1000);
+    await clock.advance(1000);
+    expect(server.lists).toHaveLength(1);
+    expect(server.watches.at(-1)!.resourceVersion).toBe('101');
+    server.active!.fail(new Error('socket hang up'));
+    await flushMicrotasks();
+    expect(clock.nextDue()! - clock.now()).toBe(2000);
+    await clock.advance(2000);
+    server.put(cm('b'));
+    server.active!.fail(new Error('reset'));
+    await flushMicrotasks();
+    expect(clock.nextDue()! - clock.now()).toBe(1000);
+    await clock.advance(1000);
+    expect(events).toEqual(['add a', 'add b']);
+    await informer.stop();
+  });
+
+  it('re-watches at once after a clean end with events, and backs off after an immediate empty end', async () => {
+    const { clock, server, informer } = setup();
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    server.put(cm('a'));
+    server.active!.end();
+    await flushMicrotasks();
+    expect(server.watches).toHaveLength(2);
+    server.active!.end();
+    await flushMicrotasks();
+    expect(server.watches).toHaveLength(2);
+    await clock.advance(1000);
+    expect(server.watches).toHaveLength(3);
+    await informer.stop();
+  });
+
+  it('hands out clones: callers and handlers cannot change the cache', async () => {
+    const { server, informer } = setup();
+    informer.addEventHandler({
+      add: (o) => {
+        o.data = { mutated: 'by handler' };
+      },
+    });
+    server.put(cm('a', { v: '1' }));
+    informer.start();
+    await informer.waitForSync();
+    const got = informer.get('a', 'ns')!;
+    got.data!.v = 'changed';
+    informer.list()[0]!.metadata!.name = 'renamed';
+    expect(informer.get('a', 'ns')!.data).toEqual({ v: '1' });
+    expect(informer.getByKey('ns/a')!.metadata!.name).toBe('a');
+    expect(informer.list('other')).toEqual([]);
+    await informer.stop();
+  });
+
+  it('logs a throwing or rejecting handler and keeps calling the others', async () => {
+    const { server, informer, events, logLines } = setup();
+    informer.addEventHandler({
+      add: () => {
+        throw new Error('sync boom');
+      },
+    });
+    informer.addEventHandler({ add: async () => Promise.reject(new Error('async boom')) });
+    const after: string[] = [];
+    informer.addEventHandler({ add: (o) => void after.push(o.metadata!.name!) });
+    server.put(cm('a'));
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    expect(events).toEqual(['add a']);
+    expect(after).toEqual(['a']);
+    const msgs = logLines.filter((l) => l.level === 'error').map((l) => l.msg);
+    expect(msgs).toEqual(['informer handler threw', 'informer handler rejected']);
+    await informer.stop();
+  });
+
+  it('normalises list Dates to the strings watch events carry', async () => {
+    const { server, informer, events } = setup();
+    server.put({
+      ...cm('a'),
+      metadata: { name: 'a', namespace: 'ns', creationTimestamp: '2025-03-01T10:00:00Z' as unknown as Date },
+    });
+    server.listTransform = (o) => ({
+      ...o,
+      metadata: { ...o.metadata, creationTimestamp: new Date(String(o.metadata!.creationTimestamp)) },
+    });
+    informer.start();
+    await informer.waitForSync();
+    expect(informer.get('a', 'ns')!.metadata!.creationTimestamp).toBe('2025-03-01T10:00:00Z');
+    // The same object arriving by watch (strings, same resourceVersion) is not a change.
+    server.active!.onEvent('MODIFIED', structuredClone(server.objects.get('ns/a')));
+    await flushMicrotasks();
+    expect(events).toEqual(['add a']);
+    await informer.stop();
+  });
+
+  it('resyncs every cached object as update(old, old) on the period', async () => {
+    const { clock, server, informer, events } = setup({ resyncPeriodMs: 60_000 });
+    server.put(cm('a'));
+    informer.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    await clock.advance(60_000);
+    await clock.advance(60_000);
+    expect(events).toEqual(['add a', 'update a 101->101', 'update a 101->101']);
+    await informer.stop();
+  });
+
+  it('replays cached objects to a handler added after sync', async () => {
+    const { server, informer } = setup();
+    server.put(cm('a'));
+    informer.start();
+    await informer.waitForSync();
+    const late: string[] = [];
+    informer.addEventHandler({ add: (o) => void late.push(o.metadata!.name!) });
+    await flushMicrotasks();
+    expect(late).toEqual(['a']);
+    await informer.stop();
+  });
+
+  it('waitForSync returns false when stopped before the first list succeeds', async () => {
+    const { server, informer } = setup();
+    server.listFailures.push(new Error('down'));
+    informer.start();
+    const waiting = informer.waitForSync();
+    await flushMicrotasks();
+    await informer.stop();
+    expect(await waiting).toBe(false);
+    const ac = new AbortController();
+    ac.abort();
+    expect(await informer.waitForSync(ac.signal)).toBe(false);
+  });
+});

@@ -1,0 +1,477 @@
+// A supervised informer: list, then watch from the list's resourceVersion, forever.
+//
+// What client-node's ListWatch does not do and this does:
+// - restarts after ANY failure (403, 5xx, connection reset, failed list) with exponential backoff,
+//   instead of stopping for good;
+// - relists on 410 Gone whether it arrives as an HTTP status, a failed list page or a watch ERROR
+//   event, and reports vanished objects as deletes;
+// - tracks "synced" (the first list has been delivered), which readiness and controllers wait on;
+// - hands out clones, so no caller can mutate the cache;
+// - normalises timestamps (Date vs string) so list and watch produce identical objects;
+// - asks for bookmarks and a server-side watch timeout, so quiet watches advance and rotate;
+// - optional periodic resync (update(old, old) for every cached object);
+// - guards handlers: a throwing handler or a rejected async handler is logged, never unhandled.
+
+import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
+import { Backoff, type BackoffOptions } from './backoff.ts';
+import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
+import { keyOf, objectKey } from './keys.ts';
+import {
+  apiVersionOf,
+  isGone,
+  KubeApiError,
+  type KubeClient,
+  type KubeStatus,
+  type ResourceRef,
+  RestClient,
+  resourcePath,
+} from './kube-client.ts';
+import { type Logger, silentLogger } from './logger.ts';
+import { normalizeTimestamps } from './normalize.ts';
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface ListResult<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+export interface WatchOptions extends ListOptions {
+  resourceVersion: string;
+  allowWatchBookmarks: boolean;
+  timeoutSeconds: number;
+}
+
+/** The two calls an informer makes; `kubeListerWatcher` is the real one, tests use fakes. */
+export interface ListerWatcher<T> {
+  list(opts: ListOptions, signal: AbortSignal): Promise<ListResult<T>>;
+  /**
+   * Streams events to `onEvent` until the watch ends: resolves when it ends cleanly (server
+   * timeout, client inactivity timeout, abort through `signal`), rejects on any failure.
+   */
+  watch(
+    opts: WatchOptions,
+    onEvent: (type: string, obj: unknown) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
+}
+
+export type MaybePromise = void | Promise<void>;
+
+export interface InformerHandlers<T> {
+  add?: (obj: T) => MaybePromise;
+  update?: (oldObj: T, newObj: T) => MaybePromise;
+  delete?: (obj: T) => MaybePromise;
+}
+
+export interface InformerOptions<T> {
+  /** Used in logs, e.g. "operations". */
+  name: string;
+  listerWatcher: ListerWatcher<T>;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Fire update(obj, obj) for every cached object this often; 0 or unset = never. */
+  resyncPeriodMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** Reconnect backoff after errors; default 1 s doubling to 30 s, 20 % jitter. */
+  backoff?: BackoffOptions;
+  /** Server-side watch timeout is this × (1 + random), like client-go (default 300 s). */
+  minWatchTimeoutSeconds?: number;
+  random?: () => number;
+}
+
+export interface InformerStats {
+  lists: number;
+  watches: number;
+  errors: number;
+  /** Relists caused by 410 Gone. */
+  gone: number;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+function statusError(obj: unknown): KubeApiError {
+  const s: KubeStatus = isRecord(obj) ? (obj as KubeStatus) : {};
+  return new KubeApiError(s.code ?? 500, s.reason ?? 'Unknown', s.message ?? 'watch error event', s);
+}
+
+export class Informer<T extends KubernetesObject> {
+  readonly name: string;
+  readonly #lw: ListerWatcher<T>;
+  readonly #opts: InformerOptions<T>;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #backoff: Backoff;
+  readonly #random: () => number;
+
+  #store = new Map<string, T>();
+  #rv = '';
+  #handlers: InformerHandlers<T>[] = [];
+  #synced = false;
+  #resolveSynced!: () => void;
+  readonly #syncedPromise: Promise<void>;
+  #abort: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+  #resyncTimer: TimerHandle | undefined;
+  #progress = 0;
+  readonly #stats: InformerStats = { lists: 0, watches: 0, errors: 0, gone: 0 };
+
+  constructor(opts: InformerOptions<T>) {
+    this.name = opts.name;
+    this.#opts = opts;
+    this.#lw = opts.listerWatcher;
+    this.#clock = opts.clock ?? realClock;
+    this.#log = (opts.logger ?? silentLogger).child({ informer: opts.name });
+    this.#random = opts.random ?? Math.random;
+    this.#backoff = new Backoff({ random: this.#random, ...opts.backoff });
+    this.#syncedPromise = new Promise((resolve) => {
+      this.#resolveSynced = resolve;
+    });
+  }
+
+  /** Registers handlers; returns a function that removes them. Objects already cached are replayed as adds. */
+  addEventHandler(h: InformerHandlers<T>): () => void {
+    this.#handlers.push(h);
+    if (this.#store.size > 0 && h.add) {
+      const snapshot = [...this.#store.values()];
+      queueMicrotask(() => {
+        if (!this.#handlers.includes(h)) return;
+        for (const o of snapshot) this.#call(() => h.add?.(structuredClone(o)));
+      });
+    }
+    return () => {
+      this.#handlers = this.#handlers.filter((x) => x !== h);
+    };
+  }
+
+  /** Starts list+watch in the background. Idempotent. */
+  start(): void {
+    if (this.#loop) return;
+    const abort = new AbortController();
+    this.#abort = abort;
+    this.#loop = this.#run(abort.signal);
+    this.#scheduleResync();
+  }
+
+  async stop(): Promise<void> {
+    this.#abort?.abort();
+    if (this.#resyncTimer) this.#clock.clearTimeout(this.#resyncTimer);
+    this.#resyncTimer = undefined;
+    await this.#loop;
+  }
+
+  /** True once the first list has been stored and delivered to handlers (stays true after errors). */
+  hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  /** Resolves true when synced, false if `signal` aborts or the informer stops first. */
+  async waitForSync(signal?: AbortSignal): Promise<boolean> {
+    if (this.#synced) return true;
+    const stops: Promise<void>[] = [this.#syncedPromise];
+    const abortPromise = (s: AbortSignal) =>
+      new Promise<void>((resolve) => {
+        if (s.aborted) resolve();
+        else s.addEventListener('abort', () => resolve(), { once: true });
+      });
+    if (signal) stops.push(abortPromise(signal));
+    if (this.#abort) stops.push(abortPromise(this.#abort.signal));
+    await Promise.race(stops);
+    return this.#synced;
+  }
+
+  /** The resourceVersion the next watch would start from ('' = the next step is a list). */
+  get resourceVersion(): string {
+    return this.#rv;
+  }
+
+  get stats(): Readonly<InformerStats> {
+    return { ...this.#stats };
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.getByKey(keyOf(namespace, name));
+  }
+
+  getByKey(key: string): T | undefined {
+    const o = this.#store.get(key);
+    return o === undefined ? undefined : structuredClone(o);
+  }
+
+  /** Every cached object (of one namespace if given), cloned. */
+  list(namespace?: string): T[] {
+    const out: T[] = [];
+    for (const o of this.#store.values()) {
+      if (namespace === undefined || o.metadata?.namespace === namespace) out.push(structuredClone(o));
+    }
+    return out;
+  }
+
+  keys(): string[] {
+    return [...this.#store.keys()];
+  }
+
+  // ---- the supervisor loop ---------------------------------------------------------------------
+
+  async #run(signal: AbortSignal): Promise<void> {
+    let consecutiveGone = 0;
+    while (!signal.aborted) {
+      try {
+        if (this.#rv === '') await this.#relist(signal);
+        if (signal.aborted) break;
+        const started = this.#clock.now();
+        const progressBefore = this.#progress;
+        await this.#watch(signal);
+        if (this.#progress > progressBefore) consecutiveGone = 0;
+        // A watch that ends at once without any event must not become a hot loop.
+        if (this.#progress === progressBefore && this.#clock.now() - started < 1000) {
+          await sleep(this.#clock, this.#backoff.next(), signal);
+        }
+      } catch (err) {
+        if (signal.aborted) break;
+        if (isGone(err)) {
+          this.#stats.gone++;
+          this.#rv = '';
+          this.#log.info({ err: String(err) }, 'resourceVersion too old (410 Gone): relisting');
+          // One relist is the cure; back off only if the cure keeps failing the same way.
+          if (++consecutiveGone > 1) await sleep(this.#clock, this.#backoff.next(), signal);
+          continue;
+        }
+        consecutiveGone = 0;
+        this.#stats.errors++;
+        const delay = this.#backoff.next();
+        this.#log.warn({ err: String(err), retryInMs: delay }, 'list/watch failed; retrying');
+        await sleep(this.#clock, delay, signal);
+      }
+    }
+  }
+
+  async #relist(signal: AbortSignal): Promise<void> {
+    this.#stats.lists++;
+    const result = await this.#lw.list(this.#selectors(), signal);
+    if (signal.aborted) return;
+    const fresh = new Map<string, T>();
+    for (const raw of result.items) {
+      const obj = normalizeTimestamps(raw);
+      fresh.set(objectKey(obj), obj);
+    }
+    const old = this.#store;
+    this.#store = fresh;
+    this.#rv = result.resourceVersion;
+    this.#backoff.reset();
+    for (const [k, o] of old) if (!fresh.has(k)) this.#emitDelete(o);
+    for (const [k, n] of fresh) {
+      const o = old.get(k);
+      if (!o) this.#emitAdd(n);
+      else if (o.metadata?.resourceVersion !== n.metadata?.resourceVersion) this.#emitUpdate(o, n);
+    }
+    if (!this.#synced) {
+      this.#synced = true;
+      this.#resolveSynced();
+      this.#log.debug({ objects: fresh.size }, 'synced');
+    }
+  }
+
+  async #watch(signal: AbortSignal): Promise<void> {
+    this.#stats.watches++;
+    const ac = new AbortController();
+    const onAbort = () => ac.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    let failure: KubeApiError | undefined;
+    const min = this.#opts.minWatchTimeoutSeconds ?? 300;
+    try {
+      await this.#lw.watch(
+        {
+          ...this.#selectors(),
+          resourceVersion: this.#rv,
+          allowWatchBookmarks: true,
+          timeoutSeconds: Math.floor(min * (1 + this.#random())),
+        },
+        (type, obj) => {
+          if (ac.signal.aborted) return;
+          if (type === 'ERROR') {
+            failure = statusError(obj);
+            ac.abort();
+            return;
+          }
+          this.#apply(type, obj);
+        },
+        ac.signal,
+      );
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    if (failure) throw failure;
+  }
+
+  #apply(type: string, raw: unknown): void {
+    if (!isRecord(raw) || !isRecord(raw.metadata)) return;
+    const rv = typeof raw.metadata.resourceVersion === 'string' ? raw.metadata.resourceVersion : '';
+    if (type === 'ADDED' || type === 'MODIFIED') {
+      const obj = normalizeTimestamps(raw as T);
+      const key = objectKey(obj);
+      const old = this.#store.get(key);
+      this.#store.set(key, obj);
+      if (!old) this.#emitAdd(obj);
+      else if (old.metadata?.resourceVersion !== rv) this.#emitUpdate(old, obj);
+    } else if (type === 'DELETED') {
+      const obj = normalizeTimestamps(raw as T);
+      const key = objectKey(obj);
+      if (this.#store.delete(key)) this.#emitDelete(obj);
+    } else if (type !== 'BOOKMARK') {
+      return;
+    }
+    if (rv) this.#rv = rv;
+    this.#progress++;
+    this.#backoff.reset();
+  }
+
+  #selectors(): ListOptions {
+    const s: ListOptions = {};
+    if (this.#opts.labelSelector) s.labelSelector = this.#opts.labelSelector;
+    if (this.#opts.fieldSelector) s.fieldSelector = this.#opts.fieldSelector;
+    return s;
+  }
+
+  #scheduleResync(): void {
+    const period = this.#opts.resyncPeriodMs ?? 0;
+    if (period <= 0) return;
+    this.#resyncTimer = this.#clock.setTimeout(() => {
+      if (this.#abort?.signal.aborted) return;
+      if (this.#synced) for (const o of this.#store.values()) this.#emitUpdate(o, o);
+      this.#scheduleResync();
+    }, period);
+  }
+
+  // ---- guarded handler calls -------------------------------------------------------------------
+
+  #emitAdd(obj: T): void {
+    for (const h of this.#handlers) if (h.add) this.#call(() => h.add?.(structuredClone(obj)));
+  }
+
+  #emitUpdate(oldObj: T, newObj: T): void {
+    for (const h of this.#handlers) {
+      if (h.update) this.#call(() => h.update?.(structuredClone(oldObj), structuredClone(newObj)));
+    }
+  }
+
+  #emitDelete(obj: T): void {
+    for (const h of this.#handlers) if (h.delete) this.#call(() => h.delete?.(structuredClone(obj)));
+  }
+
+  #call(fn: () => MaybePromise): void {
+    try {
+      const r = fn();
+      if (r instanceof Promise)
+        r.catch((err: unknown) => this.#log.error({ err }, 'informer handler rejected'));
+    } catch (err) {
+      this.#log.error({ err }, 'informer handler threw');
+    }
+  }
+}
+
+// ---- the real ListerWatcher over the API server -----------------------------------------------
+
+interface ListBody<T> {
+  kind?: string;
+  apiVersion?: string;
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: T[];
+}
+
+function isAbort(err: unknown): boolean {
+  return isRecord(err) && (err.name === 'AbortError' || err.name === 'TimeoutError');
+}
+
+/**
+ * List (paginated, 500 a page) and watch `resource` through the API server. The resource's
+ * `namespace` scopes both; leave it out for cluster-scoped kinds or all namespaces.
+ */
+export function kubeListerWatcher<T extends KubernetesObject>(
+  kc: KubeConfig,
+  resource: ResourceRef,
+  client: KubeClient = new RestClient(kc),
+): ListerWatcher<T> {
+  const path = resourcePath(resource);
+  const watcher = new Watch(kc);
+  return {
+    async list(opts, signal) {
+      const items: T[] = [];
+      let cont: string | undefined;
+      let rv = '';
+      let kind: string | undefined;
+      do {
+        const page: ListBody<T> = await client.request<ListBody<T>>({
+          method: 'GET',
+          path,
+          query: { ...opts, limit: 500, continue: cont },
+          signal,
+          timeoutMs: 60_000,
+        });
+        items.push(...(page.items ?? []));
+        rv = page.metadata?.resourceVersion ?? '';
+        cont = page.metadata?.continue || undefined;
+        kind = page.kind?.replace(/List$/, '');
+      } while (cont && !signal.aborted);
+      // Items of typed lists carry no apiVersion/kind; watch events do. Make them alike.
+      const apiVersion = apiVersionOf(resource);
+      for (const it of items) {
+        it.apiVersion ??= apiVersion;
+        if (kind) it.kind ??= kind;
+      }
+      return { items, resourceVersion: rv };
+    },
+
+    watch(opts, onEvent, signal) {
+      return new Promise<void>((resolve, reject) => {
+        let controller: AbortController | undefined;
+        const onAbort = () => controller?.abort();
+        signal.addEventListener('abort', onAbort, { once: true });
+        const finish = (err: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          // Our own abort, the client's inactivity timeout and a server-side close are clean ends.
+          if (!err || signal.aborted || isAbort(err)) resolve();
+          else reject(err);
+        };
+        const query: Record<string, string | number | boolean> = {
+          resourceVersion: opts.resourceVersion,
+          allowWatchBookmarks: opts.allowWatchBookmarks,
+          timeoutSeconds: opts.timeoutSeconds,
+        };
+        if (opts.labelSelector) query.labelSelector = opts.labelSelector;
+        if (opts.fieldSelector) query.fieldSelector = opts.fieldSelector;
+        watcher
+          .watch(path, query, (type: string, obj: unknown) => onEvent(type, obj), finish)
+          .then((c) => {
+            controller = c;
+            if (signal.aborted) c.abort();
+          }, finish);
+      });
+    },
+  };
+}
+
+export interface KubeInformerOptions<T> extends Omit<InformerOptions<T>, 'listerWatcher' | 'name'> {
+  name?: string;
+  client?: KubeClient;
+}
+
+/** An Informer over the API server for `resource` (namespace-scoped if resource.namespace is set). */
+export function createInformer<T extends KubernetesObject>(
+  kc: KubeConfig,
+  resource: ResourceRef,
+  opts: KubeInformerOptions<T> = {},
+): Informer<T> {
+  const { client, name, ...rest } = opts;
+  return new Informer<T>({
+    ...rest,
+    name: name ?? `${resource.plural}${resource.group ? `.${resource.group}` : ''}`,
+    listerWatcher: kubeListerWatcher<T>(kc, resource, client ?? new RestClient(kc)),
+  });
+}
