@@ -1,0 +1,57 @@
+// Well-known annotation and label keys (docs/labels-and-annotations.md describes each one).
+
+import { OPS_GROUP } from './constants.ts';
+import type { CapabilityVerb } from './enums.ts';
+
+/** Prefix of capability annotations: `ops.vworkspace.io/<verb>: <engine>` on an ApplicationInstance. */
+export const CAPABILITY_ANNOTATION_PREFIX = `${OPS_GROUP}/`;
+
+export function capabilityAnnotation(verb: CapabilityVerb): string {
+  return `${CAPABILITY_ANNOTATION_PREFIX}${verb}`;
+}
+
+/** "true" on an ApplicationInstance: reconciliation paused (set during maintenance). */
+export const ANNOTATION_PAUSED = `${OPS_GROUP}/paused`;
+/** "true" on an Operation with `policy.requiresApproval`: lets it leave Blocked/AwaitingApproval. */
+export const ANNOTATION_APPROVE = `${OPS_GROUP}/approve`;
+/** Written by the admission webhook when approve is set: the approving user, from the admission request. */
+export const ANNOTATION_APPROVED_BY = `${OPS_GROUP}/approved-by`;
+/** "true" on a CronOperation: the next scheduled run is skipped (the annotation is then removed). */
+export const ANNOTATION_SKIP_NEXT = `${OPS_GROUP}/skip-next`;
+/** Any new value asks for an immediate reconcile of the object (e.g. a timestamp), like Flux's requestedAt. */
+export const ANNOTATION_RECONCILE = `${OPS_GROUP}/reconcile`;
+
+/**
+ * Label on an engine child naming the Operation that owns it. Children in the Operation's namespace also
+ * carry an owner reference; children elsewhere (a velero.io Backup lives in the Velero namespace) cannot,
+ * so the label plus LABEL_OPERATION_NAMESPACE is how the operator finds and cleans them up.
+ */
+export const LABEL_OPERATION = `${OPS_GROUP}/operation`;
+export const LABEL_OPERATION_NAMESPACE = `${OPS_GROUP}/operation-namespace`;
+
+/** "true" on a ConfigMap in the operator namespace: it holds a catalog (key CATALOG_CONFIGMAP_KEY). */
+export const LABEL_CATALOG = `${OPS_GROUP}/catalog`;
+export const CATALOG_CONFIGMAP_KEY = 'catalog.yaml';
+
+/** Label on an Operation created by a CronOperation / WatchOperation: the creator's name. */
+export const LABEL_CRON_OPERATION = `${OPS_GROUP}/cron-operation`;
+export const LABEL_WATCH_OPERATION = `${OPS_GROUP}/watch-operation`;
+/** Annotation on an Operation created by a CronOperation: the scheduled slot it runs (RFC 3339, UTC). */
+export const ANNOTATION_SCHEDULED_TIME = `${OPS_GROUP}/scheduled-time`;
+/** Annotation on an Operation created by a WatchOperation: `label:<key>` or `field:<path>`. */
+export const ANNOTATION_TRIGGER = `${OPS_GROUP}/trigger`;
+
+/**
+ * Prefix of the processed mark a WatchOperation leaves on an ApplicationInstance when a trigger label
+ * started an Operation, so the same label never triggers twice (the KEP's `-processed` annotation).
+ * The full key is `processed.ops.vworkspace.io/<watch-operation-name>`; WatchOperation names are at most
+ * 47 characters, well inside the 63-character name part of a key.
+ */
+export const WATCH_PROCESSED_ANNOTATION_PREFIX = `processed.${OPS_GROUP}/`;
+
+export function watchProcessedAnnotation(watchOperationName: string): string {
+  return `${WATCH_PROCESSED_ANNOTATION_PREFIX}${watchOperationName}`;
+}
+
+/** The label engines select release objects by (Velero label selector, PVC lookup). */
+export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';

@@ -1,0 +1,209 @@
+// ApplicationInstance (apps.vworkspace.io/v1alpha1): a deployed Helm release plus its capabilities.
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { type Static, Type } from '@sinclair/typebox';
+import { APPLICATION_INSTANCE, CATEGORY } from './constants.ts';
+import type { KindDefinition } from './crd.ts';
+import { CAPABILITY_ENGINES, CAPABILITY_SOURCES, CAPABILITY_VERBS, CHART_SOURCE_TYPES } from './enums.ts';
+import {
+  Conditions,
+  cel,
+  DNS1123_LABEL,
+  DNS1123_SUBDOMAIN,
+  ObservedGeneration,
+  RootSchema,
+  StringEnum,
+} from './schema-helpers.ts';
+
+export const ChartRefSchema = Type.Object(
+  {
+    sourceType: StringEnum(CHART_SOURCE_TYPES, {
+      description:
+        'oci for an OCI registry (url oci://...), helm for a classic chart repository (url http(s)://...).',
+    }),
+    url: Type.String({
+      description:
+        'Where the chart comes from: oci://registry.example.com/charts or https://charts.example.com.',
+      minLength: 1,
+      maxLength: 2048,
+    }),
+    name: Type.String({ description: 'Chart name, e.g. nextcloud.', minLength: 1, maxLength: 253 }),
+    version: Type.String({
+      description:
+        'Chart version the release should run, e.g. 6.6.0. A WatchOperation can trigger on a change of spec.appRef.chart.version (e.g. a backup before an upgrade).',
+      minLength: 1,
+      maxLength: 128,
+    }),
+  },
+  {
+    description: 'The chart the release was installed from.',
+    'x-kubernetes-validations': [
+      cel(
+        "self.sourceType == 'oci' ? self.url.startsWith('oci://') : self.url.startsWith('https://') || self.url.startsWith('http://')",
+        'url must start with oci:// when sourceType is oci and with https:// (or http://) when it is helm',
+        { fieldPath: '.url' },
+      ),
+    ],
+  },
+);
+
+export const ApplicationInstanceSpecSchema = Type.Object(
+  {
+    appRef: Type.Object(
+      {
+        catalogId: Type.String({
+          description:
+            'Id of the application in the catalog (catalog.yaml applications.<id>); its capabilities, chart-annotation opt-in and maintenance window apply to this instance.',
+          minLength: 1,
+          maxLength: 253,
+          pattern: DNS1123_SUBDOMAIN,
+        }),
+        chart: Type.Optional(ChartRefSchema),
+      },
+      { description: 'Which application this is.' },
+    ),
+    release: Type.Object(
+      {
+        name: Type.String({
+          description:
+            'Helm release name; the operator reads its release record (Secrets of type helm.sh/release.v1).',
+          minLength: 1,
+          maxLength: 53,
+          pattern: DNS1123_LABEL,
+        }),
+        namespace: Type.Optional(
+          Type.String({
+            description:
+              "Namespace of the release. Must be the instance's own namespace (the default): operations never reach into other namespaces.",
+            maxLength: 63,
+            pattern: DNS1123_LABEL,
+          }),
+        ),
+      },
+      { description: 'The Helm release this instance describes. The operator does not install it.' },
+    ),
+  },
+  {
+    description:
+      'What the instance is. Capabilities live in metadata.annotations (ops.vworkspace.io/<verb>).',
+  },
+);
+export type ApplicationInstanceSpec = Static<typeof ApplicationInstanceSpecSchema>;
+
+export const EffectiveCapabilitySchema = Type.Object(
+  {
+    verb: StringEnum(CAPABILITY_VERBS, {
+      description: 'The capability verb (annotation ops.vworkspace.io/<verb>).',
+    }),
+    engine: StringEnum(CAPABILITY_ENGINES, { description: 'The engine that may carry it out.' }),
+    source: StringEnum(CAPABILITY_SOURCES, {
+      description:
+        'Where it came from: catalog (the catalog entry of spec.appRef.catalogId), chart (the chart annotations, where the catalog entry opts in) or manual (an annotation on the instance that neither provides).',
+    }),
+  },
+  { description: 'One effective capability.' },
+);
+export type EffectiveCapability = Static<typeof EffectiveCapabilitySchema>;
+
+export const ApplicationInstanceStatusSchema = Type.Object(
+  {
+    observedGeneration: Type.Optional(ObservedGeneration('ApplicationInstance')),
+    conditions: Type.Optional(
+      Conditions(
+        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound).',
+      ),
+    ),
+    release: Type.Optional(
+      Type.Object(
+        {
+          revision: Type.Optional(
+            Type.Integer({ format: 'int32', minimum: 0, description: 'Latest release revision.' }),
+          ),
+          status: Type.Optional(
+            Type.String({
+              description:
+                'Helm status of that revision: deployed, failed, pending-install, pending-upgrade, ...',
+              maxLength: 63,
+            }),
+          ),
+          chartVersion: Type.Optional(
+            Type.String({ description: 'Chart version of that revision.', maxLength: 128 }),
+          ),
+          appVersion: Type.Optional(
+            Type.String({ description: 'App version of that revision.', maxLength: 128 }),
+          ),
+        },
+        { description: 'What the Helm release record says.' },
+      ),
+    ),
+    capabilities: Type.Optional(
+      Type.Array(EffectiveCapabilitySchema, {
+        description: 'The effective verb → engine map and where each entry came from.',
+        maxItems: 32,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['verb'],
+      }),
+    ),
+  },
+  { description: 'The observed state of the instance, written by the operator.' },
+);
+export type ApplicationInstanceStatus = Static<typeof ApplicationInstanceStatusSchema>;
+
+export const ApplicationInstanceSchema = RootSchema({
+  description:
+    'ApplicationInstance is a deployed Helm release plus its capabilities: annotations ops.vworkspace.io/<verb>: <engine> saying which day-2 operations it accepts and which engine runs them. Operations target it by name.',
+  spec: ApplicationInstanceSpecSchema,
+  status: ApplicationInstanceStatusSchema,
+});
+
+export interface ApplicationInstance {
+  apiVersion: string;
+  kind: string;
+  metadata: V1ObjectMeta;
+  spec: ApplicationInstanceSpec;
+  status?: ApplicationInstanceStatus;
+}
+
+export const applicationInstanceKind: KindDefinition = {
+  resource: APPLICATION_INSTANCE,
+  singular: 'applicationinstance',
+  listKind: 'ApplicationInstanceList',
+  shortNames: ['ai'],
+  categories: [CATEGORY],
+  scope: 'Namespaced',
+  schema: ApplicationInstanceSchema,
+  printerColumns: [
+    { name: 'Catalog', type: 'string', jsonPath: '.spec.appRef.catalogId', description: 'Catalog id.' },
+    { name: 'Release', type: 'string', jsonPath: '.spec.release.name', description: 'Helm release name.' },
+    {
+      name: 'Version',
+      type: 'string',
+      jsonPath: '.status.release.chartVersion',
+      description: 'Chart version of the latest release revision.',
+    },
+    {
+      name: 'Ready',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+      description: 'Whether the latest release revision is deployed.',
+    },
+    {
+      name: 'Reason',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+      description: 'Reason of the Ready condition.',
+    },
+    {
+      name: 'Age',
+      type: 'date',
+      jsonPath: '.metadata.creationTimestamp',
+      description: 'Time since creation.',
+    },
+    {
+      name: 'Revision',
+      type: 'integer',
+      jsonPath: '.status.release.revision',
+      description: 'Latest release revision.',
+      priority: 1,
+    },
+  ],
+};

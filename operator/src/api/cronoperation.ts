@@ -1,0 +1,203 @@
+// CronOperation (ops.vworkspace.io/v1alpha1): creates Operations on a cron schedule in a time zone.
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { type Static, Type } from '@sinclair/typebox';
+import { CATEGORY, CRON_OPERATION, MAX_SCHEDULER_NAME_LENGTH } from './constants.ts';
+import type { KindDefinition } from './crd.ts';
+import {
+  activeField,
+  CronOperationTemplateSchema,
+  concurrencyPolicyField,
+  historyFields,
+} from './operation-template.ts';
+import {
+  Conditions,
+  cel,
+  DateTime,
+  maxNameLength,
+  ObservedGeneration,
+  RootSchema,
+} from './schema-helpers.ts';
+
+/** Five fields or a macro; CronJob's `TZ=` prefix is refused (spec.timeZone says it). */
+export const SCHEDULE_PATTERN =
+  '^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\\S+(\\s+\\S+){4})$';
+/** IANA zone names: Area/Location segments of letters, digits, '_', '+' and '-' (UTC, Etc/GMT+5, America/St_Johns). */
+export const TIME_ZONE_PATTERN = '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$';
+
+export const CronOperationSpecSchema = Type.Object(
+  {
+    schedule: Type.String({
+      description:
+        'When to run, as a five-field cron expression (minute hour day-of-month month day-of-week, e.g. "0 2 * * 6" for 02:00 on Saturdays) or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly. Evaluated in timeZone. A time that does not exist (spring-forward gap) runs once at the first instant after the gap; a time that occurs twice (fall-back) runs once, at its first occurrence.',
+      minLength: 1,
+      maxLength: 128,
+      'x-kubernetes-validations': [
+        cel(
+          `self.matches(r'${SCHEDULE_PATTERN}')`,
+          'must be five space-separated cron fields (minute hour day-of-month month day-of-week) or a macro such as @daily; set the zone in spec.timeZone, not with TZ= in the schedule',
+        ),
+      ],
+    }),
+    timeZone: Type.Optional(
+      Type.String({
+        description:
+          'IANA time zone the schedule is read in, e.g. Europe/Berlin, America/New_York, Asia/Kolkata. Default UTC. An unknown zone sets Ready=False/InvalidTimeZone and nothing runs.',
+        default: 'UTC',
+        minLength: 1,
+        maxLength: 64,
+        pattern: TIME_ZONE_PATTERN,
+      }),
+    ),
+    startingDeadlineSeconds: Type.Optional(
+      Type.Integer({
+        format: 'int64',
+        minimum: 1,
+        description:
+          'How late (seconds after the scheduled time) an Operation may still be created, e.g. after operator downtime. A slot missed by more is not run: it is recorded in status.missedSlots and as an Event, and the schedule moves on. After downtime only the most recent missed slot runs, never a burst. Unset: no deadline.',
+      }),
+    ),
+    concurrencyPolicy: Type.Optional(concurrencyPolicyField('a run is due')),
+    ...historyFields,
+    operationTemplate: CronOperationTemplateSchema,
+  },
+  {
+    description:
+      'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only.',
+  },
+);
+export type CronOperationSpec = Static<typeof CronOperationSpecSchema>;
+
+export const NextRunSchema = Type.Object(
+  {
+    utc: DateTime({ description: 'The run time in UTC.' }),
+    local: DateTime({ description: "The same instant in spec.timeZone, RFC 3339 with the zone's offset." }),
+    dstShifted: Type.Boolean({
+      description:
+        'True when a daylight-saving change moves this run: the scheduled wall-clock time does not exist that day and the run happens at the first instant after the gap.',
+    }),
+  },
+  { description: 'One upcoming run.' },
+);
+export type NextRun = Static<typeof NextRunSchema>;
+
+export const MissedSlotSchema = Type.Object(
+  {
+    scheduledTime: DateTime({ description: 'The slot that was not run.' }),
+    detectedAt: DateTime({ description: 'When the operator noticed it was past startingDeadlineSeconds.' }),
+  },
+  { description: 'A scheduled run that was not created because it was too late.' },
+);
+export type MissedSlot = Static<typeof MissedSlotSchema>;
+
+export const CronOperationStatusSchema = Type.Object(
+  {
+    observedGeneration: Type.Optional(ObservedGeneration('CronOperation')),
+    conditions: Type.Optional(
+      Conditions(
+        'Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone or Suspended.',
+      ),
+    ),
+    active: Type.Optional(activeField()),
+    lastScheduleTime: Type.Optional(
+      DateTime({ description: 'The scheduled time of the last slot handled (run, skipped or missed).' }),
+    ),
+    lastSuccessfulTime: Type.Optional(
+      DateTime({ description: 'When the last created Operation Succeeded.' }),
+    ),
+    nextScheduleTime: Type.Optional(DateTime({ description: 'The next run, in UTC.' })),
+    nextRuns: Type.Optional(
+      Type.Array(NextRunSchema, {
+        description:
+          'Preview of the next five runs in UTC and in spec.timeZone, flagging those a daylight-saving change moves.',
+        maxItems: 5,
+      }),
+    ),
+    missedSlots: Type.Optional(
+      Type.Array(MissedSlotSchema, {
+        description: 'The most recent slots missed past startingDeadlineSeconds (at most 10, oldest first).',
+        maxItems: 10,
+      }),
+    ),
+  },
+  { description: 'The observed state of the schedule, written by the operator.' },
+);
+export type CronOperationStatus = Static<typeof CronOperationStatusSchema>;
+
+export const CronOperationSchema = RootSchema({
+  description:
+    'CronOperation creates an Operation from operationTemplate on a cron schedule in a time zone (as CronJob creates Jobs). Each Operation is named <name>-<unix minutes of the slot>, so a slot never runs twice, even across restarts.',
+  spec: CronOperationSpecSchema,
+  status: CronOperationStatusSchema,
+  rules: [maxNameLength(MAX_SCHEDULER_NAME_LENGTH, 'created Operations are named <name>-<unix-minutes>')],
+});
+
+export interface CronOperation {
+  apiVersion: string;
+  kind: string;
+  metadata: V1ObjectMeta;
+  spec: CronOperationSpec;
+  status?: CronOperationStatus;
+}
+
+export const cronOperationKind: KindDefinition = {
+  resource: CRON_OPERATION,
+  singular: 'cronoperation',
+  listKind: 'CronOperationList',
+  shortNames: ['cronop'],
+  categories: [CATEGORY],
+  scope: 'Namespaced',
+  schema: CronOperationSchema,
+  printerColumns: [
+    { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule', description: 'Cron schedule.' },
+    {
+      name: 'Timezone',
+      type: 'string',
+      jsonPath: '.spec.timeZone',
+      description: 'Time zone of the schedule.',
+    },
+    {
+      name: 'Suspend',
+      type: 'boolean',
+      jsonPath: '.spec.suspend',
+      description: 'Whether runs are suspended.',
+    },
+    {
+      name: 'Type',
+      type: 'string',
+      jsonPath: '.spec.operationTemplate.spec.type',
+      description: 'Type of the created Operations.',
+    },
+    {
+      name: 'Target',
+      type: 'string',
+      jsonPath: '.spec.operationTemplate.spec.targetRef.name',
+      description: 'Target of the created Operations.',
+    },
+    {
+      name: 'Last Schedule',
+      type: 'date',
+      jsonPath: '.status.lastScheduleTime',
+      description: 'Time since the last slot.',
+    },
+    {
+      name: 'Age',
+      type: 'date',
+      jsonPath: '.metadata.creationTimestamp',
+      description: 'Time since creation.',
+    },
+    {
+      name: 'Next',
+      type: 'string',
+      jsonPath: '.status.nextScheduleTime',
+      description: 'The next run (UTC).',
+      priority: 1,
+    },
+    {
+      name: 'Engine',
+      type: 'string',
+      jsonPath: '.spec.operationTemplate.spec.engine',
+      description: 'Engine of the created Operations.',
+      priority: 1,
+    },
+  ],
+};

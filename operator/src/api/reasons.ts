@@ -1,0 +1,165 @@
+// Condition types and reasons: one contract for every engine (DESIGN §2 "Conditions and reasons").
+// Each reason is listed once, with the condition it belongs to, so code, tests and docs share one table.
+import type { ConditionStatus } from './enums.ts';
+
+export const CONDITION_ACCEPTED = 'Accepted';
+export const CONDITION_BLOCKED = 'Blocked';
+export const CONDITION_RUNNING = 'Running';
+export const CONDITION_SUCCEEDED = 'Succeeded';
+/** ApplicationInstance (from the Helm release record), CronOperation and WatchOperation. */
+export const CONDITION_READY = 'Ready';
+
+export const OPERATION_CONDITION_TYPES = [
+  CONDITION_ACCEPTED,
+  CONDITION_BLOCKED,
+  CONDITION_RUNNING,
+  CONDITION_SUCCEEDED,
+] as const;
+export type OperationConditionType = (typeof OPERATION_CONDITION_TYPES)[number];
+
+export type ReasonGroup = 'accepted' | 'blocked' | 'engine' | 'policy' | 'instance' | 'scheduler';
+
+export interface ReasonInfo {
+  readonly condition: string;
+  /** The status the condition carries with this reason. */
+  readonly status: ConditionStatus;
+  readonly group: ReasonGroup;
+  readonly when: string;
+}
+
+const accepted = (status: ConditionStatus, when: string): ReasonInfo => ({
+  condition: CONDITION_ACCEPTED,
+  status,
+  group: 'accepted',
+  when,
+});
+const blocked = (when: string): ReasonInfo => ({
+  condition: CONDITION_BLOCKED,
+  status: 'True',
+  group: 'blocked',
+  when,
+});
+// Engine reasons mark either progress (on Running=True) or the end (on Succeeded=True|False).
+const progress = (when: string): ReasonInfo => ({
+  condition: CONDITION_RUNNING,
+  status: 'True',
+  group: 'engine',
+  when,
+});
+const done = (status: 'True' | 'False', when: string): ReasonInfo => ({
+  condition: CONDITION_SUCCEEDED,
+  status,
+  group: 'engine',
+  when,
+});
+const policy = (when: string): ReasonInfo => ({
+  condition: CONDITION_SUCCEEDED,
+  status: 'False',
+  group: 'policy',
+  when,
+});
+const instance = (status: ConditionStatus, when: string): ReasonInfo => ({
+  condition: CONDITION_READY,
+  status,
+  group: 'instance',
+  when,
+});
+const scheduler = (status: ConditionStatus, when: string): ReasonInfo => ({
+  condition: CONDITION_READY,
+  status,
+  group: 'scheduler',
+  when,
+});
+
+/**
+ * Every reason the operator writes. Names are verbatim from DESIGN.md; entries marked "(added)" name
+ * states the design's table leaves unnamed (an engine's in-progress or failure state, the cleared Blocked
+ * condition, a finished dry run) so no adapter has to invent its own spelling.
+ */
+export const REASONS = {
+  // Accepted
+  TemplateValidated: accepted('True', 'template found, parameters valid, preconditions satisfied'),
+  TemplateNotFound: accepted('False', 'no template matches spec.template or spec.type + spec.engine'),
+  InvalidParameters: accepted('False', "spec.parameters do not validate against the template's inputSchema"),
+  CapabilityMissing: accepted('False', 'the target does not advertise ops.vworkspace.io/<verb>: <engine>'),
+  SelectorMismatch: accepted('False', "the target does not match the template's label selector"),
+  TargetNotFound: accepted('False', 'no ApplicationInstance spec.targetRef.name in the namespace'),
+  RbacProfileMissing: accepted('False', "the operator lacks a rule of the template's RBAC profile here"),
+  // Blocked
+  TargetNotReady: blocked('policy.requireReady and the target is not Ready'),
+  ConflictingOperation: blocked('another Operation on the same target conflicts; waits in FIFO order'),
+  MissingSecret: blocked('a Secret the template requires does not exist yet'),
+  MissingServiceAccount: blocked('a ServiceAccount the template requires does not exist yet'),
+  OutsideMaintenanceWindow: blocked('outside the maintenance window; woken when it opens'),
+  AwaitingApproval: blocked('policy.requiresApproval and no ops.vworkspace.io/approve: "true" yet'),
+  PreconditionsSatisfied: {
+    condition: CONDITION_BLOCKED,
+    status: 'False',
+    group: 'blocked',
+    when: '(added) Blocked cleared: every precondition holds',
+  },
+  // Engines
+  VeleroBackupInProgress: progress('velero.io Backup is New or InProgress'),
+  VeleroBackupCompleted: done('True', 'velero.io Backup Completed'),
+  VeleroBackupPartiallyFailed: done('False', 'velero.io Backup PartiallyFailed'),
+  VeleroBackupFailed: done('False', 'velero.io Backup Failed or FailedValidation'),
+  VeleroRestoreInProgress: progress('velero.io Restore is New or InProgress'),
+  VeleroRestoreCompleted: done('True', 'velero.io Restore Completed'),
+  VeleroRestorePartiallyFailed: done('False', 'velero.io Restore PartiallyFailed'),
+  VeleroRestoreFailed: done('False', 'velero.io Restore Failed or FailedValidation'),
+  WorkflowRunning: progress('argoproj.io Workflow Pending or Running'),
+  WorkflowSucceeded: done('True', 'argoproj.io Workflow Succeeded'),
+  WorkflowNodeFailed: done('False', 'argoproj.io Workflow Failed: a node failed'),
+  WorkflowFailed: done('False', '(added) argoproj.io Workflow Failed or Error without a failed node'),
+  JobRunning: progress('batch Job active'),
+  JobSucceeded: done('True', 'batch Job Complete'),
+  JobFailed: done('False', 'batch Job Failed'),
+  HelmUpgradeInProgress: progress('helm runner Job active'),
+  HelmUpgradeSucceeded: done('True', 'helm runner Job Complete'),
+  HelmUpgradeFailed: done('False', 'helm runner Job Failed (helm --atomic rolled back)'),
+  HelmHookJobRunning: progress('(added) chart migration hook Job active'),
+  HelmHookJobSucceeded: done('True', 'chart migration hook Job Complete'),
+  HelmHookJobFailed: done('False', 'chart migration hook Job Failed'),
+  VolumeSnapshotInProgress: progress('(added) some VolumeSnapshot not readyToUse yet'),
+  VolumeSnapshotReadyToUse: done('True', 'every VolumeSnapshot readyToUse'),
+  VolumeSnapshotFailed: done('False', 'a VolumeSnapshot reports an error'),
+  VolSyncSyncInProgress: progress('a ReplicationSource/Destination has not finished the manual sync'),
+  VolSyncSyncCompleted: done('True', 'every ReplicationSource/Destination lastManualSync matches'),
+  VolSyncSyncFailed: done('False', '(added) a ReplicationSource/Destination reports a failed sync'),
+  DryRunCompleted: done('True', '(added) policy.dryRun: status.plan holds the child that would be created'),
+  // Policy
+  DeadlineExceeded: policy('policy.activeDeadlineSeconds passed since startedAt'),
+  RetryLimitExceeded: policy('the child failed policy.retryLimit + 1 times'),
+  Cancelled: policy('spec.cancel was set; the child was stopped'),
+  // ApplicationInstance Ready (from the Helm release record)
+  ReleaseDeployed: instance('True', 'latest release revision is deployed'),
+  ReleaseFailed: instance('False', 'latest release revision is failed'),
+  ReleasePending: instance('False', 'latest release revision is pending-install/upgrade/rollback'),
+  ReleaseNotFound: instance('False', 'no helm.sh/release.v1 Secret for the release in the namespace'),
+  // CronOperation / WatchOperation Ready
+  ScheduleActive: scheduler('True', 'CronOperation schedule and time zone are valid; runs are planned'),
+  InvalidSchedule: scheduler('False', 'spec.schedule does not parse'),
+  InvalidTimeZone: scheduler('False', 'spec.timeZone is not a known IANA zone'),
+  Suspended: scheduler('False', 'spec.suspend is true; nothing is created'),
+  WatchActive: scheduler('True', 'WatchOperation watches its ApplicationInstances'),
+  InvalidSelector: scheduler('False', 'spec.selector does not parse'),
+} as const satisfies Record<string, ReasonInfo>;
+
+export type Reason = keyof typeof REASONS;
+export const ALL_REASONS = Object.keys(REASONS) as Reason[];
+
+/** The metav1.Condition reason format the CRD schema enforces. */
+export const REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+
+function group(g: ReasonGroup): Reason[] {
+  return ALL_REASONS.filter((r) => REASONS[r].group === g);
+}
+export const ACCEPTED_REASONS = group('accepted');
+export const BLOCKED_REASONS = group('blocked');
+export const ENGINE_REASONS = group('engine');
+export const POLICY_REASONS = group('policy');
+export const INSTANCE_REASONS = group('instance');
+export const SCHEDULER_REASONS = group('scheduler');
+
+/** Typed access (`Reason.TargetNotReady`) that fails to compile on a misspelling. */
+export const Reason = Object.fromEntries(ALL_REASONS.map((r) => [r, r])) as { readonly [R in Reason]: R };
