@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from './clock.ts';
+import { EventRecorder } from './events.ts';
+import { KubeApiError, type KubeClient, type KubeRequest } from './kube-client.ts';
+
+function fakeClient(fail?: (req: KubeRequest) => unknown): { client: KubeClient; reqs: KubeRequest[] } {
+  const reqs: KubeRequest[] = [];
+  return {
+    reqs,
+    client: {
+      async request<T>(req: KubeRequest): Promise<T> {
+        reqs.push(req);
+        const err = fail?.(req);
+        if (err) throw err;
+        return {} as T;
+      },
+    },
+  };
+}
+
+const op = {
+  apiVersion: 'ops.vworkspace.io/v1alpha1',
+  kind: 'Operation',
+  metadata: { name: 'backup-1', namespace: 'team', uid: 'u-1', resourceVersion: '9' },
+};
+
+function setup(fail?: (req: KubeRequest) => unknown) {
+  const clock = new FakeClock(Date.UTC(2025, 0, 1));
+  const { client, reqs } = fakeClient(fail);
+  const rec = new EventRecorder({ client, clock, reportingInstance: 'vworkspace-operator-pod-1' });
+  return { clock, reqs, rec };
+}
+
+describe('EventRecorder', () => {
+  it('creates an events.k8s.io/v1 Event regarding the object, reported by vworkspace-operator', async () => {
+    const { reqs, rec } = setup();
+    await rec.event(op, 'Normal', 'TemplateValidated', 'template velero-backup accepted', {
+      action: 'Validate',
+    });
+    expect(reqs).toHaveLength(1);
+    expect(reqs[0]).toMatchObject({
+      method: 'POST',
+      path: '/apis/events.k8s.io/v1/namespaces/team/events',
+      body: {
+        apiVersion: 'events.k8s.io/v1',
+        kind: 'Event',
+        metadata: { namespace: 'team', name: expect.stringMatching(/^backup-1\.[0-9a-f]+$/) },
+        eventTime: '2025-01-01T00:00:00.000000Z',
+        reportingController: 'vworkspace-operator',
+        reportingInstance: 'vworkspace-operator-pod-1',
+        action: 'Validate',
+        type: 'Normal',
+        reason: 'TemplateValidated',
+        note: 'template velero-backup accepted',
+        regarding: {
+          apiVersion: 'ops.vworkspace.io/v1alpha1',
+          kind: 'Operation',
+          name: 'backup-1',
+          namespace: 'team',
+          uid: 'u-1',
+        },
+      },
+    });
+  });
+
+  it('turns repeats into a series on the same Event instead of new Events', async () => {
+    const { clock, reqs, rec } = setup();
+    await rec.event(op, 'Warning', 'TargetNotReady', 'waiting for app');
+    clock.advanceSync(1000);
+    // A new resourceVersion of the same object is still the same series.
+    await rec.event(
+      { ...op, metadata: { ...op.metadata, resourceVersion: '10' } },
+      'Warning',
+      'TargetNotReady',
+      'waiting for app',
+    );
+    clock.advanceSync(1000);
+    await rec.event(op, 'Warning', 'TargetNotReady', 'waiting for app');
+    const name = (reqs[0]!.body as { metadata: { name: string } }).metadata.name;
+    expect(reqs.map((r) => r.method)).toEqual(['POST', 'PATCH', 'PATCH']);
+    expect(reqs[1]).toMatchObject({
+      path: `/apis/events.k8s.io/v1/namespaces/team/events/${name}`,
+      contentType: 'application/merge-patch+json',
+      body: { series: { count: 2, lastObservedTime: '2025-01-01T00:00:01.000000Z' } },
+    });
+    expect(reqs[2]!.body).toEqual({ series: { count: 3, lastObservedTime: '2025-01-01T00:00:02.000000Z' } });
+  });
+
+  it('different notes, reasons or objects are different events; the window expires series', async () => {
+    const { clock, reqs, rec } = setup();
+    await rec.event(op, 'Normal', 'A', 'one');
+    await rec.event(op, 'Normal', 'A', 'two');
+    await rec.event(op, 'Normal', 'B', 'one');
+    await rec.event({ ...op, metadata: { ...op.metadata, name: 'other' } }, 'Normal', 'A', 'one');
+    clock.advanceSync(11 * 60_000);
+    await rec.event(op, 'Normal', 'A', 'one');
+    expect(reqs.map((r) => r.method)).toEqual(['POST', 'POST', 'POST', 'POST', 'POST']);
+  });
+
+  it('starts a new Event when the series Event has expired (404 on the patch)', async () => {
+    const { reqs, rec } = setup((req) =>
+      req.method === 'PATCH' ? new KubeApiError(404, 'NotFound', 'gone', undefined) : undefined,
+    );
+    await rec.event(op, 'Normal', 'A', 'one');
+    await rec.event(op, 'Normal', 'A', 'one');
+    expect(reqs.map((r) => r.method)).toEqual(['POST', 'PATCH', 'POST']);
+    const names = reqs
+      .filter((r) => r.method === 'POST')
+      .map((r) => (r.body as { metadata: { name: string } }).metadata.name);
+    expect(new Set(names).size).toBe(2);
+  });
+
+  it('never rejects when the API server fails, truncates notes, and files cluster-scoped objects under default', async () => {
+    const { reqs, rec } = setup(() => new KubeApiError(500, 'InternalError', 'down', undefined));
+    await expect(
+      rec.event(
+        { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n1' } },
+        'Warning',
+        'X',
+        'é'.repeat(2000),
+      ),
+    ).resolves.toBeUndefined();
+    const body = reqs[0]!.body as { note: string; metadata: { namespace: string } };
+    expect(Buffer.byteLength(body.note)).toBeLessThanOrEqual(1024);
+    expect(body.note.endsWith('...')).toBe(true);
+    expect(body.metadata.namespace).toBe('default');
+  });
+});

@@ -1,0 +1,225 @@
+// An Event recorder on events.k8s.io/v1 (the same storage `kubectl describe` and `kubectl get
+// events` read through core/v1). Like client-go's tools/events: reportingController
+// `vworkspace-operator`, reportingInstance per replica, and a repeated identical event (same
+// object, type, reason, action, note) within the dedup window becomes a series: the existing
+// Event's series.count is bumped instead of creating a new Event.
+//
+// Recording never throws and never blocks a reconcile on the API server's mood: failures are
+// logged. Notes must not contain secrets; they are truncated to the API's 1 KiB limit.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { type Clock, realClock } from './clock.ts';
+import { isNotFound, type KubeClient, resourcePath } from './kube-client.ts';
+import { type Logger, silentLogger } from './logger.ts';
+import { formatMicroTime } from './normalize.ts';
+
+export type EventType = 'Normal' | 'Warning';
+
+export interface ObjectReference {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  namespace?: string;
+  uid?: string;
+}
+
+export interface EventOptions {
+  /** What the controller did (default "Reconcile"). */
+  action?: string;
+  related?: KubernetesObject | ObjectReference;
+}
+
+export interface EventRecorderOptions {
+  client: KubeClient;
+  reportingController?: string;
+  /** Default `<reportingController>-<POD_NAME or hostname>`. */
+  reportingInstance?: string;
+  clock?: Clock;
+  logger?: Logger;
+  /** Identical events within this window join one series (default 10 min). */
+  dedupWindowMs?: number;
+  /** Series remembered at most (oldest forgotten first). */
+  cacheSize?: number;
+}
+
+const NOTE_LIMIT = 1024;
+const FIELD_LIMIT = 128;
+
+interface Series {
+  namespace: string;
+  name: string;
+  count: number;
+  lastSeen: number;
+  /** Writes for one series are serialised so counts arrive in order. */
+  chain: Promise<void>;
+}
+
+export function referenceOf(o: KubernetesObject | ObjectReference): ObjectReference {
+  const meta = 'metadata' in o && o.metadata ? o.metadata : undefined;
+  const src = meta ? { apiVersion: o.apiVersion, kind: o.kind, ...meta } : (o as ObjectReference);
+  const ref: ObjectReference = {};
+  if (src.apiVersion) ref.apiVersion = src.apiVersion;
+  if (src.kind) ref.kind = src.kind;
+  if (src.name) ref.name = src.name;
+  if (src.namespace) ref.namespace = src.namespace;
+  if (src.uid) ref.uid = src.uid;
+  return ref;
+}
+
+function truncateBytes(s: string, limit: number): string {
+  const b = Buffer.from(s, 'utf8');
+  if (b.length <= limit) return s;
+  // Cut on a character boundary: decode a prefix and drop a possibly broken last character.
+  return `${b
+    .subarray(0, limit - 3)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '')}...`;
+}
+
+export class EventRecorder {
+  readonly #client: KubeClient;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #window: number;
+  readonly #cacheSize: number;
+  readonly reportingController: string;
+  readonly reportingInstance: string;
+  readonly #series = new Map<string, Series>();
+  #seq = 0;
+
+  constructor(opts: EventRecorderOptions) {
+    this.#client = opts.client;
+    this.#clock = opts.clock ?? realClock;
+    this.#log = opts.logger ?? silentLogger;
+    this.#window = opts.dedupWindowMs ?? 10 * 60_000;
+    this.#cacheSize = opts.cacheSize ?? 4096;
+    this.reportingController = opts.reportingController ?? 'vworkspace-operator';
+    this.reportingInstance = truncateBytes(
+      opts.reportingInstance ??
+        `${this.reportingController}-${process.env.POD_NAME ?? process.env.HOSTNAME ?? 'local'}`,
+      FIELD_LIMIT,
+    );
+  }
+
+  /** Records an event about `regarding`. Resolves when written (or failed and logged); never rejects. */
+  event(
+    regarding: KubernetesObject | ObjectReference,
+    type: EventType,
+    reason: string,
+    note: string,
+    opts: EventOptions = {},
+  ): Promise<void> {
+    const ref = referenceOf(regarding);
+    if (!ref.name) {
+      this.#log.error({ reason }, 'event without a regarding object name dropped');
+      return Promise.resolve();
+    }
+    const action = truncateBytes(opts.action ?? 'Reconcile', FIELD_LIMIT);
+    const related = opts.related ? referenceOf(opts.related) : undefined;
+    const body = {
+      type,
+      reason: truncateBytes(reason, FIELD_LIMIT),
+      note: truncateBytes(note, NOTE_LIMIT),
+      action,
+    };
+    const key = JSON.stringify([ref, related ?? null, body]);
+    const now = this.#clock.now();
+
+    const existing = this.#series.get(key);
+    if (existing && now - existing.lastSeen < this.#window) {
+      existing.count++;
+      existing.lastSeen = now;
+      // Re-insert: Map order doubles as LRU order.
+      this.#series.delete(key);
+      this.#series.set(key, existing);
+      existing.chain = existing.chain.then(() => this.#bump(existing, now, ref, related, body));
+      return existing.chain;
+    }
+
+    const namespace = ref.namespace || 'default';
+    const series: Series = {
+      namespace,
+      name: this.#name(ref.name, now),
+      count: 1,
+      lastSeen: now,
+      chain: Promise.resolve(),
+    };
+    this.#series.delete(key);
+    this.#series.set(key, series);
+    while (this.#series.size > this.#cacheSize) {
+      const oldest = this.#series.keys().next().value;
+      if (oldest === undefined) break;
+      this.#series.delete(oldest);
+    }
+    series.chain = this.#create(series, now, ref, related, body);
+    return series.chain;
+  }
+
+  /** `<name>.<hex nanoseconds>` like client-go, unique within this process. */
+  #name(base: string, now: number): string {
+    const nanos = BigInt(now) * 1_000_000n + BigInt(this.#seq++ % 1_000_000);
+    return `${base}.${nanos.toString(16)}`;
+  }
+
+  async #create(
+    s: Series,
+    now: number,
+    regarding: ObjectReference,
+    related: ObjectReference | undefined,
+    body: { type: string; reason: string; note: string; action: string },
+  ): Promise<void> {
+    try {
+      await this.#client.request({
+        method: 'POST',
+        path: resourcePath({
+          group: 'events.k8s.io',
+          version: 'v1',
+          plural: 'events',
+          namespace: s.namespace,
+        }),
+        body: {
+          apiVersion: 'events.k8s.io/v1',
+          kind: 'Event',
+          metadata: { name: s.name, namespace: s.namespace },
+          eventTime: formatMicroTime(now),
+          reportingController: this.reportingController,
+          reportingInstance: this.reportingInstance,
+          regarding,
+          ...(related ? { related } : {}),
+          ...body,
+        },
+      });
+    } catch (err) {
+      this.#log.warn({ err: String(err), reason: body.reason, regarding }, 'recording an event failed');
+    }
+  }
+
+  async #bump(
+    s: Series,
+    now: number,
+    regarding: ObjectReference,
+    related: ObjectReference | undefined,
+    body: { type: string; reason: string; note: string; action: string },
+  ): Promise<void> {
+    try {
+      await this.#client.request({
+        method: 'PATCH',
+        path: resourcePath(
+          { group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: s.namespace },
+          s.name,
+        ),
+        body: { series: { count: s.count, lastObservedTime: formatMicroTime(now) } },
+        contentType: 'application/merge-patch+json',
+      });
+    } catch (err) {
+      if (isNotFound(err)) {
+        // Expired (events have a TTL) or deleted: start a new Event for the series.
+        s.name = this.#name(regarding.name ?? 'event', now);
+        s.count = 1;
+        await this.#create(s, now, regarding, related, body);
+        return;
+      }
+      this.#log.warn({ err: String(err), reason: body.reason, regarding }, 'updating an event series failed');
+    }
+  }
+}
