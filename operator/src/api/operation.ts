@@ -118,18 +118,22 @@ export const PolicySchema = Type.Object(
   },
 );
 
-/** CEL: the engine can carry out the type (ENGINE_TYPES), with a message that lists what it can do. */
+/** CEL: the engine can carry out the type (ENGINE_TYPES); the message lists what each engine runs. */
 export function engineTypeRule(): CelRule {
   const restricted = Object.entries(ENGINE_TYPES).filter(
     ([, types]) => types.length < OPERATION_TYPES.length,
   );
   const map = `{${restricted.map(([engine, types]) => `'${engine}': ${celList(types)}`).join(', ')}}`;
-  return {
-    rule: `!(self.engine in ${map}) || self.type in ${map}[self.engine]`,
-    messageExpression: `'engine ' + self.engine + ' cannot run ' + self.type + ' operations; it runs: ' + ${map}[self.engine].join(', ')`,
+  const open = Object.keys(ENGINE_TYPES).filter((e) => !restricted.some(([r]) => r === e));
+  // A static message: a messageExpression doing the same lookup exceeds the CEL cost budget when the
+  // rule sits inside operationTemplate.
+  const message = `this engine cannot run this type: ${restricted
+    .map(([engine, types]) => `${engine} runs ${types.join(', ')}`)
+    .join('; ')}; ${open.join(' and ')} run every type`;
+  return cel(`!(self.engine in ${map}) || self.type in ${map}[self.engine]`, message, {
     fieldPath: '.engine',
     reason: 'FieldValueInvalid',
-  };
+  });
 }
 
 /** CEL transition rules making optional spec fields immutable (set, changed or removed after create). */

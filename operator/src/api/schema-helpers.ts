@@ -210,9 +210,8 @@ export function RootSchema<S extends TSchema, T extends TSchema>(opts: {
             'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. In CamelCase.',
         }),
       ),
-      metadata: Type.Optional(
-        Type.Unsafe<Record<string, unknown>>({ type: 'object', description: 'Standard object metadata.' }),
-      ),
+      // The API server forbids anything on metadata but name/generateName constraints, even a description.
+      metadata: Type.Optional(Type.Unsafe<Record<string, unknown>>({ type: 'object' })),
       spec: opts.spec,
       status: Type.Optional(opts.status),
     },
