@@ -2,9 +2,10 @@ import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from './clock.ts';
-import { Informer, type ListerWatcher, type ListOptions, type WatchOptions } from './informer.ts';
+import { Informer } from './informer.ts';
 import { KubeApiError } from './kube-client.ts';
 import { createLogger } from './logger.ts';
+import { MemoryResource } from './testing.ts';
 
 interface Obj extends KubernetesObject {
   data?: Record<string, string>;
@@ -14,85 +15,9 @@ function cm(name: string, data: Record<string, string> = {}, namespace = 'ns'): 
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data };
 }
 
-interface ActiveWatch {
-  opts: WatchOptions;
-  onEvent: (type: string, obj: unknown) => void;
-  end: () => void;
-  fail: (err: unknown) => void;
-}
-
-/** An in-memory API server for one resource: list, watch, and a way to miss events. */
-class FakeServer implements ListerWatcher<Obj> {
-  objects = new Map<string, Obj>();
-  rv = 100;
-  lists: ListOptions[] = [];
-  watches: WatchOptions[] = [];
-  listFailures: unknown[] = [];
-  active: ActiveWatch | undefined;
-  /** Lets tests return Date timestamps from list, as client-node's typed list does. */
-  listTransform: (o: Obj) => Obj = (o) => o;
-
-  async list(opts: ListOptions): Promise<{ items: Obj[]; resourceVersion: string }> {
-    this.lists.push(opts);
-    const f = this.listFailures.shift();
-    if (f) throw f;
-    return {
-      items: [...this.objects.values()].map((o) => this.listTransform(structuredClone(o))),
-      resourceVersion: String(this.rv),
-    };
-  }
-
-  watch(
-    opts: WatchOptions,
-    onEvent: (type: string, obj: unknown) => void,
-    signal: AbortSignal,
-  ): Promise<void> {
-    this.watches.push(opts);
-    return new Promise((resolve, reject) => {
-      const w: ActiveWatch = {
-        opts,
-        onEvent,
-        end: () => {
-          if (this.active === w) this.active = undefined;
-          resolve();
-        },
-        fail: (err) => {
-          if (this.active === w) this.active = undefined;
-          reject(err);
-        },
-      };
-      this.active = w;
-      signal.addEventListener('abort', () => w.end(), { once: true });
-    });
-  }
-
-  /** Creates or updates; the active watch (if any) sees it unless `silent`. */
-  put(o: Obj, silent = false): void {
-    const key = `${o.metadata!.namespace}/${o.metadata!.name}`;
-    const existed = this.objects.has(key);
-    const stored = structuredClone(o);
-    stored.metadata!.resourceVersion = String(++this.rv);
-    this.objects.set(key, stored);
-    if (!silent) this.active?.onEvent(existed ? 'MODIFIED' : 'ADDED', structuredClone(stored));
-  }
-
-  remove(namespace: string, name: string, silent = false): void {
-    const key = `${namespace}/${name}`;
-    const o = this.objects.get(key);
-    if (!o) return;
-    this.objects.delete(key);
-    this.rv++;
-    if (!silent)
-      this.active?.onEvent('DELETED', {
-        ...structuredClone(o),
-        metadata: { ...o.metadata, resourceVersion: String(this.rv) },
-      });
-  }
-}
-
 function setup(opts: { resyncPeriodMs?: number; labelSelector?: string; fieldSelector?: string } = {}) {
   const clock = new FakeClock();
-  const server = new FakeServer();
+  const server = new MemoryResource<Obj>();
   const logLines: Record<string, unknown>[] = [];
   const destination = new Writable({
     write(chunk, _e, cb) {

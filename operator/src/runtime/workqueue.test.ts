@@ -149,6 +149,20 @@ describe('WorkQueue basics', () => {
     expect(await peek(drained)).toBeUndefined();
   });
 
+  it('shutDown with dropQueued discards waiting keys and re-adds; in-flight work still finishes', async () => {
+    const q = newQueue();
+    q.add('a');
+    q.add('b');
+    const key = await take(q);
+    q.add('a');
+    const drained = q.shutDownWithDrain({ dropQueued: true });
+    expect(q.len()).toBe(0);
+    expect(await peek(drained)).toBe('pending');
+    q.done(key);
+    expect(await peek(drained)).toBeUndefined();
+    expect(await q.get()).toEqual({ shutdown: true });
+  });
+
   it('reports metrics: adds, depth, retries and durations', async () => {
     const clock = new FakeClock();
     const calls: string[] = [];

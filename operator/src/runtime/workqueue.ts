@@ -153,9 +153,22 @@ export class WorkQueue<K> {
     this.#deliver();
   }
 
-  /** Stops accepting keys and drops delayed ones; workers finish what is queued and in flight. */
-  shutDown(): void {
-    if (this.#shuttingDown) return;
+  /**
+   * Stops accepting keys and drops delayed ones; workers finish what is queued and in flight.
+   * `dropQueued` also discards queued keys (and re-adds of in-flight ones): only in-flight work
+   * finishes. Use it when this replica must stop working at once (leadership lost).
+   */
+  shutDown(opts: { dropQueued?: boolean } = {}): void {
+    if (opts.dropQueued) {
+      this.#queue.length = 0;
+      this.#dirty.clear();
+      this.#addedAt.clear();
+      this.#metrics.depth(0);
+    }
+    if (this.#shuttingDown) {
+      this.#deliver();
+      return;
+    }
     this.#shuttingDown = true;
     for (const d of this.#delayed.values()) this.#clock.clearTimeout(d.handle);
     this.#delayed.clear();
@@ -163,8 +176,8 @@ export class WorkQueue<K> {
   }
 
   /** shutDown, then resolves once the queue is empty and no key is being processed. */
-  shutDownWithDrain(): Promise<void> {
-    this.shutDown();
+  shutDownWithDrain(opts: { dropQueued?: boolean } = {}): Promise<void> {
+    this.shutDown(opts);
     if (this.#drained()) return Promise.resolve();
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }

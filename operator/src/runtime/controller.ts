@@ -1,0 +1,250 @@
+// A Controller = informers that feed keys + a rate-limited work queue + a reconcile function,
+// with controller-runtime's contract:
+// - reconcile(key) is level-based: it reads current state (from the informer caches) and makes
+//   the world match; it is told only WHICH object to look at, never what changed;
+// - it returns {} (done: backoff forgotten), {requeueAfterMs} (run again later: backoff
+//   forgotten) or {requeue: true} (run again with backoff), or throws (error: run again with
+//   backoff, counted in controller_runtime_reconcile_errors_total);
+// - one key never reconciles on two workers at once; N workers run different keys in parallel;
+// - workers start only after every watched informer has synced, and every cached object is
+//   reconciled once at start.
+
+import { randomUUID } from 'node:crypto';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { type Clock, realClock, sleep } from './clock.ts';
+import type { Informer } from './informer.ts';
+import { objectKey, splitKey } from './keys.ts';
+import { type Logger, objectLogger, silentLogger } from './logger.ts';
+import type { ReconcileResult as ResultLabel, RuntimeMetrics } from './metrics.ts';
+import type { RateLimiter } from './rate-limiter.ts';
+import { WorkQueue } from './workqueue.ts';
+
+export interface ReconcileResult {
+  /** Run again after this long (backoff is reset). */
+  requeueAfterMs?: number;
+  /** Run again with the rate limiter's backoff. */
+  requeue?: boolean;
+}
+
+export interface ReconcileContext {
+  key: string;
+  namespace?: string;
+  name: string;
+  /** Logger with controller, key, namespace, name and reconcileID on every line. */
+  log: Logger;
+  reconcileID: string;
+  /** How many times this key has been retried with backoff since its last success. */
+  retries: number;
+  /** Aborts when the controller must stop at once (shutdown grace period over, leadership lost). */
+  signal: AbortSignal;
+}
+
+export type Reconciler = (ctx: ReconcileContext) => Promise<ReconcileResult | undefined | void>;
+
+/** Maps an event's object to the keys to reconcile (default: the object's own key). */
+export type KeyMapper<T> = (obj: T) => string | readonly string[] | undefined | null;
+
+export interface WatchOptions<T> {
+  map?: KeyMapper<T>;
+  /** Filters update events (e.g. `generationChanged` to ignore status-only updates). Default: all. */
+  updatePredicate?: (oldObj: T, newObj: T) => boolean;
+}
+
+export interface ControllerOptions {
+  name: string;
+  reconcile: Reconciler;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles, default 1). */
+  workers?: number;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: RuntimeMetrics;
+  rateLimiter?: RateLimiter<string>;
+}
+
+interface Source {
+  informer: Pick<Informer<KubernetesObject>, 'waitForSync' | 'name'>;
+  register: () => () => void;
+}
+
+// ---- predicates and mappers ---------------------------------------------------------------------
+
+/** True when metadata.generation changed (spec changes; not status-only updates). */
+export function generationChanged(oldObj: KubernetesObject, newObj: KubernetesObject): boolean {
+  return (
+    oldObj.metadata?.generation === undefined || oldObj.metadata.generation !== newObj.metadata?.generation
+  );
+}
+
+/** True when labels or annotations changed. */
+export function labelsOrAnnotationsChanged(oldObj: KubernetesObject, newObj: KubernetesObject): boolean {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
+  return (
+    !same(oldObj.metadata?.labels, newObj.metadata?.labels) ||
+    !same(oldObj.metadata?.annotations, newObj.metadata?.annotations)
+  );
+}
+
+export function anyOf<T>(...preds: ((a: T, b: T) => boolean)[]): (a: T, b: T) => boolean {
+  return (a, b) => preds.some((p) => p(a, b));
+}
+
+/** Maps a child to the keys of its owners of `kind` (same namespace, as owner references require). */
+export function ownerKeys(kind: string, apiVersion?: string): KeyMapper<KubernetesObject> {
+  return (obj) =>
+    (obj.metadata?.ownerReferences ?? [])
+      .filter((r) => r.kind === kind && (apiVersion === undefined || r.apiVersion === apiVersion))
+      .map((r) => (obj.metadata?.namespace ? `${obj.metadata.namespace}/${r.name}` : r.name));
+}
+
+// ---- the controller -----------------------------------------------------------------------------
+
+export class Controller {
+  readonly name: string;
+  readonly queue: WorkQueue<string>;
+  readonly #reconcile: Reconciler;
+  readonly #workers: number;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #metrics: RuntimeMetrics | undefined;
+  readonly #sources: Source[] = [];
+  readonly #syncAbort = new AbortController();
+  readonly #hardStop = new AbortController();
+  #running: Promise<void> | undefined;
+  #active = 0;
+
+  constructor(opts: ControllerOptions) {
+    this.name = opts.name;
+    this.#reconcile = opts.reconcile;
+    this.#workers = opts.workers ?? 1;
+    this.#clock = opts.clock ?? realClock;
+    this.#log = opts.logger ?? silentLogger;
+    this.#metrics = opts.metrics;
+    this.queue = new WorkQueue<string>({
+      name: opts.name,
+      clock: this.#clock,
+      ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
+      ...(opts.metrics ? { metrics: opts.metrics.queueMetrics(opts.name) } : {}),
+    });
+    opts.metrics?.initController(opts.name);
+  }
+
+  /** Enqueue keys from `informer`'s events. Call before start(). */
+  watch<T extends KubernetesObject>(informer: Informer<T>, opts: WatchOptions<T> = {}): this {
+    const map: KeyMapper<T> = opts.map ?? ((o: T) => objectKey(o));
+    const enqueue = (obj: T) => {
+      let keys: string | readonly string[] | undefined | null;
+      try {
+        keys = map(obj);
+      } catch (err) {
+        this.#log.error({ err, controller: this.name }, 'key mapper threw');
+        return;
+      }
+      if (typeof keys === 'string') this.queue.add(keys);
+      else for (const k of keys ?? []) this.queue.add(k);
+    };
+    this.#sources.push({
+      informer,
+      register: () =>
+        informer.addEventHandler({
+          add: enqueue,
+          update: (oldObj, newObj) => {
+            if (!opts.updatePredicate || opts.updatePredicate(oldObj, newObj)) enqueue(newObj);
+          },
+          delete: enqueue,
+        }),
+    });
+    return this;
+  }
+
+  enqueue(key: string): void {
+    this.queue.add(key);
+  }
+
+  enqueueAfter(key: string, ms: number): void {
+    this.queue.addAfter(key, ms);
+  }
+
+  /** Waits for the informers, then reconciles until stop(). Resolves when the workers have exited. */
+  start(): Promise<void> {
+    this.#running ??= this.#run();
+    return this.#running;
+  }
+
+  async #run(): Promise<void> {
+    const synced = await Promise.all(
+      this.#sources.map((s) => s.informer.waitForSync(this.#syncAbort.signal)),
+    );
+    if (!synced.every(Boolean)) return;
+    const unregister = this.#sources.map((s) => s.register());
+    this.#log.info({ controller: this.name, workers: this.#workers }, 'starting workers');
+    try {
+      await this.queue.runWorkers(this.#workers, (key) => this.#process(key));
+    } finally {
+      for (const u of unregister) u();
+    }
+  }
+
+  /**
+   * Stops taking new keys. `drain` (default) lets queued and in-flight reconciles finish;
+   * `drain: false` drops queued keys (leadership lost). After `timeoutMs` the reconcile signal
+   * aborts and stop() returns even if a reconcile ignores it.
+   */
+  async stop(opts: { drain?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    this.#syncAbort.abort();
+    const drained = this.queue.shutDownWithDrain({ dropQueued: opts.drain === false });
+    const timeout = new AbortController();
+    const timedOut = sleep(this.#clock, opts.timeoutMs ?? 30_000, timeout.signal).then(
+      () => 'timeout' as const,
+    );
+    const first = await Promise.race([drained.then(() => 'drained' as const), timedOut]);
+    timeout.abort();
+    if (first === 'timeout') {
+      this.#log.warn(
+        { controller: this.name },
+        'reconciles still running after the shutdown timeout; aborting them',
+      );
+      this.#hardStop.abort();
+      return;
+    }
+    await this.#running;
+  }
+
+  async #process(key: string): Promise<void> {
+    const started = this.#clock.now();
+    const reconcileID = randomUUID();
+    const { namespace, name } = splitKey(key);
+    const log = objectLogger(this.#log, this.name, key, { reconcileID });
+    const retries = this.queue.numRequeues(key);
+    let result: ResultLabel;
+    this.#metrics?.activeWorkers.set({ controller: this.name }, ++this.#active);
+    try {
+      const res = await this.#reconcile({
+        key,
+        ...(namespace !== undefined ? { namespace } : {}),
+        name,
+        log,
+        reconcileID,
+        retries,
+        signal: this.#hardStop.signal,
+      });
+      if (res?.requeueAfterMs !== undefined && res.requeueAfterMs > 0) {
+        this.queue.forget(key);
+        this.queue.addAfter(key, res.requeueAfterMs);
+        result = 'requeue_after';
+      } else if (res?.requeue) {
+        this.queue.addRateLimited(key);
+        result = 'requeue';
+      } else {
+        this.queue.forget(key);
+        result = 'success';
+      }
+    } catch (err) {
+      this.queue.addRateLimited(key);
+      result = 'error';
+      log.error({ err, retries }, 'Reconciler error');
+    } finally {
+      this.#metrics?.activeWorkers.set({ controller: this.name }, --this.#active);
+    }
+    this.#metrics?.observeReconcile(this.name, result, (this.#clock.now() - started) / 1000);
+  }
+}

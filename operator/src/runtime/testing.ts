@@ -1,0 +1,93 @@
+// Test helpers for code built on the runtime: an in-memory API resource that an Informer can
+// list and watch, with a way to make the informer miss events (to exercise relists).
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ListerWatcher, ListOptions, WatchOptions } from './informer.ts';
+import { keyOf, objectKey } from './keys.ts';
+
+export interface ActiveWatch {
+  opts: WatchOptions;
+  onEvent: (type: string, obj: unknown) => void;
+  end: () => void;
+  fail: (err: unknown) => void;
+}
+
+/** An in-memory API server for one resource: list, watch, and a way to miss events. */
+export class MemoryResource<T extends KubernetesObject> implements ListerWatcher<T> {
+  objects = new Map<string, T>();
+  rv = 100;
+  lists: ListOptions[] = [];
+  watches: WatchOptions[] = [];
+  listFailures: unknown[] = [];
+  active: ActiveWatch | undefined;
+  /** Events in resourceVersion order, replayed to a watch that starts from an older version. */
+  readonly history: { rv: number; type: string; obj: T }[] = [];
+  /** Lets tests return Date timestamps from list, as client-node's typed list does. */
+  listTransform: (o: T) => T = (o) => o;
+
+  async list(opts: ListOptions): Promise<{ items: T[]; resourceVersion: string }> {
+    this.lists.push(opts);
+    const f = this.listFailures.shift();
+    if (f) throw f;
+    return {
+      items: [...this.objects.values()].map((o) => this.listTransform(structuredClone(o))),
+      resourceVersion: String(this.rv),
+    };
+  }
+
+  watch(
+    opts: WatchOptions,
+    onEvent: (type: string, obj: unknown) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    this.watches.push(opts);
+    return new Promise((resolve, reject) => {
+      const w: ActiveWatch = {
+        opts,
+        onEvent,
+        end: () => {
+          if (this.active === w) this.active = undefined;
+          resolve();
+        },
+        fail: (err) => {
+          if (this.active === w) this.active = undefined;
+          reject(err);
+        },
+      };
+      this.active = w;
+      signal.addEventListener('abort', () => w.end(), { once: true });
+      // Like the API server: a watch from version N first sees every event after N.
+      const from = Number(opts.resourceVersion || '0');
+      for (const e of this.history)
+        if (e.rv > from && this.active === w) onEvent(e.type, structuredClone(e.obj));
+    });
+  }
+
+  /** Creates or updates (new resourceVersion); the active watch sees it unless `silent`. */
+  put(o: T, silent = false): T {
+    const key = objectKey(o);
+    const existed = this.objects.has(key);
+    const stored = structuredClone(o);
+    stored.metadata = { ...stored.metadata, resourceVersion: String(++this.rv) };
+    this.objects.set(key, stored);
+    // A silent change is one the watch never reports (as if compacted away): only a relist sees it.
+    if (!silent) this.#emit(existed ? 'MODIFIED' : 'ADDED', stored);
+    return structuredClone(stored);
+  }
+
+  /** Deletes; the active watch sees it unless `silent`. */
+  remove(namespace: string | undefined, name: string, silent = false): void {
+    const key = keyOf(namespace, name);
+    const o = this.objects.get(key);
+    if (!o) return;
+    this.objects.delete(key);
+    this.rv++;
+    if (!silent)
+      this.#emit('DELETED', { ...o, metadata: { ...o.metadata, resourceVersion: String(this.rv) } });
+  }
+
+  #emit(type: string, obj: T): void {
+    this.history.push({ rv: this.rv, type, obj: structuredClone(obj) });
+    this.active?.onEvent(type, structuredClone(obj));
+  }
+}
