@@ -1,8 +1,8 @@
 // Time-zone arithmetic on top of Intl: UTC offsets, transitions, and wall-clock → instant resolution.
 //
 // Intl.DateTimeFormat costs several microseconds per call, far too slow to ask it about every candidate
-// minute, so each zone's transitions are found once per UTC year (sampled every 6 h, then bisected to the
-// second) and every later question is a table lookup. Two transitions that cancel out within one 6-hour
+// minute, so each zone's transitions are found once per UTC year (sampled every 12 h, then bisected to the
+// second) and every later question is a table lookup. Two transitions that cancel out within one 12-hour
 // sample would go unseen; no zone in the tz database has had that since offsets were standardised.
 
 export const MINUTE = 60_000;
@@ -33,7 +33,7 @@ interface YearTable {
   transitions: ZoneTransition[];
 }
 
-const SAMPLE_STEP = 6 * HOUR;
+const SAMPLE_STEP = 12 * HOUR;
 // Offsets stay within −12 h … +14 h, so the instants reading a wall time w lie in [w − 14 h, w + 12 h].
 const RESOLVE_BEFORE = 15 * HOUR;
 const RESOLVE_AFTER = 13 * HOUR;
