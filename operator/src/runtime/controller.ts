@@ -15,7 +15,7 @@ import { type Clock, realClock, sleep } from './clock.ts';
 import type { Informer } from './informer.ts';
 import { objectKey, splitKey } from './keys.ts';
 import { type Logger, objectLogger, silentLogger } from './logger.ts';
-import type { ReconcileResult as ResultLabel, RuntimeMetrics } from './metrics.ts';
+import type { ReconcileResultLabel as ResultLabel, RuntimeMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import { WorkQueue } from './workqueue.ts';
 
@@ -39,12 +39,12 @@ export interface ReconcileContext {
   signal: AbortSignal;
 }
 
-export type Reconciler = (ctx: ReconcileContext) => Promise<ReconcileResult | undefined | void>;
+export type Reconciler = (ctx: ReconcileContext) => Promise<ReconcileResult | undefined>;
 
 /** Maps an event's object to the keys to reconcile (default: the object's own key). */
 export type KeyMapper<T> = (obj: T) => string | readonly string[] | undefined | null;
 
-export interface WatchOptions<T> {
+export interface ControllerWatchOptions<T> {
   map?: KeyMapper<T>;
   /** Filters update events (e.g. `generationChanged` to ignore status-only updates). Default: all. */
   updatePredicate?: (oldObj: T, newObj: T) => boolean;
@@ -129,7 +129,7 @@ export class Controller {
   }
 
   /** Enqueue keys from `informer`'s events. Call before start(). */
-  watch<T extends KubernetesObject>(informer: Informer<T>, opts: WatchOptions<T> = {}): this {
+  watch<T extends KubernetesObject>(informer: Informer<T>, opts: ControllerWatchOptions<T> = {}): this {
     const map: KeyMapper<T> = opts.map ?? ((o: T) => objectKey(o));
     const enqueue = (obj: T) => {
       let keys: string | readonly string[] | undefined | null;

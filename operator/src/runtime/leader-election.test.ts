@@ -1,66 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Clock, FakeClock, flushMicrotasks, sleep } from './clock.ts';
+import { FakeClock, flushMicrotasks } from './clock.ts';
 import { KubeApiError, type KubeClient, type KubeRequest } from './kube-client.ts';
-import {
-  KubeLeaseLock,
-  type LeaderElectionRecord,
-  LeaderElector,
-  type LeaseLock,
-  type LockRead,
-} from './leader-election.ts';
-
-/** One Lease in memory with the API server's compare-and-swap semantics. */
-class LeaseStore {
-  record: LeaderElectionRecord | undefined;
-  rv = 0;
-  writes = 0;
-}
-
-/** One replica's view of the store; `broken` makes every call fail (a partitioned replica). */
-class MemoryLock implements LeaseLock {
-  broken = false;
-  latencyMs = 0;
-  readonly #store: LeaseStore;
-  readonly #clock: Clock;
-
-  constructor(store: LeaseStore, clock: Clock) {
-    this.#store = store;
-    this.#clock = clock;
-  }
-
-  describe() {
-    return 'test/lease';
-  }
-
-  async #net(): Promise<void> {
-    if (this.latencyMs > 0) await sleep(this.#clock, this.latencyMs);
-    if (this.broken) throw new Error('connection refused');
-  }
-
-  async get(): Promise<LockRead | undefined> {
-    await this.#net();
-    const s = this.#store;
-    return s.record ? { record: structuredClone(s.record), resourceVersion: String(s.rv) } : undefined;
-  }
-
-  async create(record: LeaderElectionRecord): Promise<void> {
-    await this.#net();
-    if (this.#store.record) throw new KubeApiError(409, 'AlreadyExists', 'exists', undefined);
-    this.#store.record = structuredClone(record);
-    this.#store.rv++;
-    this.#store.writes++;
-  }
-
-  async update(record: LeaderElectionRecord, resourceVersion: string): Promise<void> {
-    await this.#net();
-    if (String(this.#store.rv) !== resourceVersion)
-      throw new KubeApiError(409, 'Conflict', 'changed', undefined);
-    this.#store.record = structuredClone(record);
-    this.#store.rv++;
-    this.#store.writes++;
-  }
-}
+import { KubeLeaseLock, type LeaderElectionRecord, LeaderElector } from './leader-election.ts';
+import { LeaseStore, MemoryLeaseLock as MemoryLock } from './testing.ts';
 
 const timing = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 

@@ -6,8 +6,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { QueueMetrics } from './workqueue.ts';
 
-export type ReconcileResult = 'success' | 'error' | 'requeue' | 'requeue_after';
-const RESULTS: readonly ReconcileResult[] = ['success', 'error', 'requeue', 'requeue_after'];
+export type ReconcileResultLabel = 'success' | 'error' | 'requeue' | 'requeue_after';
+const RESULTS: readonly ReconcileResultLabel[] = ['success', 'error', 'requeue', 'requeue_after'];
 
 // controller-runtime's buckets (pkg/internal/controller/metrics) and client-go's workqueue buckets
 // (10 ns … 1000 s, ×10).
@@ -127,7 +127,7 @@ export class RuntimeMetrics {
     return (leading) => this.leaderStatus.set({ name }, leading ? 1 : 0);
   }
 
-  observeReconcile(controller: string, result: ReconcileResult, seconds: number): void {
+  observeReconcile(controller: string, result: ReconcileResultLabel, seconds: number): void {
     this.reconcileTotal.inc({ controller, result });
     if (result === 'error') this.reconcileErrors.inc({ controller });
     this.reconcileTime.observe({ controller }, seconds);

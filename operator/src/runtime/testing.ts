@@ -2,8 +2,11 @@
 // list and watch, with a way to make the informer miss events (to exercise relists).
 
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { type Clock, sleep } from './clock.ts';
 import type { ListerWatcher, ListOptions, WatchOptions } from './informer.ts';
 import { keyOf, objectKey } from './keys.ts';
+import { KubeApiError } from './kube-client.ts';
+import type { LeaderElectionRecord, LeaseLock, LockRead } from './leader-election.ts';
 
 export interface ActiveWatch {
   opts: WatchOptions;
@@ -89,5 +92,57 @@ export class MemoryResource<T extends KubernetesObject> implements ListerWatcher
   #emit(type: string, obj: T): void {
     this.history.push({ rv: this.rv, type, obj: structuredClone(obj) });
     this.active?.onEvent(type, structuredClone(obj));
+  }
+}
+
+/** One Lease in memory with the API server's compare-and-swap semantics. */
+export class LeaseStore {
+  record: LeaderElectionRecord | undefined;
+  rv = 0;
+  writes = 0;
+}
+
+/** One replica's view of the store; `broken` makes every call fail (a partitioned replica). */
+export class MemoryLeaseLock implements LeaseLock {
+  broken = false;
+  latencyMs = 0;
+  readonly #store: LeaseStore;
+  readonly #clock: Clock;
+
+  constructor(store: LeaseStore, clock: Clock) {
+    this.#store = store;
+    this.#clock = clock;
+  }
+
+  describe() {
+    return 'test/lease';
+  }
+
+  async #net(): Promise<void> {
+    if (this.latencyMs > 0) await sleep(this.#clock, this.latencyMs);
+    if (this.broken) throw new Error('connection refused');
+  }
+
+  async get(): Promise<LockRead | undefined> {
+    await this.#net();
+    const s = this.#store;
+    return s.record ? { record: structuredClone(s.record), resourceVersion: String(s.rv) } : undefined;
+  }
+
+  async create(record: LeaderElectionRecord): Promise<void> {
+    await this.#net();
+    if (this.#store.record) throw new KubeApiError(409, 'AlreadyExists', 'exists', undefined);
+    this.#store.record = structuredClone(record);
+    this.#store.rv++;
+    this.#store.writes++;
+  }
+
+  async update(record: LeaderElectionRecord, resourceVersion: string): Promise<void> {
+    await this.#net();
+    if (String(this.#store.rv) !== resourceVersion)
+      throw new KubeApiError(409, 'Conflict', 'changed', undefined);
+    this.#store.record = structuredClone(record);
+    this.#store.rv++;
+    this.#store.writes++;
   }
 }

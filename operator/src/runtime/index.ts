@@ -1,0 +1,19 @@
+// The controller runtime: what the rest of the operator imports. See docs/runtime.md.
+
+export * from './backoff.ts';
+export * from './clock.ts';
+export * from './conditions.ts';
+export * from './controller.ts';
+export * from './events.ts';
+export * from './health.ts';
+export * from './informer.ts';
+export * from './keys.ts';
+export * from './kube-client.ts';
+export * from './leader-election.ts';
+export * from './logger.ts';
+export * from './manager.ts';
+export * from './metrics.ts';
+export * from './normalize.ts';
+export * from './rate-limiter.ts';
+export * from './status.ts';
+export * from './workqueue.ts';
