@@ -1,0 +1,176 @@
+// The AdmissionReview HTTPS server (port 9443). Serves every replica, leader or not.
+//
+// Certificates are read from files (OLM mounts them at /tmp/k8s-webhook-server/serving-certs/
+// tls.{crt,key}) and re-read when they change: OLM rotates them by replacing the Secret, which the
+// kubelet swaps in through a symlink, so the files are polled by content rather than watched
+// with inotify (which misses symlink swaps). A new pair is only taken when it loads; a half-written
+// pair keeps the old one in use.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { AdmissionRequest, AdmissionResponse, AdmissionReview } from './review.ts';
+import { deny } from './review.ts';
+
+export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
+const MAX_BODY_BYTES = 3 * 1024 * 1024; // the API server's own request limit
+
+export type AdmissionHandler = (request: AdmissionRequest) => Promise<AdmissionResponse> | AdmissionResponse;
+
+export interface WebhookLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface WebhookServerOptions {
+  port: number;
+  host?: string;
+  certDir?: string;
+  /** path (e.g. /validate-operation) → handler */
+  handlers: Record<string, AdmissionHandler>;
+  log: WebhookLog;
+  /** How often the certificate files are checked for rotation. */
+  certPollMs?: number;
+  /** Called once per request: webhook path, HTTP code, seconds spent. */
+  observe?: (path: string, code: number, seconds: number) => void;
+}
+
+export interface WebhookServer {
+  port: number;
+  /** Re-reads the certificate pair now; resolves true when a new pair was loaded. */
+  reloadCertificates(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+async function readPair(dir: string): Promise<{ cert: Buffer; key: Buffer; digest: string }> {
+  const [cert, key] = await Promise.all([readFile(join(dir, 'tls.crt')), readFile(join(dir, 'tls.key'))]);
+  return { cert, key, digest: createHash('sha256').update(cert).update(key).digest('hex') };
+}
+
+function readBody(req: import('node:http').IncomingMessage): Promise<Buffer> {
+  return new Promise((ok, fail) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        fail(new Error('request body too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => ok(Buffer.concat(chunks)));
+    req.on('error', fail);
+  });
+}
+
+export async function startWebhookServer(opts: WebhookServerOptions): Promise<WebhookServer> {
+  const certDir = opts.certDir ?? DEFAULT_CERT_DIR;
+  let pair = await readPair(certDir).catch((err: unknown) => {
+    throw new Error(
+      `webhook certificate not readable in ${certDir} (tls.crt, tls.key): ${err instanceof Error ? err.message : String(err)}`,
+    );
+  });
+
+  const server: Server = createServer(
+    { cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' },
+    (req, res) => {
+      const started = process.hrtime.bigint();
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const reply = (code: number, body: unknown) => {
+        res.writeHead(code, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+        opts.observe?.(path, code, Number(process.hrtime.bigint() - started) / 1e9);
+      };
+      const handler = opts.handlers[path];
+      if (req.method !== 'POST' || !handler) {
+        reply(404, { error: `no admission webhook at ${req.method} ${path}` });
+        return;
+      }
+      void (async () => {
+        let review: AdmissionReview;
+        try {
+          review = JSON.parse((await readBody(req)).toString('utf8')) as AdmissionReview;
+        } catch (err) {
+          reply(400, {
+            error: `invalid AdmissionReview: ${err instanceof Error ? err.message : String(err)}`,
+          });
+          return;
+        }
+        const request = review.request;
+        if (review.kind !== 'AdmissionReview' || !request?.uid) {
+          reply(400, { error: 'expected an admission.k8s.io/v1 AdmissionReview with request.uid' });
+          return;
+        }
+        let response: AdmissionResponse;
+        try {
+          response = await handler(request);
+        } catch (err) {
+          // Never let a bug admit an object silently: deny with a message an SRE can act on.
+          opts.log.error({ err, path, uid: request.uid }, 'admission handler failed');
+          response = deny(
+            request.uid,
+            [
+              {
+                field: '',
+                message: 'internal error in the vworkspace admission webhook; see the operator logs',
+              },
+            ],
+            500,
+            'InternalError',
+          );
+        }
+        reply(200, {
+          apiVersion: 'admission.k8s.io/v1',
+          kind: 'AdmissionReview',
+          response: { ...response, uid: request.uid },
+        });
+      })();
+    },
+  );
+
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(opts.port, opts.host ?? '0.0.0.0', () => ok());
+  });
+
+  const reloadCertificates = async (): Promise<boolean> => {
+    let next: typeof pair;
+    try {
+      next = await readPair(certDir);
+    } catch (err) {
+      opts.log.warn({ err: String(err), certDir }, 'webhook certificate unreadable; keeping the current one');
+      return false;
+    }
+    if (next.digest === pair.digest) return false;
+    try {
+      server.setSecureContext({ cert: next.cert, key: next.key });
+    } catch (err) {
+      // e.g. key and certificate of different pairs mid-rotation: try again on the next poll
+      opts.log.warn(
+        { err: String(err), certDir },
+        'webhook certificate pair not usable yet; keeping the current one',
+      );
+      return false;
+    }
+    pair = next;
+    opts.log.info({ certDir }, 'webhook certificate reloaded');
+    return true;
+  };
+  const timer = setInterval(() => void reloadCertificates(), opts.certPollMs ?? 10_000);
+  timer.unref();
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    reloadCertificates,
+    close: () =>
+      new Promise<void>((ok) => {
+        clearInterval(timer);
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
+  };
+}
