@@ -1,0 +1,74 @@
+// The status the instance controller owns, computed from the instance and its latest Helm release
+// record. Pure: the controller reads the caches, this decides, the controller writes.
+//
+// The operator writes an instance's status as one server-side apply under one field manager, so
+// the computed status is COMPLETE: a field left out would be removed. Fields this controller does
+// not decide (status.capabilities, conditions other than Ready) are carried over unchanged.
+
+import type { ApplicationInstance, ApplicationInstanceStatus } from '../api/index.ts';
+import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';
+import { type ReadyReason, type ReleaseRecord, readyFromRelease } from './helm-release.ts';
+
+export const READY = 'Ready';
+
+/** Where the instance's release lives: spec.release.namespace, defaulting to the instance's own. */
+export function releaseRef(instance: ApplicationInstance): { name: string; namespace: string } {
+  return {
+    name: instance.spec.release.name,
+    namespace: instance.spec.release.namespace || (instance.metadata.namespace ?? ''),
+  };
+}
+
+function releaseStatus(record: ReleaseRecord): NonNullable<ApplicationInstanceStatus['release']> {
+  // Empty strings (a chart without appVersion) are left out rather than shown as "".
+  return {
+    revision: record.revision,
+    ...(record.status ? { status: record.status } : {}),
+    ...(record.chartVersion ? { chartVersion: record.chartVersion } : {}),
+    ...(record.appVersion ? { appVersion: record.appVersion } : {}),
+  };
+}
+
+/**
+ * The complete status for `instance` given the latest readable release record (undefined: none).
+ * `now` is only used when Ready changes status (lastTransitionTime), so recomputing an unchanged
+ * situation yields a status equal to the current one and the writer can skip the write.
+ */
+export function computeInstanceStatus(
+  instance: ApplicationInstance,
+  latest: ReleaseRecord | undefined,
+  now: Date | number | string,
+): ApplicationInstanceStatus {
+  const { name, namespace } = releaseRef(instance);
+  const ready = readyFromRelease(name, namespace, latest);
+  const generation = instance.metadata.generation;
+  const current = instance.status ?? {};
+  const conditions = setCondition(
+    current.conditions as Condition[] | undefined,
+    {
+      type: READY,
+      status: ready.status,
+      reason: ready.reason,
+      message: ready.message,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    },
+    now,
+  );
+  return {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    conditions,
+    // No record at all ⇒ no release block: a stale one would describe a release that is gone.
+    ...(latest ? { release: releaseStatus(latest) } : {}),
+    ...(current.capabilities !== undefined ? { capabilities: current.capabilities } : {}),
+  };
+}
+
+/** The Ready reason recorded in a status, if any. */
+export function readyReason(status: ApplicationInstanceStatus | undefined): string | undefined {
+  return findCondition(status?.conditions as Condition[] | undefined, READY)?.reason;
+}
+
+/** Event type for a Ready reason: failures and a missing release are Warnings. */
+export function eventTypeFor(reason: ReadyReason): 'Normal' | 'Warning' {
+  return reason === 'ReleaseFailed' || reason === 'ReleaseNotFound' ? 'Warning' : 'Normal';
+}
