@@ -1,0 +1,223 @@
+// The operation template: which (type, engine) combination is runnable, with what input, needing which
+// RBAC profile and preconditions, on which targets. Built-ins (templates/) and catalog entries share
+// this shape; TemplateSchema is also the JSON Schema every catalog template entry is checked against.
+import { type Static, Type } from '@sinclair/typebox';
+import { SCHEDULE_PATTERN, TIME_ZONE_PATTERN } from '../api/cronoperation.ts';
+import {
+  CAPABILITY_ENGINES,
+  CAPABILITY_VERBS,
+  ENGINES,
+  OPERATION_TYPES,
+  PRECONDITIONS,
+  TYPE_CAPABILITY_VERB,
+} from '../api/enums.ts';
+import { DNS1123_LABEL, QUALIFIED_NAME } from '../api/schema-helpers.ts';
+import type { JsonSchema } from './schema-validation.ts';
+
+const strict = { additionalProperties: false } as const;
+
+function OneOf<const T extends readonly string[]>(values: T, description: string) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], description });
+}
+
+/** Go duration as written in Kubernetes (e.g. 4h, 90m, 1h30m). */
+export const GO_DURATION_PATTERN = '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$';
+
+export const MaintenanceWindowSchema = Type.Object(
+  {
+    schedule: Type.String({
+      description: 'When the window opens: five cron fields or a macro, read in timeZone (e.g. "0 2 * * 6").',
+      pattern: SCHEDULE_PATTERN,
+      maxLength: 128,
+    }),
+    duration: Type.String({
+      description: 'How long it stays open, as a Go duration (e.g. 4h, 90m).',
+      pattern: GO_DURATION_PATTERN,
+      maxLength: 32,
+    }),
+    timeZone: Type.Optional(
+      Type.String({
+        description: 'IANA time zone of the schedule.',
+        pattern: TIME_ZONE_PATTERN,
+        maxLength: 64,
+      }),
+    ),
+  },
+  {
+    ...strict,
+    description:
+      'Operations run only inside this window; outside it they wait as Blocked/OutsideMaintenanceWindow.',
+  },
+);
+export type MaintenanceWindow = Static<typeof MaintenanceWindowSchema>;
+
+export const PreconditionSchema = Type.Object(
+  {
+    name: OneOf(PRECONDITIONS, 'The precondition, evaluated in the fixed order of PRECONDITIONS.'),
+    parameter: Type.Optional(
+      Type.String({
+        description:
+          'RequiredSecretsPresent / RequiredServiceAccountPresent: the parameter (after defaults) holding the name of the Secret or ServiceAccount that must exist in the namespace.',
+        maxLength: 253,
+      }),
+    ),
+    names: Type.Optional(
+      Type.Array(Type.String({ maxLength: 253 }), {
+        description: 'RequiredSecretsPresent / RequiredServiceAccountPresent: fixed names that must exist.',
+        maxItems: 16,
+      }),
+    ),
+  },
+  { ...strict, description: 'One precondition that applies to Operations of this template.' },
+);
+export type Precondition = Static<typeof PreconditionSchema>;
+
+export const CapabilitySelectorSchema = Type.Object(
+  {
+    verb: OneOf(CAPABILITY_VERBS, 'The capability annotation ops.vworkspace.io/<verb>.'),
+    engine: OneOf(CAPABILITY_ENGINES, 'The value it must have.'),
+  },
+  { ...strict, description: 'The target must carry ops.vworkspace.io/<verb>: <engine>.' },
+);
+export type CapabilitySelector = Static<typeof CapabilitySelectorSchema>;
+
+export const LabelSelectorSchema = Type.Object(
+  {
+    matchLabels: Type.Optional(
+      Type.Record(Type.String({ pattern: QUALIFIED_NAME }), Type.String({ maxLength: 63 })),
+    ),
+    matchExpressions: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            key: Type.String({ pattern: QUALIFIED_NAME, maxLength: 317 }),
+            operator: OneOf(['In', 'NotIn', 'Exists', 'DoesNotExist'] as const, 'How key relates to values.'),
+            values: Type.Optional(Type.Array(Type.String({ maxLength: 63 }), { maxItems: 64 })),
+          },
+          strict,
+        ),
+        { maxItems: 16 },
+      ),
+    ),
+  },
+  {
+    ...strict,
+    description: 'metav1.LabelSelector the target ApplicationInstance must match, e.g. tier In (staging).',
+  },
+);
+export type LabelSelector = Static<typeof LabelSelectorSchema>;
+
+export const TargetSelectorsSchema = Type.Object(
+  {
+    capabilities: Type.Optional(
+      Type.Array(CapabilitySelectorSchema, {
+        description:
+          'Capability annotations the target must carry; any one suffices. Default: ops.vworkspace.io/<type in lowercase>: <engine>.',
+        minItems: 1,
+        maxItems: 8,
+      }),
+    ),
+    labelSelector: Type.Optional(LabelSelectorSchema),
+  },
+  { ...strict, description: 'Which ApplicationInstances the template applies to.' },
+);
+export type TargetSelectors = Static<typeof TargetSelectorsSchema>;
+
+export const PolicyDefaultsSchema = Type.Object(
+  {
+    requireReady: Type.Optional(Type.Boolean({ description: 'Default of spec.policy.requireReady.' })),
+    retryLimit: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 10, description: 'Default of spec.policy.retryLimit.' }),
+    ),
+    activeDeadlineSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2592000,
+        description: 'Default of spec.policy.activeDeadlineSeconds.',
+      }),
+    ),
+    requiresApproval: Type.Optional(
+      Type.Boolean({ description: 'Default of spec.policy.requiresApproval.' }),
+    ),
+    ttlSecondsAfterFinished: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'Default of spec.policy.ttlSecondsAfterFinished.' }),
+    ),
+  },
+  { ...strict, description: "Defaults for the Operation's spec.policy fields it leaves unset." },
+);
+export type PolicyDefaults = Static<typeof PolicyDefaultsSchema>;
+
+export const TemplateSchema = Type.Object(
+  {
+    name: Type.String({
+      description: 'Unique template name (a DNS label); Operation.spec.template refers to it.',
+      pattern: DNS1123_LABEL,
+      minLength: 1,
+      maxLength: 63,
+    }),
+    description: Type.Optional(Type.String({ description: 'What the template does.', maxLength: 1024 })),
+    type: OneOf(OPERATION_TYPES, 'Operation.spec.type it runs.'),
+    engine: OneOf(ENGINES, 'Operation.spec.engine it runs.'),
+    inputSchema: Type.Unsafe<JsonSchema>({
+      type: 'object',
+      description: 'OpenAPI v3 schema of Operation.spec.parameters (type: object at the root).',
+    }),
+    rbacProfile: Type.String({
+      description: 'Id of the RBAC profile the operator needs in the namespace, e.g. backup.velero.',
+      pattern: '^[a-z][A-Za-z0-9]*\\.[a-z][A-Za-z0-9]*$',
+      maxLength: 63,
+    }),
+    preconditions: Type.Array(PreconditionSchema, {
+      description: 'Preconditions that apply, each at most once.',
+      maxItems: PRECONDITIONS.length,
+    }),
+    targetSelectors: Type.Optional(TargetSelectorsSchema),
+    maintenanceWindow: Type.Optional(MaintenanceWindowSchema),
+    defaults: Type.Optional(PolicyDefaultsSchema),
+    separationOfDuties: Type.Optional(
+      Type.Boolean({
+        description:
+          'With requiresApproval: the approver must be someone other than the creator of the Operation.',
+      }),
+    ),
+    disabled: Type.Optional(Type.Literal(false)),
+  },
+  { ...strict, description: 'An operation template.' },
+);
+export type Template = Static<typeof TemplateSchema>;
+
+export const DisabledTemplateSchema = Type.Object(
+  {
+    name: Type.String({ description: 'The template to remove.', pattern: DNS1123_LABEL, maxLength: 63 }),
+    disabled: Type.Literal(true),
+    description: Type.Optional(Type.String({ description: 'Why it is disabled.', maxLength: 1024 })),
+  },
+  { ...strict, description: 'Removes the template of this name (built-in or from an earlier catalog).' },
+);
+export type DisabledTemplate = Static<typeof DisabledTemplateSchema>;
+
+/** A template in the effective set, with where it came from (`builtin` or `configmap <ns>/<name>`). */
+export type EffectiveTemplate = Template & { source: string };
+
+/** The capability selectors of a template: its own, or the implicit `<type verb>: <engine>` one. */
+export function capabilitySelectors(
+  t: Pick<Template, 'type' | 'engine' | 'targetSelectors'>,
+): CapabilitySelector[] {
+  return t.targetSelectors?.capabilities ?? [{ verb: TYPE_CAPABILITY_VERB[t.type], engine: t.engine }];
+}
+
+/** The standard preconditions every template starts from, in evaluation order. */
+export function standardPreconditions(extra: readonly Precondition[] = []): Precondition[] {
+  const base: Precondition[] = [
+    { name: 'TargetExists' },
+    { name: 'CapabilityAdvertised' },
+    { name: 'TemplateSelectors' },
+    { name: 'RbacProfilePresent' },
+    { name: 'ApprovalGiven' },
+    { name: 'TargetReady' },
+    { name: 'NoConflictingOperation' },
+    ...extra,
+    { name: 'MaintenanceWindow' },
+  ];
+  return base.sort((a, b) => PRECONDITIONS.indexOf(a.name) - PRECONDITIONS.indexOf(b.name));
+}

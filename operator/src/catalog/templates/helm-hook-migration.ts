@@ -1,0 +1,25 @@
+import type { Template } from '../template.ts';
+import { standardPreconditions } from '../template.ts';
+import { objectName } from './fragments.ts';
+
+/** batch/v1 Job from the chart-provided template (ConfigMap `<release>-vworkspace-migration`, key job.yaml). */
+export const helmHookMigration: Template = {
+  name: 'helm-hook-migration',
+  description:
+    'Runs the migration Job the chart ships: the Job manifest in ConfigMap <release>-vworkspace-migration, key job.yaml, rendered by Helm with the release.',
+  type: 'Migration',
+  engine: 'helmHookJob',
+  inputSchema: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      configMapName: objectName(
+        'ConfigMap holding the rendered Job (key job.yaml); unset uses <release>-vworkspace-migration',
+      ),
+    },
+  },
+  rbacProfile: 'migration.helmHookJob',
+  preconditions: standardPreconditions(),
+  targetSelectors: { capabilities: [{ verb: 'migration', engine: 'helmHookJob' }] },
+  defaults: { requireReady: true, retryLimit: 0, activeDeadlineSeconds: 3600 },
+};

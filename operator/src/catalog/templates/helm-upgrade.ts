@@ -1,0 +1,37 @@
+import type { Template } from '../template.ts';
+import { standardPreconditions } from '../template.ts';
+import { goDuration, serviceAccountName } from './fragments.ts';
+
+/** batch/v1 Job running the helm CLI: `helm upgrade --atomic --wait` to parameters.version. */
+export const helmUpgrade: Template = {
+  name: 'helm-upgrade',
+  description:
+    "Upgrades the release to another chart version with `helm upgrade --atomic --wait` in a runner Job; a failed upgrade is rolled back by Helm. The chart source is the instance's spec.appRef.chart.",
+  type: 'Upgrade',
+  engine: 'helm',
+  inputSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['version'],
+    properties: {
+      version: {
+        type: 'string',
+        description: 'Chart version to upgrade to (semantic version, e.g. 6.7.0)',
+        minLength: 1,
+        maxLength: 128,
+        pattern: '^v?[0-9]+\\.[0-9]+\\.[0-9]+([-+][0-9A-Za-z.+-]+)?$',
+      },
+      timeout: goDuration(
+        'How long helm waits for the upgraded release to become ready (helm --timeout)',
+        '10m',
+      ),
+      serviceAccountName: serviceAccountName('the helm runner Job'),
+    },
+  },
+  rbacProfile: 'upgrade.helm',
+  preconditions: standardPreconditions([
+    { name: 'RequiredServiceAccountPresent', parameter: 'serviceAccountName' },
+  ]),
+  targetSelectors: { capabilities: [{ verb: 'upgrade', engine: 'helm' }] },
+  defaults: { requireReady: true, retryLimit: 0, activeDeadlineSeconds: 3600 },
+};

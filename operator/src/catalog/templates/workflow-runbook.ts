@@ -1,0 +1,45 @@
+import type { Template } from '../template.ts';
+import { standardPreconditions } from '../template.ts';
+import { objectName } from './fragments.ts';
+
+/** argoproj.io/v1alpha1 Workflow from a WorkflowTemplate; parameters.arguments become workflow arguments. */
+export const workflowRunbook: Template = {
+  name: 'workflow-runbook',
+  description:
+    'Runs an Argo WorkflowTemplate (or ClusterWorkflowTemplate) as a Workflow in the Operation namespace; arguments become its parameters. Cancel terminates the Workflow.',
+  type: 'Runbook',
+  engine: 'workflow',
+  inputSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['workflowTemplateRef'],
+    properties: {
+      workflowTemplateRef: {
+        type: 'object',
+        description: 'The WorkflowTemplate to run',
+        additionalProperties: false,
+        required: ['name'],
+        properties: {
+          name: objectName('Name of the WorkflowTemplate'),
+          clusterScope: {
+            type: 'boolean',
+            description:
+              'true refers to a ClusterWorkflowTemplate instead of a WorkflowTemplate of the namespace',
+            default: false,
+          },
+        },
+      },
+      arguments: {
+        type: 'object',
+        description: 'Workflow parameters by name (strings), e.g. {"database": "main"}',
+        maxProperties: 64,
+        additionalProperties: { type: 'string', maxLength: 8192 },
+      },
+      serviceAccountName: objectName("ServiceAccount the Workflow's pods run as; unset uses the template's"),
+    },
+  },
+  rbacProfile: 'runbook.workflow',
+  preconditions: standardPreconditions(),
+  targetSelectors: { capabilities: [{ verb: 'runbook', engine: 'workflow' }] },
+  defaults: { requireReady: false, retryLimit: 0, activeDeadlineSeconds: 7200 },
+};
