@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# `make demo`: builds what is missing (first run only), then runs hack/demo.ts on Node 24.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+export PATH="$ROOT/node_modules/.bin:$PATH"
+hack/build-tools.sh core helm
+hack/fetch-crds.sh
+exec node hack/demo.ts

@@ -1,0 +1,61 @@
+// The operator's settings, from the environment (the CSV's Deployment sets them). Pure: a
+// function of an env map, returning either a config or every problem at once.
+
+export interface OperatorConfig {
+  /** Namespace of the operator: the leader-election Lease and the catalog ConfigMaps live here. */
+  namespace: string;
+  leaderElection: boolean;
+  metricsPort: number;
+  probePort: number;
+  webhookPort: number;
+  /** Directory with tls.crt/tls.key; the webhook is served when it exists. */
+  webhookCertDir: string;
+  logLevel: string;
+  /** The helm CLI image (RELATED_IMAGE_HELM), used by the helm engine's runner Jobs. */
+  helmImage?: string;
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(
+  env: Record<string, string | undefined>,
+): { ok: true; config: OperatorConfig } | { ok: false; problems: string[] } {
+  const problems: string[] = [];
+  const port = (name: string, dflt: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return dflt;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) {
+      problems.push(`${name}=${JSON.stringify(raw)} is not a port number (0-65535)`);
+      return dflt;
+    }
+    return n;
+  };
+  const bool = (name: string, dflt: boolean): boolean => {
+    const raw = env[name]?.toLowerCase();
+    if (raw === undefined || raw === '') return dflt;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    problems.push(`${name}=${JSON.stringify(env[name])} must be true or false`);
+    return dflt;
+  };
+  const namespace = env.OPERATOR_NAMESPACE || env.POD_NAMESPACE || '';
+  if (!namespace)
+    problems.push(
+      'OPERATOR_NAMESPACE (or POD_NAMESPACE from the downward API) must name the operator namespace',
+    );
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LEVELS.includes(logLevel))
+    problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of ${LEVELS.join(', ')}`);
+  const config: OperatorConfig = {
+    namespace,
+    leaderElection: bool('LEADER_ELECT', true),
+    metricsPort: port('METRICS_PORT', 8080),
+    probePort: port('PROBE_PORT', 8081),
+    webhookPort: port('WEBHOOK_PORT', 9443),
+    webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
+    logLevel,
+    ...(env.RELATED_IMAGE_HELM ? { helmImage: env.RELATED_IMAGE_HELM } : {}),
+  };
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+}

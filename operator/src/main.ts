@@ -1,0 +1,94 @@
+// vworkspace-operator entry point: `node operator/src/main.ts` (Node 24).
+//
+// The thin shell: settings from the environment (config.ts), a kubeconfig (KUBECONFIG or the
+// in-cluster ServiceAccount), one Manager that owns informers, controllers (leader only), the
+// admission webhook (every replica), metrics on :8080 and probes on :8081, and graceful shutdown
+// on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { startWebhookServer } from './admission/server.ts';
+import { loadConfig, type OperatorConfig } from './config.ts';
+import { createInstanceController } from './instance/controller.ts';
+import {
+  createLogger,
+  EventRecorder,
+  type Logger,
+  Manager,
+  ObjectWriter,
+  RestClient,
+  RestMapper,
+  RuntimeMetrics,
+} from './runtime/index.ts';
+
+export interface OperatorDeps {
+  config: OperatorConfig;
+  kc: KubeConfig;
+  log: Logger;
+}
+
+/** Everything one operator process runs, wired but not started. */
+export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
+  const client = new RestClient(kc);
+  const metrics = new RuntimeMetrics();
+  const manager = new Manager({
+    client,
+    leaderElection: config.leaderElection ? { namespace: config.namespace } : false,
+    metricsPort: config.metricsPort,
+    probePort: config.probePort,
+    logger: log,
+    metrics,
+  });
+  const mapper = new RestMapper(client);
+  const writer = new ObjectWriter(client, mapper);
+  const events = new EventRecorder({ client, logger: log });
+  // Controllers register here, each with its informers: manager.addInformer(i); manager.addController(c).
+  const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics });
+  for (const i of instances.informers) manager.addInformer(i);
+  manager.addController(instances.controller);
+
+  // The webhook serves on every replica; without certificates (a local run) it is left out.
+  if (existsSync(join(config.webhookCertDir, 'tls.crt'))) {
+    manager.add({
+      name: 'admission-webhook',
+      needLeaderElection: false,
+      async start(signal) {
+        const server = await startWebhookServer({
+          port: config.webhookPort,
+          certDir: config.webhookCertDir,
+          handlers: {},
+          log,
+        });
+        log.info({ port: server.port }, 'admission webhook serving');
+        await new Promise<void>((ok) => signal.addEventListener('abort', () => ok(), { once: true }));
+        await server.close();
+      },
+    });
+  } else {
+    log.warn({ certDir: config.webhookCertDir }, 'no webhook certificate: admission webhook not served');
+  }
+  return manager;
+}
+
+async function main(): Promise<void> {
+  const loaded = loadConfig(process.env);
+  if (!loaded.ok) {
+    process.stderr.write(`vworkspace-operator: invalid settings:\n  ${loaded.problems.join('\n  ')}\n`);
+    process.exit(2);
+  }
+  const log = createLogger({ level: loaded.config.logLevel });
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const manager = buildOperator({ config: loaded.config, kc, log });
+  manager.installSignalHandlers();
+  log.info({ namespace: loaded.config.namespace, leaderElection: loaded.config.leaderElection }, 'starting');
+  try {
+    await manager.start();
+    log.info('stopped');
+  } catch (err) {
+    log.fatal({ err }, 'operator stopped with an error');
+    process.exit(1);
+  }
+}
+
+if (import.meta.main) await main();
