@@ -1,0 +1,190 @@
+// The ApplicationInstance controller: keeps status.conditions[Ready], status.release and
+// status.observedGeneration in line with the Helm release record of each instance.
+//
+// Watch-driven, no polling: it reconciles an instance when the instance changes and when a Helm
+// release Secret of its release is added, updated or deleted (helm install/upgrade/rollback/
+// uninstall all write those Secrets). It never installs anything.
+//
+// RBAC: the Secret informer needs cluster-wide `list` and `watch` on core Secrets (read-only, no
+// `get` of other Secrets, no writes), narrowed on the wire to Helm's records by field selector
+// type=helm.sh/release.v1 and label selector owner=helm. Secret data (the gzipped release, which
+// holds the rendered values and so possibly credentials) must NEVER be logged or put in an Event:
+// log the Secret's namespace/name at most.
+
+import type { KubeConfig, KubernetesObject, V1Secret } from '@kubernetes/client-node';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  type Clock,
+  Controller,
+  createInformer,
+  type EventRecorder,
+  Informer,
+  type KubeClient,
+  type ListerWatcher,
+  type Logger,
+  type ObjectWriter,
+  objectKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  type RuntimeMetrics,
+  realClock,
+} from '../runtime/index.ts';
+import { HELM_RELEASE_SECRET_TYPE, latestRelease, type ReadyReason } from './helm-release.ts';
+import { computeInstanceStatus, eventTypeFor, READY, readyReason, releaseRef } from './status.ts';
+
+export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
+
+/** Server-side selectors for Helm's release records (Helm v3 secrets driver). */
+export const HELM_SECRET_FIELD_SELECTOR = `type=${HELM_RELEASE_SECRET_TYPE}`;
+export const HELM_SECRET_LABEL_SELECTOR = 'owner=helm';
+
+/** Event reason when a release record cannot be decoded (Ready then comes from the next readable one). */
+export const RELEASE_RECORD_UNREADABLE = 'ReleaseRecordUnreadable';
+
+export type HelmSecret = V1Secret & KubernetesObject;
+
+export interface InstanceControllerDeps {
+  kc: KubeConfig;
+  client: KubeClient;
+  writer: ObjectWriter;
+  events: EventRecorder;
+  logger: Logger;
+  metrics: RuntimeMetrics;
+  clock?: Clock;
+  workers?: number;
+  /** Tests: list/watch from memory instead of the API server. */
+  listerWatchers?: {
+    instances: ListerWatcher<ApplicationInstance>;
+    secrets: ListerWatcher<HelmSecret>;
+  };
+}
+
+export interface InstanceController {
+  controller: Controller;
+  /** Register with the Manager (addInformer): it starts them and gates readiness on their sync. */
+  informers: readonly [Informer<ApplicationInstance>, Informer<HelmSecret>];
+}
+
+/** Keys of the instances whose release (name + namespace, defaulted) the Secret records. */
+export function instanceKeysForSecret(
+  secret: KubernetesObject,
+  instances: readonly ApplicationInstance[],
+): string[] {
+  const release = secret.metadata?.labels?.name;
+  const ns = secret.metadata?.namespace;
+  if (!release || !ns) return [];
+  return instances
+    .filter((i) => {
+      const ref = releaseRef(i);
+      return ref.name === release && ref.namespace === ns;
+    })
+    .map((i) => objectKey(i));
+}
+
+export function createInstanceController(deps: InstanceControllerDeps): InstanceController {
+  const clock = deps.clock ?? realClock;
+  const log = deps.logger.child({ controller: INSTANCE_CONTROLLER_NAME });
+  const common = { clock, logger: log };
+
+  const instanceResource = {
+    group: APPLICATION_INSTANCE.group,
+    version: APPLICATION_INSTANCE.version,
+    plural: APPLICATION_INSTANCE.plural,
+  };
+  const secretResource = { group: '', version: 'v1', plural: 'secrets' };
+  const secretSelectors = {
+    fieldSelector: HELM_SECRET_FIELD_SELECTOR,
+    labelSelector: HELM_SECRET_LABEL_SELECTOR,
+  };
+  const lw = deps.listerWatchers;
+  const instances = lw
+    ? new Informer<ApplicationInstance>({
+        name: 'applicationinstances',
+        listerWatcher: lw.instances,
+        ...common,
+      })
+    : createInformer<ApplicationInstance>(deps.kc, instanceResource, { client: deps.client, ...common });
+  const secrets = lw
+    ? new Informer<HelmSecret>({
+        name: 'helm-release-secrets',
+        listerWatcher: lw.secrets,
+        ...secretSelectors,
+        ...common,
+      })
+    : createInformer<HelmSecret>(deps.kc, secretResource, {
+        name: 'helm-release-secrets',
+        client: deps.client,
+        ...secretSelectors,
+        ...common,
+      });
+
+  // What this replica last announced per instance, so a reconcile that runs on a cache that has
+  // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
+  // a deleted and recreated instance starts afresh.
+  const announced = new Map<string, { uid: string; ready?: string; problems?: string }>();
+
+  async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const instance = instances.getByKey(ctx.key);
+    if (!instance) {
+      announced.delete(ctx.key);
+      return {};
+    }
+    const uid = instance.metadata.uid ?? '';
+    let seen = announced.get(ctx.key);
+    if (seen?.uid !== uid) {
+      seen = { uid };
+      announced.set(ctx.key, seen);
+    }
+    const ref = releaseRef(instance);
+    const { record, problems } = latestRelease(secrets.list(ref.namespace), ref.name);
+
+    if (problems.length > 0) {
+      const note = `${problems.join('; ')}. Ready is taken from the newest readable revision; inspect the record with \`helm history ${ref.name} -n ${ref.namespace}\`.`;
+      if (seen.problems !== note) {
+        // The messages name the Secret, never its content.
+        ctx.log.warn({ release: ref, problems: problems.length }, 'unreadable Helm release records');
+        await deps.events.event(instance, 'Warning', RELEASE_RECORD_UNREADABLE, note);
+        seen.problems = note;
+      }
+    } else {
+      delete seen.problems;
+    }
+
+    const status = computeInstanceStatus(instance, record, clock.now());
+    const wrote = await deps.writer.applyStatusIfChanged(
+      {
+        apiVersion: APPLICATION_INSTANCE.apiVersion,
+        kind: APPLICATION_INSTANCE.kind,
+        metadata: { name: ctx.name, ...(ctx.namespace ? { namespace: ctx.namespace } : {}) },
+        status: instance.status,
+      },
+      status,
+      { signal: ctx.signal },
+    );
+
+    const reason = readyReason(status) as ReadyReason | undefined;
+    const before = seen.ready ?? readyReason(instance.status);
+    if (reason && reason !== before) {
+      const ready = status.conditions?.find((c) => c.type === READY);
+      ctx.log.info({ ready: reason, revision: status.release?.revision }, 'Ready changed');
+      await deps.events.event(instance, eventTypeFor(reason), reason, ready?.message ?? reason);
+    }
+    if (reason) seen.ready = reason;
+    if (wrote) ctx.log.debug({ ready: reason }, 'status written');
+    return {};
+  }
+
+  const controller = new Controller({
+    name: INSTANCE_CONTROLLER_NAME,
+    reconcile,
+    clock,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    ...(deps.workers ? { workers: deps.workers } : {}),
+  });
+  controller.watch(instances);
+  controller.watch(secrets, {
+    map: (secret) => instanceKeysForSecret(secret, instances.list()),
+  });
+  return { controller, informers: [instances, secrets] };
+}
