@@ -1,6 +1,7 @@
 // Writes everything derived from the TypeScript API (operator/src/api/):
 //   bundle/manifests/<group>_<plural>.yaml   one CustomResourceDefinition per kind
 //   docs/api/<kind>.md                       the field reference between the GENERATED markers
+//   docs/templates.md                        the built-in templates' parameters, same markers
 //
 //   node hack/generate.ts           write the files
 //   node hack/generate.ts --check   exit 1 naming every stale file; write nothing (CI)
@@ -9,7 +10,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crdFileName, renderCrdYaml } from '../operator/src/api/crd.ts';
 import { ALL_KINDS } from '../operator/src/api/index.ts';
-import { docFileName, spliceReference } from '../operator/src/api/reference.ts';
+import { docFileName, spliceGenerated, spliceReference } from '../operator/src/api/reference.ts';
+import { renderTemplatesReference } from '../operator/src/catalog/reference.ts';
+import { BUILTIN_TEMPLATES } from '../operator/src/catalog/templates/index.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -30,6 +33,14 @@ export function generatedFiles(read: (path: string) => string | undefined): Gene
       throw new Error(`${doc} is missing: write its prose with the GENERATED markers first`);
     files.push({ path: doc, content: spliceReference(current, kind, doc) });
   }
+  const templatesDoc = 'docs/templates.md';
+  const current = read(templatesDoc);
+  if (current === undefined)
+    throw new Error(`${templatesDoc} is missing: write its prose with the GENERATED markers first`);
+  files.push({
+    path: templatesDoc,
+    content: spliceGenerated(current, renderTemplatesReference(BUILTIN_TEMPLATES), templatesDoc),
+  });
   return files;
 }
 

@@ -1,0 +1,80 @@
+// Renders the parameter reference of the built-in templates (the generated part of docs/templates.md).
+import { PRECONDITIONS } from '../api/enums.ts';
+import type { JsonSchema } from './schema-validation.ts';
+import { capabilitySelectors, type Template } from './template.ts';
+
+function cell(text: string): string {
+  return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+}
+
+function typeOf(s: JsonSchema): string {
+  if (s.type === 'array') return `[]${typeOf((s.items ?? {}) as JsonSchema)}`;
+  if (s.type === 'object' && s.additionalProperties && typeof s.additionalProperties === 'object')
+    return `map[string]${typeOf(s.additionalProperties as JsonSchema)}`;
+  return s.format ? `${String(s.type)} (${String(s.format)})` : String(s.type ?? 'any');
+}
+
+function about(s: JsonSchema): string {
+  const parts = [typeof s.description === 'string' ? `${s.description.replace(/\.$/, '')}.` : ''];
+  if (Array.isArray(s.enum)) parts.push(`One of ${s.enum.map((v) => `\`${String(v)}\``).join(', ')}.`);
+  const bounds: string[] = [];
+  for (const [k, w] of [
+    ['minimum', 'min'],
+    ['maximum', 'max'],
+    ['minItems', 'min items'],
+    ['maxItems', 'max items'],
+    ['maxLength', 'max length'],
+    ['maxProperties', 'max keys'],
+  ] as const) {
+    if (typeof s[k] === 'number') bounds.push(`${w} ${String(s[k])}`);
+  }
+  if (bounds.length > 0) parts.push(`Bounds: ${bounds.join(', ')}.`);
+  return parts.filter(Boolean).join(' ');
+}
+
+function parameterRows(schema: JsonSchema, prefix: string, out: string[]): void {
+  const required = (schema.required ?? []) as string[];
+  for (const [name, raw] of Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>)) {
+    const path = prefix ? `${prefix}.${name}` : name;
+    const def = raw.default === undefined ? '' : `\`${JSON.stringify(raw.default)}\``;
+    out.push(
+      `| \`${path}\` | ${cell(typeOf(raw))} | ${required.includes(name) ? 'yes' : ''} | ${def} | ${cell(about(raw))} |`,
+    );
+    if (raw.type === 'object' && raw.properties) parameterRows(raw, path, out);
+  }
+}
+
+export function renderTemplateReference(t: Template): string {
+  const caps = capabilitySelectors(t)
+    .map((c) => `\`ops.vworkspace.io/${c.verb}: ${c.engine}\``)
+    .join(' or ');
+  const pre = t.preconditions
+    .map((p) => (p.parameter ? `${p.name} (from \`${p.parameter}\`)` : p.name))
+    .join(' → ');
+  const defaults = Object.entries(t.defaults ?? {})
+    .map(([k, v]) => `${k}=${String(v)}`)
+    .join(', ');
+  const rows: string[] = [];
+  parameterRows(t.inputSchema, '', rows);
+  return [
+    `### ${t.name}`,
+    '',
+    t.description ?? '',
+    '',
+    `- type / engine: \`${t.type}\` / \`${t.engine}\``,
+    `- target must advertise: ${caps}`,
+    `- RBAC profile: \`${t.rbacProfile}\``,
+    `- preconditions: ${pre}`,
+    `- policy defaults: ${defaults || '(none)'}`,
+    '',
+    '| Parameter | Type | Required | Default | Description |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+export function renderTemplatesReference(templates: readonly Template[]): string {
+  const order = `Preconditions are evaluated in this order: ${PRECONDITIONS.join(' → ')}.`;
+  return [order, '', ...templates.map(renderTemplateReference)].join('\n');
+}
