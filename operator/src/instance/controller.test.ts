@@ -1,0 +1,235 @@
+import { gzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  EventRecorder,
+  type KubeClient,
+  type KubeRequest,
+  ObjectWriter,
+  RestMapper,
+  RuntimeMetrics,
+  silentLogger,
+} from '../runtime/index.ts';
+import { MemoryResource } from '../runtime/testing.ts';
+import {
+  createInstanceController,
+  type HelmSecret,
+  type InstanceController,
+  instanceKeysForSecret,
+  RELEASE_RECORD_UNREADABLE,
+} from './controller.ts';
+import { HELM_RELEASE_SECRET_TYPE } from './helm-release.ts';
+
+function instance(
+  name: string,
+  namespace: string,
+  release: { name: string; namespace?: string },
+): ApplicationInstance {
+  return {
+    apiVersion: APPLICATION_INSTANCE.apiVersion,
+    kind: APPLICATION_INSTANCE.kind,
+    metadata: { name, namespace, uid: `uid-${name}`, generation: 1 },
+    spec: { appRef: { catalogId: 'tiny' }, release },
+  };
+}
+
+function releaseSecret(
+  ns: string,
+  release: string,
+  revision: number,
+  status: string,
+  broken = false,
+): HelmSecret {
+  const record = JSON.stringify({
+    name: release,
+    namespace: ns,
+    version: revision,
+    info: { status },
+    chart: { metadata: { name: 'tiny', version: '1.0.0', appVersion: '1.0' } },
+  });
+  const helmEncoded = broken ? 'garbage' : gzipSync(Buffer.from(record)).toString('base64');
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: `sh.helm.release.v1.${release}.v${revision}`,
+      namespace: ns,
+      labels: { owner: 'helm', name: release, version: String(revision), status },
+    },
+    type: HELM_RELEASE_SECRET_TYPE,
+    data: { release: Buffer.from(helmEncoded).toString('base64') },
+  };
+}
+
+describe('instanceKeysForSecret', () => {
+  const instances = [
+    instance('a', 'apps', { name: 'web' }),
+    instance('b', 'apps', { name: 'web', namespace: 'apps' }),
+    instance('c', 'apps', { name: 'db' }),
+    instance('d', 'other', { name: 'web' }),
+  ];
+
+  it('maps a release Secret to every instance of that release in that namespace', () => {
+    expect(instanceKeysForSecret(releaseSecret('apps', 'web', 1, 'deployed'), instances)).toEqual([
+      'apps/a',
+      'apps/b',
+    ]);
+    expect(instanceKeysForSecret(releaseSecret('other', 'web', 1, 'deployed'), instances)).toEqual([
+      'other/d',
+    ]);
+    expect(instanceKeysForSecret(releaseSecret('apps', 'cache', 1, 'deployed'), instances)).toEqual([]);
+  });
+
+  it('ignores Secrets without a release name label', () => {
+    expect(instanceKeysForSecret({ metadata: { name: 'x', namespace: 'apps' } }, instances)).toEqual([]);
+  });
+});
+
+// An API server stand-in: status applies land in the instances resource (so the informer sees
+// them, as it would the real write); Events are recorded.
+class FakeApi implements KubeClient {
+  readonly statusWrites: ApplicationInstance['status'][] = [];
+  readonly events: { type: string; reason: string; note: string }[] = [];
+  constructor(readonly instances: MemoryResource<ApplicationInstance>) {}
+  async request<T>(req: KubeRequest): Promise<T> {
+    if (req.method === 'PATCH' && req.path.endsWith('/status')) {
+      const body = req.body as {
+        metadata: { name: string; namespace: string };
+        status: ApplicationInstance['status'];
+      };
+      const current = this.instances.objects.get(`${body.metadata.namespace}/${body.metadata.name}`);
+      if (!current) throw new Error('not found');
+      this.statusWrites.push(body.status);
+      return this.instances.put({ ...current, ...(body.status ? { status: body.status } : {}) }) as T;
+    }
+    if (req.method === 'POST' && req.path.includes('/events')) {
+      const e = req.body as { type: string; reason: string; note: string };
+      this.events.push({ type: e.type, reason: e.reason, note: e.note });
+      return {} as T;
+    }
+    throw new Error(`unexpected ${req.method} ${req.path}`);
+  }
+}
+
+describe('the instance controller', () => {
+  let running: InstanceController | undefined;
+
+  afterEach(async () => {
+    await running?.controller.stop({ timeoutMs: 1000 });
+    for (const i of running?.informers ?? []) await i.stop();
+    running = undefined;
+  });
+
+  function start() {
+    const metrics = new RuntimeMetrics();
+    const instances = new MemoryResource<ApplicationInstance>();
+    const secrets = new MemoryResource<HelmSecret>();
+    const api = new FakeApi(instances);
+    const mapper = new RestMapper(api);
+    mapper.register(
+      APPLICATION_INSTANCE.apiVersion,
+      APPLICATION_INSTANCE.kind,
+      APPLICATION_INSTANCE.plural,
+      true,
+    );
+    running = createInstanceController({
+      kc: undefined as never, // unused: listerWatchers replace the API server
+      client: api,
+      writer: new ObjectWriter(api, mapper),
+      events: new EventRecorder({ client: api, dedupWindowMs: 0 }),
+      logger: silentLogger,
+      metrics,
+      listerWatchers: { instances, secrets },
+    });
+    for (const i of running.informers) i.start();
+    void running.controller.start();
+    const controller = running.controller;
+    const reconciles = async () =>
+      (await metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
+    /** Runs `act` and waits until at least one more reconcile has finished. */
+    const andReconciled = async (act: () => void) => {
+      const before = await reconciles();
+      act();
+      await vi.waitFor(async () => expect(await reconciles()).toBeGreaterThan(before));
+    };
+    return { instances, secrets, api, controller, andReconciled };
+  }
+
+  const reasons = (api: FakeApi) => api.events.map((e) => `${e.type}/${e.reason}`);
+
+  it('sets Ready from the release Secrets and announces only changes', async () => {
+    const { instances, secrets, api, controller, andReconciled } = start();
+    instances.put(instance('shop', 'apps', { name: 'web' }));
+    await vi.waitFor(() => expect(reasons(api)).toEqual(['Warning/ReleaseNotFound']));
+
+    secrets.put(releaseSecret('apps', 'web', 1, 'deployed'));
+    await vi.waitFor(() =>
+      expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]).toMatchObject({
+        status: 'True',
+        reason: 'ReleaseDeployed',
+      }),
+    );
+    await vi.waitFor(() =>
+      expect(reasons(api)).toEqual(['Warning/ReleaseNotFound', 'Normal/ReleaseDeployed']),
+    );
+    expect(instances.objects.get('apps/shop')?.status?.release).toEqual({
+      revision: 1,
+      status: 'deployed',
+      chartVersion: '1.0.0',
+      appVersion: '1.0',
+    });
+
+    // Nothing new: reconciling again neither writes nor announces.
+    const writes = api.statusWrites.length;
+    await andReconciled(() => controller.enqueue('apps/shop'));
+    // Same content, new resourceVersion: a real watch event for the key.
+    await andReconciled(() => secrets.put(releaseSecret('apps', 'web', 1, 'deployed')));
+    expect(api.statusWrites.length).toBe(writes);
+    expect(reasons(api)).toEqual(['Warning/ReleaseNotFound', 'Normal/ReleaseDeployed']);
+
+    secrets.put(releaseSecret('apps', 'web', 2, 'failed'));
+    await vi.waitFor(() => expect(reasons(api).at(-1)).toBe('Warning/ReleaseFailed'));
+    expect(instances.objects.get('apps/shop')?.status?.release?.revision).toBe(2);
+  });
+
+  it('warns once about an unreadable record and takes Ready from the newest readable one', async () => {
+    const { instances, secrets, api, controller, andReconciled } = start();
+    secrets.put(releaseSecret('apps', 'web', 1, 'deployed'));
+    secrets.put(releaseSecret('apps', 'web', 2, 'deployed', true));
+    instances.put(instance('shop', 'apps', { name: 'web' }));
+    await vi.waitFor(() => expect(reasons(api)).toContain('Normal/ReleaseDeployed'));
+    await vi.waitFor(() => expect(reasons(api)).toContain(`Warning/${RELEASE_RECORD_UNREADABLE}`));
+    const warning = api.events.find((e) => e.reason === RELEASE_RECORD_UNREADABLE);
+    expect(warning?.note).toContain('sh.helm.release.v1.web.v2');
+    expect(warning?.note).not.toContain('garbage');
+    expect(instances.objects.get('apps/shop')?.status?.release?.revision).toBe(1);
+
+    await andReconciled(() => controller.enqueue('apps/shop'));
+    expect(api.events.filter((e) => e.reason === RELEASE_RECORD_UNREADABLE)).toHaveLength(1);
+  });
+
+  it('ignores records of other releases and namespaces', async () => {
+    const { instances, secrets, api, andReconciled } = start();
+    await andReconciled(() => instances.put(instance('shop', 'apps', { name: 'web' })));
+    const writes = api.statusWrites.length;
+    secrets.put(releaseSecret('apps', 'db', 1, 'deployed'));
+    secrets.put(releaseSecret('other', 'web', 1, 'deployed'));
+    // A record of the right release makes the controller reconcile; the others above must not.
+    await andReconciled(() => secrets.put(releaseSecret('apps', 'web', 1, 'failed')));
+    expect(api.statusWrites.length).toBe(writes + 1);
+    expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]?.reason).toBe('ReleaseFailed');
+    expect(reasons(api)).toEqual(['Warning/ReleaseNotFound', 'Warning/ReleaseFailed']);
+  });
+
+  it('a change to another release does not touch the instance', async () => {
+    const { instances, secrets, api, andReconciled } = start();
+    await andReconciled(() => instances.put(instance('shop', 'apps', { name: 'web' })));
+    await andReconciled(() => instances.put(instance('blog', 'apps', { name: 'db' })));
+    const writes = api.statusWrites.length;
+    await andReconciled(() => secrets.put(releaseSecret('apps', 'db', 1, 'deployed')));
+    expect(instances.objects.get('apps/blog')?.status?.conditions?.[0]?.reason).toBe('ReleaseDeployed');
+    expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]?.reason).toBe('ReleaseNotFound');
+    expect(api.statusWrites.length).toBe(writes + 1);
+    expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]?.reason).toBe('ReleaseNotFound');
+  });
+});
