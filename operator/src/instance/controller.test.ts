@@ -90,7 +90,10 @@ describe('instanceKeysForSecret', () => {
 class FakeApi implements KubeClient {
   readonly statusWrites: ApplicationInstance['status'][] = [];
   readonly events: { type: string; reason: string; note: string }[] = [];
-  constructor(readonly instances: MemoryResource<ApplicationInstance>) {}
+  readonly instances: MemoryResource<ApplicationInstance>;
+  constructor(instances: MemoryResource<ApplicationInstance>) {
+    this.instances = instances;
+  }
   async request<T>(req: KubeRequest): Promise<T> {
     if (req.method === 'PATCH' && req.path.endsWith('/status')) {
       const body = req.body as {
