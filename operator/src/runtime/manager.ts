@@ -12,7 +12,7 @@
 //   draining and start() rejects, so main exits and the pod restarts with fresh caches.
 
 import { type Clock, realClock, sleep } from './clock.ts';
-import type { Controller } from './controller.ts';
+import { Controller, type ControllerOptions } from './controller.ts';
 import { type HttpServerHandle, ProbeChecks, startMetricsServer, startProbeServer } from './health.ts';
 import type { KubeClient } from './kube-client.ts';
 import { KubeLeaseLock, LeaderElector, type LeaseLock } from './leader-election.ts';
@@ -113,9 +113,16 @@ export class Manager {
     this.checks.addReadyCheck(`informer-${informer.name}`, () => informer.hasSynced());
   }
 
-  /** Runs only while leading. */
+  /** Runs only while leading. Prefer newController(), which wires in the manager's metrics and logger. */
   addController(controller: Controller): void {
     this.#controllers.push(controller);
+  }
+
+  /** A Controller using this manager's metrics, logger and clock, already added. */
+  newController(opts: ControllerOptions): Controller {
+    const c = new Controller({ metrics: this.metrics, logger: this.log, clock: this.#clock, ...opts });
+    this.addController(c);
+    return c;
   }
 
   add(runnable: Runnable): void {
