@@ -1,5 +1,6 @@
 // The CRDs generated from operator/src/api/ on a real API server: the CEL rules and schema bounds are
 // enforced without the webhook (immutability, one-way cancel, engine/type pairs, name limits, schedules).
+import { request } from 'node:https';
 import { ApiException, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -193,6 +194,75 @@ describe('Operation', () => {
         }),
       ),
     ).toContain('reason');
+  });
+});
+
+/** `kubectl get` as the API server renders it: the Table of the printer columns. */
+async function table(r: ResourceId): Promise<{ columns: string[]; rows: Record<string, unknown>[] }> {
+  const url = new URL(
+    `${kc.getCurrentCluster()!.server}/apis/${r.group}/${r.version}/namespaces/${ns}/${r.plural}`,
+  );
+  const opts: Parameters<typeof request>[1] = {
+    method: 'GET',
+    headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' },
+  };
+  await kc.applyToHTTPSOptions(opts);
+  const body = await new Promise<string>((ok, fail) => {
+    const req = request(url, opts, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => {
+        text += c.toString();
+      });
+      res.on('end', () => ok(text));
+    });
+    req.on('error', fail);
+    req.end();
+  });
+  const t = JSON.parse(body) as {
+    columnDefinitions: { name: string }[];
+    rows: { cells: unknown[]; object: { metadata: { name: string } } }[];
+  };
+  const columns = t.columnDefinitions.map((c) => c.name);
+  return {
+    columns,
+    rows: t.rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row.cells[i]]))),
+  };
+}
+
+describe('printer columns', () => {
+  it('shows the Operation columns, with the reason of the Succeeded condition', async () => {
+    const created = await create(OPERATION, operation({}, 'columns-op'));
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const conditions = [
+      {
+        type: 'Accepted',
+        status: 'True',
+        reason: 'TemplateValidated',
+        message: 'ok',
+        lastTransitionTime: now,
+      },
+      {
+        type: 'Succeeded',
+        status: 'Unknown',
+        reason: 'VeleroBackupInProgress',
+        message: 'running',
+        lastTransitionTime: now,
+      },
+    ];
+    await api.replaceNamespacedCustomObjectStatus({
+      ...target(OPERATION),
+      name: created.metadata.name,
+      body: { ...created, status: { phase: 'Running', conditions } },
+    });
+    const { columns, rows } = await table(OPERATION);
+    expect(columns).toEqual(['Name', 'Type', 'Engine', 'Target', 'Phase', 'Reason', 'Age', 'Queue', 'Child']);
+    expect(rows.find((r) => r.Name === 'columns-op')).toMatchObject({
+      Type: 'Backup',
+      Engine: 'velero',
+      Target: 'nextcloud',
+      Phase: 'Running',
+      Reason: 'VeleroBackupInProgress',
+    });
   });
 });
 
