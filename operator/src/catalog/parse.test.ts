@@ -83,10 +83,18 @@ describe('parseCatalog', () => {
           }),
           { ...aTemplate({ name: 'typo' }), rbacProfil: 'x' },
           { name: 'incomplete' },
+          aTemplate({
+            name: 'bad-label',
+            targetSelectors: { labelSelector: { matchLabels: { 'no spaces': 'x' } } },
+          }),
+          aTemplate({
+            name: 'good-label',
+            targetSelectors: { labelSelector: { matchLabels: { 'app.kubernetes.io/tier': 'a' } } },
+          }),
         ],
       }),
     ]);
-    expect(catalog.templates.map((t) => t.name)).toEqual(['good']);
+    expect(catalog.templates.map((t) => t.name)).toEqual(['good', 'good-label']);
     expect(problems.map((p) => [p.path, p.message])).toEqual([
       [
         'templates[1].engine',
@@ -111,6 +119,7 @@ describe('parseCatalog', () => {
         ),
       ],
       ['templates[6]', expect.stringContaining('templates[6].type: Required value')],
+      ['templates[7]', expect.stringContaining('templates[7].targetSelectors.labelSelector.matchLabels')],
     ]);
   });
 

@@ -84,7 +84,13 @@ export type CapabilitySelector = Static<typeof CapabilitySelectorSchema>;
 export const LabelSelectorSchema = Type.Object(
   {
     matchLabels: Type.Optional(
-      Type.Record(Type.String({ pattern: QUALIFIED_NAME }), Type.String({ maxLength: 63 })),
+      Type.Unsafe<Record<string, string>>({
+        type: 'object',
+        description: 'Labels that must all be present with these values.',
+        propertyNames: { pattern: QUALIFIED_NAME, maxLength: 317 },
+        additionalProperties: { type: 'string', maxLength: 63 },
+        maxProperties: 32,
+      }),
     ),
     matchExpressions: Type.Optional(
       Type.Array(
