@@ -185,6 +185,17 @@ describe('field paths and messages', () => {
     expect(formatFieldErrors(errors)).toMatch(/^\[.*, .*\]$/);
   });
 
+  it('points at a bad map key', () => {
+    const s = {
+      type: 'object',
+      propertyNames: { pattern: '^[a-z]+$' },
+      additionalProperties: { type: 'string' },
+    };
+    expect(errorsOf(s, { good: 'x', 'Bad Key': 'y' }).map(formatFieldError)).toEqual([
+      'spec.parameters[Bad Key]: Invalid value: "Bad Key": invalid key: must match the regular expression ^[a-z]+$',
+    ]);
+  });
+
   it('folds the branch errors of anyOf into one error at its root', () => {
     const s = {
       type: 'object',

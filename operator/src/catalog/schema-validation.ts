@@ -231,7 +231,13 @@ function suggestion(name: string, allowed: string[]): string {
 }
 
 function toFieldError(e: ErrorObject, data: unknown, basePath: string): FieldError {
-  const field = toFieldPath(basePath, e.instancePath, data);
+  const base = toFieldPath(basePath, e.instancePath, data);
+  // Errors of propertyNames concern a map key: point at the key, not the map.
+  const field = e.propertyName === undefined ? base : childPath(base, e.propertyName);
+  if (e.propertyName !== undefined && e.keyword !== 'propertyNames') {
+    const detail = toFieldError({ ...e, propertyName: undefined }, data, basePath).detail;
+    return { field, type: 'Invalid value', value: e.propertyName, detail: `invalid key: ${detail}` };
+  }
   const parent = (e.parentSchema ?? {}) as JsonSchema;
   const about = describeOf(parent);
   const hint = about ? ` (${about})` : '';
@@ -359,7 +365,8 @@ export function toFieldErrors(errors: readonly ErrorObject[], data: unknown, bas
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const e of errors) {
-    if (inBranch(e)) continue;
+    // The generic propertyNames error repeats the specific one reported for the key itself.
+    if (inBranch(e) || e.keyword === 'propertyNames') continue;
     const fe = toFieldError(e, data, basePath);
     const key = `${fe.field}\u0000${fe.type}\u0000${fe.detail}`;
     if (!seen.has(key)) {
