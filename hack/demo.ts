@@ -114,7 +114,38 @@ try {
       },
     },
   });
-  say('ApplicationInstance shop/web created');
+  say('ApplicationInstance shop/web created; waiting for the operator to read the Helm release record ...');
+  interface Ai {
+    status?: {
+      conditions?: { type: string; status: string; reason: string; message: string }[];
+      release?: { revision: number; status: string; chartVersion: string; appVersion: string };
+    };
+  }
+  const readAi = async () =>
+    (await custom.getNamespacedCustomObject({
+      group: 'apps.vworkspace.io',
+      version: 'v1alpha1',
+      namespace: 'shop',
+      plural: 'applicationinstances',
+      name: 'web',
+    })) as Ai;
+  const ready = await until('ApplicationInstance Ready', async () => {
+    const ai = await readAi();
+    const c = ai.status?.conditions?.find((x) => x.type === 'Ready');
+    return c?.status === 'True' ? { c, release: ai.status?.release } : undefined;
+  });
+  say(`shop/web Ready=${ready.c.status} reason=${ready.c.reason}: ${ready.c.message}`);
+  say(`shop/web status.release: ${JSON.stringify(ready.release)}`);
+
+  say('helm upgrade with a broken manifest (the release fails) ...');
+  await helm(cp.kubeconfigPath, ['upgrade', 'web', TINY_CHART, '-n', 'shop', '--set', 'broken=true']).catch(
+    () => undefined,
+  );
+  const failed = await until('ApplicationInstance ReleaseFailed', async () => {
+    const c = (await readAi()).status?.conditions?.find((x) => x.type === 'Ready');
+    return c?.reason === 'ReleaseFailed' ? c : undefined;
+  });
+  say(`shop/web Ready=${failed.status} reason=${failed.reason}: ${failed.message}`);
 
   say('stopping the operator with SIGTERM (graceful shutdown releases the Lease) ...');
   operator.kill('SIGTERM');
