@@ -7,7 +7,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { createAdmissionHandlers } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
+import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { loadConfig, type OperatorConfig } from './config.ts';
 import { createInstanceController } from './instance/controller.ts';
 import {
@@ -42,6 +44,14 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const mapper = new RestMapper(client);
   const writer = new ObjectWriter(client, mapper);
   const events = new EventRecorder({ client, logger: log });
+  // The catalog (templates) is read by the webhook on every replica and by the reconcilers.
+  const catalog = new CatalogStore({
+    informer: createCatalogInformer(kc, config.namespace, { client, logger: log }),
+    events,
+    registry: metrics.registry,
+    logger: log,
+  });
+  manager.addInformer(catalog.informer);
   // Controllers register here, each with its informers: manager.addInformer(i); manager.addController(c).
   const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics });
   for (const i of instances.informers) manager.addInformer(i);
@@ -56,7 +66,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
         const server = await startWebhookServer({
           port: config.webhookPort,
           certDir: config.webhookCertDir,
-          handlers: {},
+          handlers: createAdmissionHandlers({ client, templates: catalog }),
           log,
         });
         log.info({ port: server.port }, 'admission webhook serving');

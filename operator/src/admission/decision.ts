@@ -1,0 +1,137 @@
+// The vocabulary every admission decision shares: looked-up facts, problems with field paths, and how
+// problems become one AdmissionResponse. Pure: no I/O.
+import type { Template } from '../catalog/index.ts';
+import { type AdmissionResponse, allow, deny, type StatusCause } from './review.ts';
+
+/** A fact the handler looked up: its value, or a transient failure (the request is denied with "retry"). */
+export type Lookup<T> = { ok: true; value: T } | { ok: false; message: string };
+
+/** The ApplicationInstance fields the decisions read. */
+export interface TargetInstance {
+  name: string;
+  labels?: Readonly<Record<string, string>>;
+  annotations?: Readonly<Record<string, string>>;
+}
+
+/** One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]? */
+export interface AccessCheck {
+  verb: string;
+  /** Unset: every ApplicationInstance of the namespace (WatchOperation targets whichever instance changes). */
+  name?: string;
+}
+
+export interface AccessResult {
+  allowed: boolean;
+  /** The authorizer's reason, if it gave one. */
+  reason?: string;
+}
+
+/** What a decision needs looked up; the handler fetches exactly this and nothing else. */
+export interface Needs {
+  /** Name of the ApplicationInstance to read in the request's namespace. */
+  target?: string;
+  access: AccessCheck[];
+}
+
+export interface Facts {
+  /** The effective templates (built-ins merged with the catalog); a failure means "not loaded yet". */
+  templates: Lookup<readonly Template[]>;
+  /** The target read with the operator's identity: `undefined` value = it does not exist. */
+  target?: Lookup<TargetInstance | undefined>;
+  /** Results by accessKey(check). A missing entry counts as a transient failure, never as allowed. */
+  access: Readonly<Record<string, Lookup<AccessResult>>>;
+}
+
+export function accessKey(c: AccessCheck): string {
+  return `${c.verb}/${c.name ?? '*'}`;
+}
+
+/** invalid → 422, forbidden → 403, retry → 503 (a lookup failed: never admit on a failed lookup). */
+export type ProblemKind = 'invalid' | 'forbidden' | 'retry';
+
+export interface Problem {
+  field: string;
+  message: string;
+  kind: ProblemKind;
+  /** metav1.CauseType, e.g. FieldValueInvalid. */
+  reason: string;
+}
+
+export const invalid = (field: string, message: string, reason = 'FieldValueInvalid'): Problem => ({
+  field,
+  message,
+  kind: 'invalid',
+  reason,
+});
+export const forbidden = (field: string, message: string): Problem => ({
+  field,
+  message,
+  kind: 'forbidden',
+  reason: 'FieldValueForbidden',
+});
+export const retry = (field: string, message: string): Problem => ({
+  field,
+  message: `${message}; this is temporary, retry the request`,
+  kind: 'retry',
+  reason: 'InternalError',
+});
+
+/**
+ * One response for all problems. The status code follows the most fundamental problem: a request that
+ * is invalid stays invalid whatever the authorizer says, and a lookup failure only matters when nothing
+ * else is wrong.
+ */
+export function respond(
+  uid: string,
+  problems: readonly Problem[],
+  warnings: string[] = [],
+): AdmissionResponse {
+  if (problems.length === 0) return allow(uid, warnings);
+  const causes: StatusCause[] = problems.map((p) => ({
+    field: p.field,
+    message: p.message,
+    reason: p.reason,
+  }));
+  const kinds = new Set(problems.map((p) => p.kind));
+  const res = kinds.has('invalid')
+    ? deny(uid, causes, 422, 'Invalid')
+    : kinds.has('forbidden')
+      ? deny(uid, causes, 403, 'Forbidden')
+      : deny(uid, causes, 503, 'ServiceUnavailable');
+  return warnings.length > 0 ? { ...res, warnings } : res;
+}
+
+// ---- narrowing of untrusted JSON --------------------------------------------------------------
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** Structural equality of JSON values (key order does not matter). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
+  }
+  if (isRecord(a) && isRecord(b)) {
+    const ka = Object.keys(a).filter((k) => a[k] !== undefined);
+    const kb = Object.keys(b).filter((k) => b[k] !== undefined);
+    return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
+  }
+  return false;
+}
+
+/** The string annotations of an object (anything else in metadata.annotations is ignored here). */
+export function annotationsOf(obj: unknown): Record<string, string> {
+  const meta = isRecord(obj) ? obj.metadata : undefined;
+  const ann = isRecord(meta) ? meta.annotations : undefined;
+  if (!isRecord(ann)) return {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ann)) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+/** `metadata.annotations[key]`, the way apimachinery prints a map key in a field path. */
+export function annotationPath(key: string): string {
+  return `metadata.annotations[${key}]`;
+}

@@ -1,0 +1,112 @@
+// The thin I/O layer of the admission webhook: for each request, look up exactly the facts the pure
+// decision asks for (the target ApplicationInstance, read with the operator's identity; the
+// requester's SubjectAccessReviews; the templates from the catalog store), then decide. A failed
+// lookup is passed on as such and the decision denies with "retry": with failurePolicy Fail nothing
+// is ever admitted on a guess. Every lookup is a read, so the webhooks are sideEffects: None and
+// `--dry-run=server` gets the same answer.
+import { APPLICATION_INSTANCE } from '../api/constants.ts';
+import type { Template } from '../catalog/index.ts';
+import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
+import {
+  type AccessResult,
+  accessKey,
+  type Facts,
+  isRecord,
+  type Lookup,
+  type Needs,
+  type TargetInstance,
+} from './decision.ts';
+import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
+import type { AdmissionRequest, AdmissionResponse } from './review.ts';
+import { reviewAccess } from './sar.ts';
+import { decideScheduler, schedulerNeeds } from './schedules.ts';
+import type { AdmissionHandler } from './server.ts';
+
+/** Webhook paths, as the bundle's webhookdefinitions and the test configurations name them. */
+export const WEBHOOK_PATHS = {
+  mutateOperation: '/mutate-operation',
+  validateOperation: '/validate-operation',
+  validateCronOperation: '/validate-cronoperation',
+  validateWatchOperation: '/validate-watchoperation',
+} as const;
+
+export interface TemplateSource {
+  lookupTemplates(): Lookup<readonly Template[]>;
+}
+
+export interface AdmissionDeps {
+  /** The operator's own client: reads targets and posts SubjectAccessReviews. */
+  client: KubeClient;
+  templates: TemplateSource;
+}
+
+function stringMap(v: unknown): Record<string, string> | undefined {
+  if (!isRecord(v)) return undefined;
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v)) if (typeof x === 'string') out[k] = x;
+  return out;
+}
+
+async function readTarget(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+): Promise<Lookup<TargetInstance | undefined>> {
+  try {
+    const obj = await client.request<unknown>({
+      method: 'GET',
+      path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
+      timeoutMs: 5_000,
+    });
+    const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
+    const labels = stringMap(meta.labels);
+    const annotations = stringMap(meta.annotations);
+    return {
+      ok: true,
+      value: { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) },
+    };
+  } catch (err) {
+    if (isNotFound(err)) return { ok: true, value: undefined };
+    return { ok: false, message: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/** Looks up what `needs` names, concurrently. */
+export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, needs: Needs): Promise<Facts> {
+  const namespace = req.namespace ?? '';
+  const [target, ...access] = await Promise.all([
+    needs.target !== undefined
+      ? readTarget(deps.client, namespace, needs.target)
+      : Promise.resolve(undefined),
+    ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c)),
+  ]);
+  const byKey: Record<string, Lookup<AccessResult>> = {};
+  needs.access.forEach((c, i) => {
+    byKey[accessKey(c)] = access[i]!;
+  });
+  return {
+    templates: deps.templates.lookupTemplates(),
+    ...(target !== undefined ? { target } : {}),
+    access: byKey,
+  };
+}
+
+export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
+  return {
+    [WEBHOOK_PATHS.mutateOperation]: (req) => mutateOperation(req),
+    [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
+      decideOperation(req, await gatherFacts(deps, req, operationNeeds(req))),
+    [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
+      decideScheduler(
+        'CronOperation',
+        req,
+        await gatherFacts(deps, req, schedulerNeeds('CronOperation', req)),
+      ),
+    [WEBHOOK_PATHS.validateWatchOperation]: async (req) =>
+      decideScheduler(
+        'WatchOperation',
+        req,
+        await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req)),
+      ),
+  };
+}

@@ -1,0 +1,206 @@
+// Admission of Operations: pure decisions (request + looked-up facts → response).
+//
+// CREATE, in this order (all problems are reported together, each at its field path):
+//   1. shape of spec (type, engine, engine runs type, targetRef.name, template, parameters)
+//   2. template resolution (spec.template, else type + engine)
+//   3. spec.parameters against the template's inputSchema
+//   4. the target exists in this namespace, advertises the capability, matches the template selectors
+//   5. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview)
+//   6. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
+//      template's separationOfDuties, someone other than the creator
+// UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 6.
+import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY } from '../api/index.ts';
+import { ANNOTATION_CREATED_BY, isApprovalTransition, stampExpectations, stampPatch } from './approval.ts';
+import {
+  type AccessCheck,
+  annotationPath,
+  annotationsOf,
+  type Facts,
+  forbidden,
+  invalid,
+  isRecord,
+  jsonEqual,
+  type Needs,
+  type Problem,
+  respond,
+} from './decision.ts';
+import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
+import {
+  checkAccess,
+  checkParameters,
+  checkTarget,
+  checkTemplate,
+  type OperationSpecView,
+  readOperationSpec,
+  typeVerb,
+} from './spec-checks.ts';
+
+/** The verb a user needs on the target to approve an Operation on it. */
+export const APPROVE_VERB = 'approve';
+
+const specOf = (obj: unknown): unknown => (isRecord(obj) ? obj.spec : undefined);
+
+/** The spec the approval rules read: the new one at CREATE, the stored one at UPDATE (spec is immutable). */
+function approvalView(req: AdmissionRequest): OperationSpecView {
+  const spec = req.operation === 'UPDATE' ? specOf(req.oldObject) : specOf(req.object);
+  return readOperationSpec(spec, 'spec', { target: true }).view;
+}
+
+/** What the handler must look up for this request. */
+export function operationNeeds(req: AdmissionRequest): Needs {
+  const needs: Needs = { access: [] };
+  if (req.operation === 'CREATE') {
+    const { view } = readOperationSpec(specOf(req.object), 'spec', { target: true });
+    if (view.targetName !== undefined) {
+      needs.target = view.targetName;
+      if (view.type) needs.access.push({ verb: typeVerb(view.type), name: view.targetName });
+    }
+  }
+  if ((req.operation === 'CREATE' || req.operation === 'UPDATE') && isApprovalTransition(req)) {
+    const { targetName } = approvalView(req);
+    if (targetName !== undefined) needs.access.push({ verb: APPROVE_VERB, name: targetName });
+  }
+  return needs;
+}
+
+/** The mutating webhook: stamps created-by and approved-by. Never denies (validation does that). */
+export function mutateOperation(req: AdmissionRequest): AdmissionResponse {
+  return allowWithPatch(req.uid, stampPatch(req));
+}
+
+export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionResponse {
+  if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow(req.uid);
+  const namespace = req.namespace ?? '';
+  const user = req.userInfo?.username ?? '';
+  const problems: Problem[] = [];
+
+  if (req.operation === 'CREATE') {
+    const { view, problems: shape } = readOperationSpec(specOf(req.object), 'spec', { target: true });
+    problems.push(...shape);
+    const { template, problems: tp } = checkTemplate(view, 'spec', facts);
+    problems.push(...tp);
+    if (template) problems.push(...checkParameters(view, template, 'spec'));
+    problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
+    if (view.type && view.targetName !== undefined) {
+      problems.push(
+        ...checkAccess(
+          { verb: typeVerb(view.type), name: view.targetName },
+          user,
+          namespace,
+          'spec.targetRef.name',
+          `an Operation of type ${view.type} on ${view.targetName}`,
+          facts,
+        ),
+      );
+    }
+  } else {
+    problems.push(...checkImmutable(specOf(req.oldObject), specOf(req.object)));
+  }
+  problems.push(...checkApproval(req, facts));
+  return respond(req.uid, problems);
+}
+
+const MUTABLE = new Set(['cancel']);
+
+function checkImmutable(oldSpec: unknown, newSpec: unknown): Problem[] {
+  const before = isRecord(oldSpec) ? oldSpec : {};
+  const after = isRecord(newSpec) ? newSpec : {};
+  if (!isRecord(newSpec) && isRecord(oldSpec)) {
+    return [invalid('spec', 'Invalid value: spec cannot be removed or replaced by a non-object')];
+  }
+  const problems: Problem[] = [];
+  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+  for (const k of keys) {
+    if (MUTABLE.has(k) || jsonEqual(before[k], after[k])) continue;
+    problems.push(
+      invalid(
+        `spec.${k}`,
+        `Forbidden: spec.${k} is immutable after create; only spec.cancel and the annotation ${ANNOTATION_APPROVE} may change: create a new Operation instead`,
+        'FieldValueForbidden',
+      ),
+    );
+  }
+  if (before.cancel === true && after.cancel !== true) {
+    problems.push(
+      invalid(
+        'spec.cancel',
+        'Forbidden: spec.cancel cannot be unset once true: a cancelled Operation stays cancelled; create a new Operation to run again',
+        'FieldValueForbidden',
+      ),
+    );
+  }
+  return problems;
+}
+
+function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
+  const problems: Problem[] = [];
+  const ann = annotationsOf(req.object);
+  const user = req.userInfo?.username;
+  if (!user) {
+    return [
+      invalid(
+        annotationPath(ANNOTATION_CREATED_BY),
+        'the admission request carries no user name, so the creator cannot be recorded; send the request as an authenticated user',
+      ),
+    ];
+  }
+  const approve = ann[ANNOTATION_APPROVE];
+  if (approve !== undefined && approve !== 'true') {
+    problems.push(
+      invalid(
+        annotationPath(ANNOTATION_APPROVE),
+        `Unsupported value: ${JSON.stringify(approve)}: set it to "true" to approve, or remove it`,
+        'FieldValueNotSupported',
+      ),
+    );
+  }
+  for (const s of stampExpectations(req)) {
+    if (s.actual === s.expected) continue;
+    const who =
+      s.key === ANNOTATION_CREATED_BY
+        ? 'the user who created the Operation'
+        : `the user who set ${ANNOTATION_APPROVE}: "true"`;
+    problems.push(
+      invalid(
+        annotationPath(s.key),
+        `Forbidden: ${s.key} is written by the admission webhook (${who}) and cannot be set or changed by a user; remove it from the request${s.key === ANNOTATION_APPROVED_BY ? ` and approve with ${ANNOTATION_APPROVE}: "true"` : ''}`,
+        'FieldValueForbidden',
+      ),
+    );
+  }
+  if (!isApprovalTransition(req)) return problems;
+
+  const field = annotationPath(ANNOTATION_APPROVE);
+  const view = approvalView(req);
+  const namespace = req.namespace ?? '';
+  if (view.targetName !== undefined) {
+    const check: AccessCheck = { verb: APPROVE_VERB, name: view.targetName };
+    problems.push(
+      ...checkAccess(check, user, namespace, field, `approving an Operation on ${view.targetName}`, facts),
+    );
+  }
+  // Separation of duties is a property of the template; without one we cannot tell, so refuse.
+  const { template, problems: tp } = checkTemplate(view, 'spec', facts);
+  if (!template) {
+    if (req.operation === 'UPDATE') {
+      problems.push(
+        ...tp.map((p) => ({
+          ...p,
+          field,
+          message: `cannot check separation of duties for this approval: ${p.message}`,
+        })),
+      );
+    }
+    return problems;
+  }
+  const creator = req.operation === 'CREATE' ? user : annotationsOf(req.oldObject)[ANNOTATION_CREATED_BY];
+  if (template.separationOfDuties === true && creator === user) {
+    problems.push(
+      forbidden(
+        field,
+        `template ${template.name} requires separation of duties and "${user}" created this Operation; someone else with the "${APPROVE_VERB}" verb on applicationinstances/${view.targetName ?? ''} must approve it`,
+      ),
+    );
+  }
+  return problems;
+}

@@ -1,0 +1,269 @@
+// Checks shared by Operation and the operationTemplate of CronOperation / WatchOperation: the spec's
+// shape, template resolution, parameters against the template's inputSchema, the target and the
+// requester's access to it. Each returns problems with Kubernetes field paths under `base`
+// (`spec` for an Operation, `spec.operationTemplate.spec` for the schedulers). Pure.
+
+import { APPS_GROUP, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
+import {
+  ENGINE_TYPES,
+  ENGINES,
+  type Engine,
+  engineSupportsType,
+  OPERATION_TYPES,
+  type OperationType,
+} from '../api/enums.ts';
+import { DNS1123_LABEL } from '../api/schema-helpers.ts';
+import {
+  formatFieldError,
+  matchTemplateTarget,
+  resolveTemplate,
+  SchemaError,
+  type Template,
+  validateWithSchema,
+} from '../catalog/index.ts';
+import {
+  type AccessCheck,
+  accessKey,
+  type Facts,
+  forbidden,
+  invalid,
+  isRecord,
+  type Problem,
+  retry,
+} from './decision.ts';
+
+const dnsLabel = new RegExp(DNS1123_LABEL);
+
+/** The fields of an Operation spec (or operationTemplate spec) that the checks read, once narrowed. */
+export interface OperationSpecView {
+  type?: OperationType;
+  engine?: Engine;
+  targetName?: string;
+  template?: string;
+  parameters?: Record<string, unknown>;
+}
+
+const quote = (v: unknown) => {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+};
+
+/** Narrows `spec`; every field that is not what the API says becomes a problem at its path. */
+export function readOperationSpec(
+  spec: unknown,
+  base: string,
+  opts: { target: boolean },
+): { view: OperationSpecView; problems: Problem[] } {
+  const view: OperationSpecView = {};
+  const problems: Problem[] = [];
+  if (!isRecord(spec)) {
+    problems.push(
+      invalid(base, `must be an object with type, engine${opts.target ? ', targetRef' : ''} and parameters`),
+    );
+    return { view, problems };
+  }
+  if (typeof spec.type === 'string' && (OPERATION_TYPES as readonly string[]).includes(spec.type)) {
+    view.type = spec.type as OperationType;
+  } else {
+    problems.push(
+      invalid(
+        `${base}.type`,
+        spec.type === undefined
+          ? `Required value: set the day-2 action, one of ${OPERATION_TYPES.join(', ')}`
+          : `Unsupported value: ${quote(spec.type)}: supported values: ${OPERATION_TYPES.join(', ')}`,
+        spec.type === undefined ? 'FieldValueRequired' : 'FieldValueNotSupported',
+      ),
+    );
+  }
+  if (typeof spec.engine === 'string' && (ENGINES as readonly string[]).includes(spec.engine)) {
+    view.engine = spec.engine as Engine;
+  } else {
+    problems.push(
+      invalid(
+        `${base}.engine`,
+        spec.engine === undefined
+          ? `Required value: set the engine, one of ${ENGINES.join(', ')}`
+          : `Unsupported value: ${quote(spec.engine)}: supported values: ${ENGINES.join(', ')}`,
+        spec.engine === undefined ? 'FieldValueRequired' : 'FieldValueNotSupported',
+      ),
+    );
+  }
+  if (view.type && view.engine && !engineSupportsType(view.engine, view.type)) {
+    problems.push(
+      invalid(
+        `${base}.engine`,
+        `engine ${view.engine} cannot run ${view.type}; it runs ${ENGINE_TYPES[view.engine].join(', ')}: choose another engine or type`,
+      ),
+    );
+    delete view.engine;
+  }
+  if (opts.target) {
+    const ref = spec.targetRef;
+    const name = isRecord(ref) ? ref.name : undefined;
+    if (typeof name === 'string' && name.length <= 63 && dnsLabel.test(name)) {
+      view.targetName = name;
+    } else {
+      problems.push(
+        invalid(
+          `${base}.targetRef.name`,
+          name === undefined
+            ? 'Required value: set the name of the ApplicationInstance to operate on (in this namespace)'
+            : `Invalid value: ${quote(name)}: must be a DNS label, the name of an ApplicationInstance in this namespace`,
+          name === undefined ? 'FieldValueRequired' : 'FieldValueInvalid',
+        ),
+      );
+    }
+    if (isRecord(ref) && ref.namespace !== undefined) {
+      problems.push(
+        invalid(
+          `${base}.targetRef.namespace`,
+          'Forbidden: cross-namespace targets are not supported; create the Operation in the namespace of the ApplicationInstance',
+          'FieldValueForbidden',
+        ),
+      );
+    }
+  }
+  if (spec.template !== undefined) {
+    if (typeof spec.template === 'string' && spec.template.length <= 63 && dnsLabel.test(spec.template)) {
+      view.template = spec.template;
+    } else {
+      problems.push(
+        invalid(
+          `${base}.template`,
+          `Invalid value: ${quote(spec.template)}: must be the name of a template (a DNS label), or left out to use the template for type and engine`,
+        ),
+      );
+    }
+  }
+  if (spec.parameters !== undefined) {
+    if (isRecord(spec.parameters)) view.parameters = spec.parameters;
+    else
+      problems.push(invalid(`${base}.parameters`, 'Invalid value: must be an object (the template input)'));
+  }
+  if (spec.policy !== undefined && !isRecord(spec.policy)) {
+    problems.push(invalid(`${base}.policy`, 'Invalid value: must be an object'));
+  }
+  return { view, problems };
+}
+
+/** The template the spec runs, or the problem saying why there is none. */
+export function checkTemplate(
+  view: OperationSpecView,
+  base: string,
+  facts: Pick<Facts, 'templates'>,
+): { template?: Template; problems: Problem[] } {
+  if (!view.type || !view.engine) return { problems: [] };
+  if (!facts.templates.ok) {
+    return {
+      problems: [
+        retry(
+          view.template !== undefined ? `${base}.template` : `${base}.engine`,
+          `the template catalog is not loaded yet (${facts.templates.message})`,
+        ),
+      ],
+    };
+  }
+  const r = resolveTemplate(facts.templates.value, {
+    type: view.type,
+    engine: view.engine,
+    ...(view.template !== undefined ? { template: view.template } : {}),
+  });
+  if (!r.ok) {
+    const field = view.template !== undefined ? `${base}.template` : `${base}.engine`;
+    return { problems: [invalid(field, r.message, 'FieldValueNotFound')] };
+  }
+  return { template: r.template, problems: [] };
+}
+
+/** spec.parameters against the template's inputSchema (defaults applied to a copy; nothing is written back). */
+export function checkParameters(view: OperationSpecView, template: Template, base: string): Problem[] {
+  try {
+    const r = validateWithSchema(template.inputSchema, view.parameters ?? {}, `${base}.parameters`);
+    if (r.ok) return [];
+    return r.errors.map((e) =>
+      invalid(
+        e.field,
+        `${formatFieldError(e).slice(e.field.length + 2)} (template ${template.name})`,
+        e.type === 'Required value' ? 'FieldValueRequired' : 'FieldValueInvalid',
+      ),
+    );
+  } catch (err) {
+    // The catalog loader refuses uncompilable schemas, so this is a bug, but never a crash.
+    const why = err instanceof SchemaError ? err.message : String(err);
+    return [
+      invalid(
+        `${base}.template`,
+        `template ${template.name} has an unusable inputSchema (${why}); fix the catalog entry or choose another template`,
+      ),
+    ];
+  }
+}
+
+/** The target exists (read with the operator's identity), advertises the capability and matches the selectors. */
+export function checkTarget(
+  view: OperationSpecView,
+  template: Template | undefined,
+  namespace: string,
+  base: string,
+  facts: Pick<Facts, 'target'>,
+  opts: { selectors: boolean },
+): Problem[] {
+  if (view.targetName === undefined) return [];
+  const field = `${base}.targetRef.name`;
+  const target = facts.target;
+  if (!target) return [retry(field, `ApplicationInstance ${view.targetName} was not looked up`)];
+  if (!target.ok) {
+    return [
+      retry(field, `could not read ApplicationInstance ${namespace}/${view.targetName}: ${target.message}`),
+    ];
+  }
+  if (target.value === undefined) {
+    return [
+      invalid(
+        field,
+        `Not found: ApplicationInstance ${view.targetName} does not exist in namespace ${namespace}; create it first or name an existing one (kubectl get applicationinstances -n ${namespace})`,
+        'FieldValueNotFound',
+      ),
+    ];
+  }
+  if (!template || !opts.selectors) return [];
+  const m = matchTemplateTarget(template, { ...target.value, name: view.targetName });
+  return m.ok ? [] : [invalid(field, `${m.reason}: ${m.message}`)];
+}
+
+/** The SubjectAccessReview verb for an Operation type: its name in lower case. */
+export function typeVerb(type: OperationType): string {
+  return type.toLowerCase();
+}
+
+/** The requester passed the SubjectAccessReview `check`, or the problem saying what they lack. */
+export function checkAccess(
+  check: AccessCheck,
+  user: string,
+  namespace: string,
+  field: string,
+  why: string,
+  facts: Pick<Facts, 'access'>,
+): Problem[] {
+  const r = facts.access[accessKey(check)];
+  const resource = `${PLURAL_APPLICATION_INSTANCES}.${APPS_GROUP}${check.name ? `/${check.name}` : ''}`;
+  if (!r || !r.ok) {
+    return [
+      retry(
+        field,
+        `could not check whether ${user} may ${check.verb} ${resource} in ${namespace}${r && !r.ok ? `: ${r.message}` : ''}`,
+      ),
+    ];
+  }
+  if (r.value.allowed) return [];
+  const target = check.name ? `the ApplicationInstance ${check.name}` : 'every ApplicationInstance';
+  return [
+    forbidden(
+      field,
+      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource applicationinstances (group ${APPS_GROUP}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
+    ),
+  ];
+}
