@@ -1,0 +1,88 @@
+// The one interface every engine adapter implements (DESIGN.md §4). Adapters are PURE: they turn
+// (Operation, target, template, environment facts) into child manifests and a child's observed
+// state into the Operation's phase/reason/outputs. All I/O — creating, reading, deleting children —
+// belongs to the Operation reconciler, which treats every engine alike through this interface.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import type { Engine, OperationType } from '../api/enums.ts';
+import type { Operation } from '../api/operation.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
+
+/** A child object exactly as it will be created (apiVersion, kind, metadata.name/namespace set). */
+export type ChildManifest = KubernetesObject & {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  [key: string]: unknown;
+};
+
+/** Facts from the cluster an adapter may need, gathered by the reconciler before materialize. */
+export interface EngineEnvironment {
+  /** Namespace where Velero runs and its Backup/Restore objects live (default "velero"). */
+  veleroNamespace: string;
+  /** The helm CLI image for the helm engine's runner Job (RELATED_IMAGE_HELM), by digest. */
+  helmImage?: string;
+  /** PVC names of the target's Helm release (label app.kubernetes.io/instance=<release>), sorted. */
+  pvcs?: readonly string[];
+  /** The chart-provided migration Job template (ConfigMap `<release>-vworkspace-migration`, key job.yaml), parsed. */
+  migrationJob?: Record<string, unknown>;
+}
+
+export interface MaterializeInput {
+  op: Operation;
+  target: ApplicationInstance;
+  template: EffectiveTemplate;
+  /** spec.parameters after the template's defaults were applied and validated. */
+  parameters: Record<string, unknown>;
+  env: EngineEnvironment;
+  /** 1 for the first child, 2.. for retries (policy.retryLimit): part of the deterministic name. */
+  attempt: number;
+}
+
+export type MaterializeResult =
+  | { ok: true; children: ChildManifest[] }
+  /** Permanent problem with the request (reported as Accepted=False/InvalidParameters or the given reason). */
+  | { ok: false; reason: string; message: string };
+
+export type ObservedPhase = 'Running' | 'Succeeded' | 'Failed';
+
+export interface Observation {
+  phase: ObservedPhase;
+  /** Engine reason, verbatim from DESIGN.md's table (e.g. VeleroBackupInProgress, JobFailed). */
+  reason: string;
+  /** Human message saying what happened and, on failure, what to do. Never contains secret data. */
+  message: string;
+  /** e.g. { backupName } — lands in status.outputs. */
+  outputs?: Record<string, string>;
+  /** true when a failure may succeed on retry (policy.retryLimit applies); false = permanent. */
+  retryable?: boolean;
+}
+
+/** What to do to stop a running child gracefully. */
+export type CancelAction =
+  | { kind: 'patch'; child: ChildManifest; patch: Record<string, unknown> } // e.g. Argo spec.shutdown
+  | { kind: 'delete'; child: ChildManifest; propagationPolicy?: 'Foreground' | 'Background' }
+  | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest
+  | { kind: 'none' };
+
+export interface EngineAdapter {
+  engine: Engine;
+  /** Operation types this adapter runs. */
+  types: readonly OperationType[];
+  /** Which children exist for the Operation: the (apiVersion, kind) pairs the reconciler must watch. */
+  childKinds: readonly { apiVersion: string; kind: string; plural: string }[];
+  /** Pure and deterministic: same input ⇒ same manifests, names `<op-name>-<short-hash>`. */
+  materialize(input: MaterializeInput): MaterializeResult;
+  /** Pure: the current children (as read from the API server) ⇒ the Operation's state. */
+  observe(
+    children: readonly KubernetesObject[],
+    input: Pick<MaterializeInput, 'op' | 'attempt'>,
+  ): Observation;
+  /** Pure: how to stop these children gracefully (cancel, deadline). */
+  cancel(children: readonly KubernetesObject[]): CancelAction[];
+}
