@@ -123,7 +123,11 @@ export class LeaderElector {
    * (releasing the lease first when aborted). Run it again to campaign again.
    */
   async run(signal: AbortSignal): Promise<void> {
+    // When the successful write was SENT: others observed it later, so counting our renew
+    // deadline from here keeps it inside their lease window whatever the request latency.
+    let lastRenew = 0;
     while (!signal.aborted) {
+      lastRenew = this.#clock.now();
       const attempt = await this.#tryAcquireOrRenew(signal);
       if (attempt === 'ok') break;
       await sleep(this.#clock, this.#retryMs * (1 + JITTER_FACTOR * this.#random()), signal);
@@ -135,9 +139,6 @@ export class LeaderElector {
     this.#log.info('started leading');
     this.#safely(() => this.#cfg.onStartedLeading?.(leading.signal));
 
-    // Renew loop. `lastRenew` is when the last successful write was SENT: others observed it later,
-    // so counting from here keeps our deadline inside their lease window.
-    let lastRenew = this.#clock.now();
     let lost = false;
     while (!signal.aborted) {
       await sleep(this.#clock, this.#retryMs, signal);
