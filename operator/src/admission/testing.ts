@@ -1,0 +1,107 @@
+// Test-object builders for admission tests: requests, Operations, schedulers and facts.
+import { BUILTIN_TEMPLATES, type Template } from '../catalog/index.ts';
+import {
+  type AccessCheck,
+  type AccessResult,
+  accessKey,
+  type Facts,
+  type Lookup,
+  type TargetInstance,
+} from './decision.ts';
+import type { AdmissionRequest, AdmissionResponse, UserInfo } from './review.ts';
+
+export const NS = 'team-a';
+
+export function anOperation(spec: Record<string, unknown> = {}, annotations?: Record<string, string>) {
+  return {
+    apiVersion: 'ops.vworkspace.io/v1alpha1',
+    kind: 'Operation',
+    metadata: { name: 'op1', namespace: NS, ...(annotations ? { annotations } : {}) },
+    spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' }, ...spec },
+  };
+}
+
+export function aCronOperation(spec: Record<string, unknown> = {}, opSpec: Record<string, unknown> = {}) {
+  return {
+    apiVersion: 'ops.vworkspace.io/v1alpha1',
+    kind: 'CronOperation',
+    metadata: { name: 'nightly', namespace: NS },
+    spec: {
+      schedule: '0 2 * * *',
+      timeZone: 'Europe/Berlin',
+      operationTemplate: {
+        spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' }, ...opSpec },
+      },
+      ...spec,
+    },
+  };
+}
+
+export function aWatchOperation(opSpec: Record<string, unknown> = {}) {
+  return {
+    apiVersion: 'ops.vworkspace.io/v1alpha1',
+    kind: 'WatchOperation',
+    metadata: { name: 'pre-upgrade', namespace: NS },
+    spec: {
+      triggers: { fieldPaths: ['spec.appRef.chart.version'] },
+      operationTemplate: { spec: { type: 'Backup', engine: 'velero', ...opSpec } },
+    },
+  };
+}
+
+export function aRequest(
+  object: unknown,
+  opts: { operation?: AdmissionRequest['operation']; oldObject?: unknown; user?: string | UserInfo } = {},
+): AdmissionRequest {
+  const user = opts.user ?? 'alice';
+  return {
+    uid: 'uid-1',
+    kind: { group: 'ops.vworkspace.io', version: 'v1alpha1', kind: 'Operation' },
+    resource: { group: 'ops.vworkspace.io', version: 'v1alpha1', resource: 'operations' },
+    namespace: NS,
+    operation: opts.operation ?? 'CREATE',
+    userInfo: typeof user === 'string' ? { username: user, groups: ['system:authenticated'] } : user,
+    object,
+    ...(opts.oldObject !== undefined ? { oldObject: opts.oldObject } : {}),
+  };
+}
+
+/** The target `shop`, advertising velero backups. */
+export function aTarget(overrides: Partial<TargetInstance> = {}): TargetInstance {
+  return { name: 'shop', annotations: { 'ops.vworkspace.io/backup': 'velero' }, labels: {}, ...overrides };
+}
+
+/** Facts where everything exists and everything is allowed, unless overridden. */
+export function someFacts(
+  opts: {
+    templates?: Lookup<readonly Template[]>;
+    target?: Lookup<TargetInstance | undefined>;
+    allow?: (c: AccessCheck) => Lookup<AccessResult>;
+    checks?: AccessCheck[];
+  } = {},
+): Facts {
+  const checks = opts.checks ?? [
+    ...['backup', 'restore', 'upgrade', 'migration', 'runcommand', 'runbook', 'approve'].flatMap((verb) => [
+      { verb, name: 'shop' },
+      { verb },
+    ]),
+  ];
+  const decide = opts.allow ?? (() => ({ ok: true, value: { allowed: true } }) as const);
+  return {
+    templates: opts.templates ?? { ok: true, value: BUILTIN_TEMPLATES },
+    target: opts.target ?? { ok: true, value: aTarget() },
+    access: Object.fromEntries(checks.map((c) => [accessKey(c), decide(c)])),
+  };
+}
+
+export function causesOf(res: AdmissionResponse): { field: string; message: string }[] {
+  return (res.status?.details?.causes ?? []).map((c) => ({ field: c.field, message: c.message }));
+}
+
+export function fieldsOf(res: AdmissionResponse): string[] {
+  return causesOf(res).map((c) => c.field);
+}
+
+export function decodePatch(res: AdmissionResponse): unknown {
+  return res.patch ? JSON.parse(Buffer.from(res.patch, 'base64').toString('utf8')) : undefined;
+}
