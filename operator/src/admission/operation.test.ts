@@ -329,6 +329,15 @@ describe('mutateOperation', () => {
     ]);
   });
 
+  it('refuses spec changes itself, before the CRD rules answer with a terser message', () => {
+    const old = stamped();
+    const res = mutateOperation(
+      aRequest(stamped({ engine: 'volsync' }), { operation: 'UPDATE', oldObject: old, user: 'bob' }),
+    );
+    expect(res.allowed).toBe(false);
+    expect(fieldsOf(res)).toEqual(['spec.engine']);
+  });
+
   it('drops approved-by when the approval is withdrawn', () => {
     const old = stamped({}, { [APPROVE]: 'true', [APPROVED_BY]: 'bob' });
     const res = mutateOperation(

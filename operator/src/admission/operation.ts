@@ -63,8 +63,16 @@ export function operationNeeds(req: AdmissionRequest): Needs {
   return needs;
 }
 
-/** The mutating webhook: stamps created-by and approved-by. Never denies (validation does that). */
+/**
+ * The mutating webhook: stamps created-by and approved-by. It also refuses spec changes on UPDATE:
+ * mutating webhooks run before the CRD's own validation, so the user sees this message (which says
+ * what may change) instead of the CEL rule's terser one. Everything else is left to validation.
+ */
 export function mutateOperation(req: AdmissionRequest): AdmissionResponse {
+  if (req.operation === 'UPDATE') {
+    const problems = checkImmutable(specOf(req.oldObject), specOf(req.object));
+    if (problems.length > 0) return respond(req.uid, problems);
+  }
   return allowWithPatch(req.uid, stampPatch(req));
 }
 
