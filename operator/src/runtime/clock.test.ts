@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Backoff } from './backoff.ts';
 import { FakeClock, realClock, sleep } from './clock.ts';
 
@@ -53,5 +53,38 @@ describe('Backoff', () => {
     expect([b.next(), b.next(), b.next(), b.next(), b.next()]).toEqual([150, 300, 600, 750, 750]);
     b.reset();
     expect(b.next()).toBe(150);
+  });
+});
+
+describe('realClock long delays', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('does not fire a delay beyond setTimeout 32-bit range early (waits in hops)', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const thirtyDays = 30 * 24 * 3600 * 1000;
+    let fired = false;
+    realClock.setTimeout(() => {
+      fired = true;
+    }, thirtyDays);
+    vi.advanceTimersByTime(2 ** 31 - 1);
+    expect(fired).toBe(false);
+    vi.advanceTimersByTime(thirtyDays - (2 ** 31 - 1) - 1);
+    expect(fired).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(fired).toBe(true);
+  });
+
+  it('cancels a long delay between hops', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    let fired = false;
+    const h = realClock.setTimeout(() => {
+      fired = true;
+    }, 2 ** 32);
+    vi.advanceTimersByTime(2 ** 31);
+    realClock.clearTimeout(h);
+    vi.advanceTimersByTime(2 ** 32);
+    expect(fired).toBe(false);
   });
 });

@@ -12,6 +12,11 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
 }
 
+// setTimeout keeps its delay in 32 bits: a longer one (e.g. requeue at a yearly cron slot) fires
+// at once. Long delays wait in hops; each hop re-measures on the monotonic clock, so an early
+// wake-up just waits again and a wall-clock step neither shortens nor stretches a delay.
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 export const realClock: Clock = (() => {
   const timers = new Map<number, NodeJS.Timeout>();
   let next = 1;
@@ -19,14 +24,17 @@ export const realClock: Clock = (() => {
     now: () => Date.now(),
     setTimeout(fn, ms) {
       const id = next++;
-      const t = setTimeout(
-        () => {
-          timers.delete(id);
-          fn();
-        },
-        Math.max(0, ms),
-      );
-      timers.set(id, t);
+      const end = performance.now() + Math.max(0, ms);
+      const hop = () => {
+        const remaining = end - performance.now();
+        if (remaining > 0) {
+          timers.set(id, setTimeout(hop, Math.min(Math.ceil(remaining), MAX_TIMEOUT_MS)));
+          return;
+        }
+        timers.delete(id);
+        fn();
+      };
+      timers.set(id, setTimeout(hop, Math.min(Math.max(0, Math.ceil(ms)), MAX_TIMEOUT_MS)));
       return { id };
     },
     clearTimeout(handle) {
