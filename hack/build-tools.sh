@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the project's tools from pinned Go modules (hack/versions.env) into bin/.
 #
-#   hack/build-tools.sh [group|tool ...]     groups: core cluster olm all (default: all)
+#   hack/build-tools.sh [group|tool ...]     groups: core cluster olm e2e all (default: all)
 #
 # No Docker and no binary downloads exist on these machines, so every tool is compiled from the
 # Go module proxy. Each tool becomes a throw-away Go module under the tool cache that requires the
@@ -47,14 +47,15 @@ rewrite_replaces() {
   ' "$1"
 }
 
-# build NAME MODULE VERSION LOCAL_REPLACE_VERSION LDFLAGS MAIN_GO PKG...
+# [TAGS=...] [EXTRA_REQUIRES="mod@ver ..."] build NAME MODULE VERSION LOCAL_REPLACE_VERSION LDFLAGS MAIN_GO PKG...
 # MAIN_GO, when not "-", is the body of a main package written into the wrapper module itself.
 build() {
   local name=$1 module=$2 version=$3 localver=$4 ldflags=$5 maingo=$6
   shift 6
   local pkgs=("$@")
   local key
-  key=$(printf '%s\n' "$name" "$module" "$version" "$localver" "$ldflags" "$maingo" "${pkgs[@]}" "$(go version)" | sha256sum | cut -c1-16)
+  local tags=${TAGS:-} extra=${EXTRA_REQUIRES:-}
+  key=$(printf '%s\n' "$name" "$module" "$version" "$localver" "$ldflags" "$tags" "$extra" "$maingo" "${pkgs[@]}" "$(go version)" | sha256sum | cut -c1-16)
   local out="$CACHE/bin/$name-$key"
   local bins=()
   if [ "$maingo" != "-" ]; then bins=("$name"); else for p in "${pkgs[@]}"; do bins+=("$(basename "$p")"); done; fi
@@ -71,6 +72,7 @@ build() {
       echo "go $(go env GOVERSION | sed 's/^go//; s/\.[0-9]*$//')"
       echo
       echo "require $module $version"
+      for r in $extra; do echo "require ${r/@/ }"; done
       rewrite_replaces "$modfile" "$localver"
     } > "$work/go.mod"
     if [ "$maingo" != "-" ]; then
@@ -81,9 +83,9 @@ build() {
     (cd "$work" && go mod tidy >/dev/null 2>"$work/tidy.log") || { cat "$work/tidy.log" >&2; exit 1; }
     log "$name" "compiling ${bins[*]} (cold builds take minutes on 2 cores)"
     if [ "$maingo" != "-" ]; then
-      (cd "$work" && go build -trimpath -ldflags "$ldflags" -o "$out/$name" .)
+      (cd "$work" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/$name" .)
     else
-      (cd "$work" && go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
+      (cd "$work" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
     fi
     touch "$out/.complete"
     log "$name" "built"
@@ -132,15 +134,27 @@ tool_helm() {
   build helm helm.sh/helm/v3 "$HELM_VERSION" "$HELM_VERSION" \
     "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" - helm.sh/helm/v3/cmd/helm
 }
+# containers/image: pure-Go OpenPGP instead of cgo gpgme, no cgo storage drivers (upstream's own tags).
+IMAGE_TAGS=containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper,containers_image_storage_stub
 tool_opm() {
-  build opm github.com/operator-framework/operator-registry "$OPERATOR_REGISTRY_VERSION" "$OPERATOR_REGISTRY_VERSION" \
+  TAGS=$IMAGE_TAGS build opm github.com/operator-framework/operator-registry "$OPERATOR_REGISTRY_VERSION" "$OPERATOR_REGISTRY_VERSION" \
     "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$OPERATOR_REGISTRY_VERSION -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$OPERATOR_REGISTRY_VERSION" - \
     github.com/operator-framework/operator-registry/cmd/opm
 }
 tool_operator_sdk() {
-  build operator-sdk github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION" "$OPERATOR_SDK_VERSION" \
-    "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION" - \
+  # The newest operator-sdk the module mirror serves pins golang.org/x/tools v0.17, which does not
+  # compile with Go >= 1.23 (tokeninternal); a newer x/tools is the only change.
+  TAGS=$IMAGE_TAGS EXTRA_REQUIRES="golang.org/x/tools@v0.30.0" build operator-sdk github.com/operator-framework/operator-sdk "$OPERATOR_SDK_VERSION" "$OPERATOR_SDK_VERSION" \
+    "-s -w -X github.com/operator-framework/operator-sdk/internal/version.Version=$OPERATOR_SDK_VERSION -X github.com/operator-framework/operator-sdk/internal/version.GitVersion=$OPERATOR_SDK_VERSION" - \
     github.com/operator-framework/operator-sdk/cmd/operator-sdk
+}
+
+tool_olm_operators() {
+  # OLM's olm and catalog operators, run as processes against the e2e kwok cluster.
+  build olm-operators github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION" "$OLM_VERSION" \
+    "-s -w -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.GitCommit=$OLM_VERSION -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$OLM_VERSION" - \
+    github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
+    github.com/operator-framework/operator-lifecycle-manager/cmd/catalog
 }
 
 run_group() {
@@ -148,10 +162,11 @@ run_group() {
     core) tool_etcd; tool_kube_apiserver ;;
     cluster) run_group core; tool_kube_cluster; tool_kwok; tool_helm ;;
     olm) tool_opm; tool_operator_sdk ;;
-    all) run_group cluster; run_group olm ;;
-    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk)
+    e2e) run_group cluster; run_group olm; tool_olm_operators ;;
+    all) run_group e2e ;;
+    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators)
       "tool_$(echo "$1" | tr - _)" ;;
-    *) echo "unknown tool or group: $1 (groups: core cluster olm all)" >&2; exit 2 ;;
+    *) echo "unknown tool or group: $1 (groups: core cluster olm e2e all)" >&2; exit 2 ;;
   esac
 }
 
