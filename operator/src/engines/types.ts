@@ -31,6 +31,11 @@ export interface EngineEnvironment {
   pvcs?: readonly string[];
   /** The chart-provided migration Job template (ConfigMap `<release>-vworkspace-migration`, key job.yaml), parsed. */
   migrationJob?: Record<string, unknown>;
+  /**
+   * The operator's own ServiceAccount. Runner pods (job, helm, helmHookJob) running as exactly this
+   * account get automountServiceAccountToken: false, so the operator's token never reaches a runner.
+   */
+  operatorServiceAccount?: { namespace: string; name: string };
 }
 
 export interface MaterializeInput {
@@ -78,7 +83,11 @@ export interface EngineAdapter {
   childKinds: readonly { apiVersion: string; kind: string; plural: string }[];
   /** Pure and deterministic: same input ⇒ same manifests, names `<op-name>-<short-hash>`. */
   materialize(input: MaterializeInput): MaterializeResult;
-  /** Pure: the current children (as read from the API server) ⇒ the Operation's state. */
+  /**
+   * Pure: the current children (as read from the API server) ⇒ the Operation's state. Children not
+   * visible yet (an empty list right after creation) read as Running; noticing that a child
+   * disappeared for good is the reconciler's job.
+   */
   observe(
     children: readonly KubernetesObject[],
     input: Pick<MaterializeInput, 'op' | 'attempt'>,

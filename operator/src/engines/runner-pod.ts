@@ -1,0 +1,193 @@
+// What every Job child (job, helm, helmHookJob) shares: the restricted pod security profile, the
+// token rule for runner ServiceAccounts, and the reading of batch/v1 Job conditions.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { LABEL_OPERATION } from '../api/annotations.ts';
+import type { Reason } from '../api/reasons.ts';
+import { effectivePolicy } from '../catalog/policy.ts';
+import { childMetadata, childName, NAME_LIMITS } from './names.ts';
+import { arr, asManifest, at, isRecord, type Json, num, str } from './object.ts';
+import { failed, running, succeeded } from './observation.ts';
+import type { ChildManifest, EngineEnvironment, MaterializeInput, Observation } from './types.ts';
+
+/** A non-root uid/gid most images accept (distroless "nonroot"); images that run as root by default
+ * (busybox, alpine) would otherwise be refused by the kubelet under runAsNonRoot. */
+export const RUNNER_UID = 65532;
+
+/** Pod-level fields of the Kubernetes "restricted" Pod Security Standard. */
+export function restrictedPodSecurityContext(): Json {
+  return {
+    runAsNonRoot: true,
+    runAsUser: RUNNER_UID,
+    runAsGroup: RUNNER_UID,
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+/** Container-level fields of the "restricted" standard, plus a read-only root filesystem. */
+export function restrictedContainerSecurityContext(): Json {
+  return {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    runAsNonRoot: true,
+    capabilities: { drop: ['ALL'] },
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+/** With a read-only root filesystem, /tmp is the one writable place (an emptyDir). */
+export const TMP_VOLUME = { name: 'tmp', emptyDir: {} };
+export const TMP_MOUNT = { name: 'tmp', mountPath: '/tmp' };
+
+/**
+ * Whether the runner pod may mount its ServiceAccount token: only when the ServiceAccount is not the
+ * operator's own (same namespace and name), so the operator's token never reaches a runner.
+ */
+export function mayMountToken(env: EngineEnvironment, namespace: string, serviceAccount: string): boolean {
+  const op = env.operatorServiceAccount;
+  return !(op && op.namespace === namespace && op.name === serviceAccount);
+}
+
+/**
+ * Fills the restricted defaults where a (chart-provided) pod spec leaves them unset; fields the chart
+ * set are kept, so a chart that needs e.g. a specific uid keeps it.
+ */
+export function applyRestrictedDefaults(podSpec: Json): Json {
+  const psc = isRecord(podSpec.securityContext) ? { ...podSpec.securityContext } : {};
+  psc.runAsNonRoot ??= true;
+  psc.seccompProfile ??= { type: 'RuntimeDefault' };
+  const harden = (c: unknown): unknown => {
+    if (!isRecord(c)) return c;
+    const sc = isRecord(c.securityContext) ? { ...c.securityContext } : {};
+    sc.allowPrivilegeEscalation ??= false;
+    sc.readOnlyRootFilesystem ??= true;
+    sc.capabilities ??= { drop: ['ALL'] };
+    return { ...c, securityContext: sc };
+  };
+  return {
+    ...podSpec,
+    securityContext: psc,
+    containers: arr(podSpec.containers).map(harden),
+    ...(podSpec.initContainers === undefined
+      ? {}
+      : { initContainers: arr(podSpec.initContainers).map(harden) }),
+  };
+}
+
+export interface JobReasons {
+  running: Reason;
+  succeeded: Reason;
+  failed: Reason;
+}
+
+function conditionTrue(job: KubernetesObject, type: string): Json | undefined {
+  const c = arr(at(job, 'status', 'conditions')).find(
+    (x) => isRecord(x) && x.type === type && x.status === 'True',
+  );
+  return isRecord(c) ? c : undefined;
+}
+
+/**
+ * batch/v1 Job status ⇒ observation. Since Kubernetes 1.31 the Job controller first sets
+ * SuccessCriteriaMet / FailureTarget and only adds Complete / Failed once the pods are gone; either
+ * one decides the outcome. A Job that ran out of its activeDeadlineSeconds is not retried (the
+ * Operation's own deadline has passed too); any other failure may be.
+ */
+export function observeJob(
+  jobs: readonly KubernetesObject[],
+  reasons: JobReasons,
+  what: string,
+): Observation {
+  const job = jobs.find((j) => j.kind === 'Job');
+  if (!job) return running(reasons.running, `waiting for the ${what} Job to appear`);
+  const name = job.metadata?.name ?? '';
+  const outputs = { jobName: name };
+  const fail = conditionTrue(job, 'Failed') ?? conditionTrue(job, 'FailureTarget');
+  if (fail) {
+    const why = str(fail.reason) ?? 'Failed';
+    const detail = str(fail.message);
+    return failed(
+      reasons.failed,
+      `${what} Job ${name} failed (${why}${detail ? `: ${detail}` : ''}); see the logs of its pod (kubectl logs job/${name})`,
+      why !== 'DeadlineExceeded',
+      outputs,
+    );
+  }
+  if (conditionTrue(job, 'Complete') ?? conditionTrue(job, 'SuccessCriteriaMet')) {
+    return succeeded(reasons.succeeded, `${what} Job ${name} completed`, outputs);
+  }
+  const active = num(at(job, 'status', 'active')) ?? 0;
+  const failedPods = num(at(job, 'status', 'failed')) ?? 0;
+  const state = active > 0 ? `${active} pod(s) active` : 'waiting for its pod to start';
+  return running(
+    reasons.running,
+    `${what} Job ${name}: ${state}${failedPods > 0 ? `, ${failedPods} failed` : ''}`,
+    outputs,
+  );
+}
+
+/** Cancel for Job children: delete in the foreground so the pods go first and nothing keeps running. */
+export function cancelJobs(children: readonly KubernetesObject[]) {
+  return children
+    .filter((c) => c.kind === 'Job')
+    .map((child) => ({
+      kind: 'delete' as const,
+      child: asManifest(child),
+      propagationPolicy: 'Foreground' as const,
+    }));
+}
+
+export interface RunnerJobOptions {
+  op: MaterializeInput['op'];
+  template: MaterializeInput['template'];
+  env: EngineEnvironment;
+  attempt: number;
+  containerName: string;
+  image: string;
+  command: string[];
+  args?: string[];
+  serviceAccountName: string;
+  containerEnv?: { name: string; value: string }[];
+}
+
+/**
+ * A batch/v1 Job for a runner we fully define (job, helm): restricted pod security, /tmp as the only
+ * writable path, backoffLimit 0 (retries are the Operation's retryLimit, each a new child), the
+ * policy's deadline, no ttlSecondsAfterFinished (the Operation's TTL deletes it with the Operation).
+ */
+export function runnerJob(o: RunnerJobOptions): ChildManifest {
+  const namespace = o.op.metadata.namespace ?? '';
+  const deadline = effectivePolicy(
+    o.op.spec.type,
+    o.op.spec.policy,
+    o.template.defaults,
+  ).activeDeadlineSeconds;
+  const container: Json = {
+    name: o.containerName,
+    image: o.image,
+    command: o.command,
+    ...(o.args && o.args.length > 0 ? { args: o.args } : {}),
+    env: [{ name: 'HOME', value: '/tmp' }, ...(o.containerEnv ?? [])],
+    securityContext: restrictedContainerSecurityContext(),
+    volumeMounts: [TMP_MOUNT],
+  };
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: childMetadata(o.op, { name: childName(o.op, o.attempt, NAME_LIMITS.job), attempt: o.attempt }),
+    spec: {
+      backoffLimit: 0,
+      ...(deadline === undefined ? {} : { activeDeadlineSeconds: deadline }),
+      template: {
+        metadata: { labels: { [LABEL_OPERATION]: o.op.metadata.name ?? '' } },
+        spec: {
+          restartPolicy: 'Never',
+          serviceAccountName: o.serviceAccountName,
+          automountServiceAccountToken: mayMountToken(o.env, namespace, o.serviceAccountName),
+          securityContext: restrictedPodSecurityContext(),
+          containers: [container],
+          volumes: [TMP_VOLUME],
+        },
+      },
+    },
+  };
+}

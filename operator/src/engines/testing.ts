@@ -1,0 +1,149 @@
+// Test-object builders for engine tests (unit and integration): Operations, ApplicationInstances,
+// the built-in templates, materialize inputs, and children with a given status.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
+import type { Engine, OperationType } from '../api/enums.ts';
+import type { Operation, OperationSpec } from '../api/operation.ts';
+import { validateParameters } from '../catalog/parameters.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import type { ChildManifest, EngineEnvironment, MaterializeInput } from './types.ts';
+
+export interface OperationOptions {
+  name?: string;
+  namespace?: string;
+  /** null: an Operation not created yet (no uid). */
+  uid?: string | null;
+  type?: OperationType;
+  engine?: Engine;
+  parameters?: Record<string, unknown>;
+  policy?: OperationSpec['policy'];
+  target?: string;
+}
+
+export function anOperation(o: OperationOptions = {}): Operation {
+  const uid = o.uid === undefined ? '0a1b2c3d-0000-4000-8000-000000000001' : o.uid;
+  return {
+    apiVersion: OPERATION.apiVersion,
+    kind: OPERATION.kind,
+    metadata: {
+      name: o.name ?? 'nightly-backup',
+      namespace: o.namespace ?? 'team-a',
+      ...(uid === null ? {} : { uid }),
+    },
+    spec: {
+      type: o.type ?? 'Backup',
+      engine: o.engine ?? 'velero',
+      targetRef: { name: o.target ?? 'nextcloud' },
+      ...(o.parameters ? { parameters: o.parameters } : {}),
+      ...(o.policy ? { policy: o.policy } : {}),
+    },
+  };
+}
+
+export interface InstanceOptions {
+  name?: string;
+  namespace?: string;
+  release?: string;
+  chart?: NonNullable<ApplicationInstance['spec']['appRef']['chart']> | null;
+  annotations?: Record<string, string>;
+}
+
+export function anInstance(o: InstanceOptions = {}): ApplicationInstance {
+  const chart =
+    o.chart === null
+      ? undefined
+      : (o.chart ?? {
+          sourceType: 'oci' as const,
+          url: 'oci://registry.example.com/charts',
+          name: 'nextcloud',
+          version: '6.6.0',
+        });
+  return {
+    apiVersion: APPLICATION_INSTANCE.apiVersion,
+    kind: APPLICATION_INSTANCE.kind,
+    metadata: {
+      name: o.name ?? 'nextcloud',
+      namespace: o.namespace ?? 'team-a',
+      annotations: o.annotations ?? {},
+    },
+    spec: {
+      appRef: { catalogId: 'nextcloud', ...(chart ? { chart } : {}) },
+      release: { name: o.release ?? 'nextcloud-team-a' },
+    },
+  };
+}
+
+/** The built-in template for (type, engine), as the catalog resolves it. */
+export function builtinTemplate(type: OperationType, engine: Engine): EffectiveTemplate {
+  const t = BUILTIN_TEMPLATES.find((x) => x.type === type && x.engine === engine);
+  if (!t) throw new Error(`no built-in template for ${type}/${engine}`);
+  return { ...t, source: 'builtin' };
+}
+
+export interface InputOptions extends OperationOptions {
+  instance?: InstanceOptions;
+  template?: EffectiveTemplate;
+  env?: Partial<EngineEnvironment>;
+  attempt?: number;
+}
+
+/** A materialize input whose parameters went through the template's schema (defaults applied), like the reconciler's. */
+export function anInput(o: InputOptions = {}): MaterializeInput {
+  const op = anOperation(o);
+  const template = o.template ?? builtinTemplate(op.spec.type, op.spec.engine);
+  const checked = validateParameters(template, structuredClone(op.spec.parameters ?? {}));
+  if (!checked.ok) throw new Error(checked.message);
+  const target = anInstance({ namespace: op.metadata.namespace, ...o.instance });
+  return {
+    op,
+    target,
+    template,
+    parameters: checked.parameters,
+    env: { veleroNamespace: 'velero', ...o.env },
+    attempt: o.attempt ?? 1,
+  };
+}
+
+/** The children of a materialize that must succeed. */
+export function materialized(
+  result: { ok: true; children: ChildManifest[] } | { ok: false; message: string },
+): ChildManifest[] {
+  if (!result.ok) throw new Error(`materialize failed: ${result.message}`);
+  return result.children;
+}
+
+/** A child as the API server would return it after the engine's controller wrote `status`. */
+export function withStatus(
+  child: ChildManifest,
+  status: Record<string, unknown>,
+  uid = 'child-uid',
+): KubernetesObject {
+  return {
+    ...structuredClone(child),
+    metadata: { ...structuredClone(child.metadata), uid },
+    status,
+  } as KubernetesObject;
+}
+
+/** A batch/v1 Job condition. */
+export function jobCondition(type: string, reason?: string, message?: string): Record<string, unknown> {
+  return { type, status: 'True', ...(reason ? { reason } : {}), ...(message ? { message } : {}) };
+}
+
+/** One entry of an Argo Workflow's status.nodes. */
+export function workflowNode(
+  id: string,
+  o: { type?: string; phase?: string; displayName?: string; message?: string; startedAt?: string } = {},
+): Record<string, unknown> {
+  return {
+    id,
+    name: id,
+    displayName: o.displayName ?? id,
+    type: o.type ?? 'Pod',
+    phase: o.phase ?? 'Succeeded',
+    ...(o.message ? { message: o.message } : {}),
+    ...(o.startedAt ? { startedAt: o.startedAt } : {}),
+  };
+}

@@ -1,0 +1,183 @@
+import { describe, expect, it } from 'vitest';
+import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
+import { anInput, materialized, withStatus } from './testing.ts';
+import { QUIESCE_COMMAND, QUIESCE_POD_LABEL, UNQUIESCE_COMMAND, veleroAdapter } from './velero.ts';
+
+const backupInput = (parameters: Record<string, unknown> = {}, annotations: Record<string, string> = {}) =>
+  anInput({
+    name: 'pre-upgrade',
+    namespace: 'team-a',
+    type: 'Backup',
+    engine: 'velero',
+    parameters,
+    instance: { annotations },
+  });
+const restoreInput = (parameters: Record<string, unknown> = { backupName: 'pre-upgrade-abc' }) =>
+  anInput({ name: 'roll-back', namespace: 'team-a', type: 'Restore', engine: 'velero', parameters });
+
+function backupWith(status: Record<string, unknown>) {
+  const [child] = materialized(veleroAdapter.materialize(backupInput()));
+  if (!child) throw new Error('no child');
+  return withStatus(child, status);
+}
+
+describe('velero materialize', () => {
+  it('backs up only the Operation namespace and the release, in the Velero namespace, labelled not owned', () => {
+    const [b] = materialized(
+      veleroAdapter.materialize(backupInput({ storageLocation: 'primary', snapshotVolumes: false })),
+    );
+    expect(b).toMatchObject({
+      apiVersion: 'velero.io/v1',
+      kind: 'Backup',
+      metadata: {
+        namespace: 'velero',
+        labels: { [LABEL_OPERATION]: 'pre-upgrade', [LABEL_OPERATION_NAMESPACE]: 'team-a' },
+      },
+      spec: {
+        includedNamespaces: ['team-a'],
+        labelSelector: { matchLabels: { 'app.kubernetes.io/instance': 'nextcloud-team-a' } },
+        storageLocation: 'primary',
+        ttl: '720h',
+        snapshotVolumes: false,
+      },
+    });
+    expect(b?.metadata.name).toMatch(/^pre-upgrade-[a-z2-7]{8}$/);
+    expect(b?.metadata).not.toHaveProperty('ownerReferences');
+    expect(b?.spec).not.toHaveProperty('hooks');
+    expect(b?.spec).not.toHaveProperty('defaultVolumesToFsBackup');
+  });
+
+  it('is deterministic', () => {
+    expect(veleroAdapter.materialize(backupInput())).toEqual(veleroAdapter.materialize(backupInput()));
+  });
+
+  it('quiesces with a Velero pre-hook (and un-quiesces after) when quiesce is exec', () => {
+    const [b] = materialized(
+      veleroAdapter.materialize(backupInput({ quiesce: 'exec' }, { 'ops.vworkspace.io/quiesce': 'exec' })),
+    );
+    const hook = (b?.spec as { hooks: { resources: Record<string, unknown>[] } }).hooks.resources[0];
+    expect(hook).toMatchObject({
+      includedNamespaces: ['team-a'],
+      labelSelector: {
+        matchLabels: { 'app.kubernetes.io/instance': 'nextcloud-team-a', [QUIESCE_POD_LABEL]: 'exec' },
+      },
+      pre: [{ exec: { command: QUIESCE_COMMAND, onError: 'Fail' } }],
+      post: [{ exec: { command: UNQUIESCE_COMMAND, onError: 'Continue' } }],
+    });
+  });
+
+  it('refuses quiesce exec on an instance without the quiesce capability', () => {
+    const r = veleroAdapter.materialize(backupInput({ quiesce: 'exec' }));
+    expect(r).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
+  });
+
+  it('restores the named backup into the Operation namespace only', () => {
+    const [r] = materialized(
+      veleroAdapter.materialize(restoreInput({ backupName: 'b1', existingResourcePolicy: 'update' })),
+    );
+    expect(r).toMatchObject({
+      kind: 'Restore',
+      metadata: { namespace: 'velero' },
+      spec: {
+        backupName: 'b1',
+        includedNamespaces: ['team-a'],
+        existingResourcePolicy: 'update',
+        restorePVs: true,
+      },
+    });
+  });
+});
+
+describe('velero observe', () => {
+  it.each([
+    ['', 'Running', 'VeleroBackupInProgress'],
+    ['New', 'Running', 'VeleroBackupInProgress'],
+    ['InProgress', 'Running', 'VeleroBackupInProgress'],
+    ['WaitingForPluginOperations', 'Running', 'VeleroBackupInProgress'],
+    ['WaitingForPluginOperationsPartiallyFailed', 'Running', 'VeleroBackupInProgress'],
+    ['Finalizing', 'Running', 'VeleroBackupInProgress'],
+    ['FinalizingPartiallyFailed', 'Running', 'VeleroBackupInProgress'],
+    ['Completed', 'Succeeded', 'VeleroBackupCompleted'],
+    ['PartiallyFailed', 'Failed', 'VeleroBackupPartiallyFailed'],
+    ['Failed', 'Failed', 'VeleroBackupFailed'],
+    ['FailedValidation', 'Failed', 'VeleroBackupFailed'],
+    ['Deleting', 'Failed', 'VeleroBackupFailed'],
+  ])('Backup phase %j ⇒ %s/%s', (phase, expected, reason) => {
+    const o = veleroAdapter.observe([backupWith(phase ? { phase } : {})], backupInput());
+    expect(o.phase).toBe(expected);
+    expect(o.reason).toBe(reason);
+    expect(o.outputs?.backupName).toMatch(/^pre-upgrade-/);
+  });
+
+  it('reports error and warning counts, the failure reason and validation errors', () => {
+    const partial = veleroAdapter.observe(
+      [backupWith({ phase: 'PartiallyFailed', errors: 2, warnings: 3 })],
+      backupInput(),
+    );
+    expect(partial.message).toContain('2 error(s) and 3 warning(s)');
+    expect(partial.retryable).toBe(true);
+    const failedRun = veleroAdapter.observe(
+      [backupWith({ phase: 'Failed', failureReason: 'BSL unavailable' })],
+      backupInput(),
+    );
+    expect(failedRun.message).toContain('BSL unavailable');
+    const invalid = veleroAdapter.observe(
+      [backupWith({ phase: 'FailedValidation', validationErrors: ['storage location "x" not found'] })],
+      backupInput(),
+    );
+    expect(invalid.message).toContain('storage location "x" not found');
+    expect(invalid.retryable).toBe(false);
+  });
+
+  it('maps Restore phases onto the VeleroRestore reasons with both names as outputs', () => {
+    const [child] = materialized(veleroAdapter.materialize(restoreInput()));
+    if (!child) throw new Error('no child');
+    const done = veleroAdapter.observe([withStatus(child, { phase: 'Completed' })], restoreInput());
+    expect(done).toMatchObject({
+      phase: 'Succeeded',
+      reason: 'VeleroRestoreCompleted',
+      outputs: { backupName: 'pre-upgrade-abc' },
+    });
+    expect(done.outputs?.restoreName).toBe(child.metadata.name);
+    expect(veleroAdapter.observe([withStatus(child, { phase: 'InProgress' })], restoreInput()).reason).toBe(
+      'VeleroRestoreInProgress',
+    );
+    expect(
+      veleroAdapter.observe([withStatus(child, { phase: 'PartiallyFailed' })], restoreInput()).reason,
+    ).toBe('VeleroRestorePartiallyFailed');
+    expect(veleroAdapter.observe([withStatus(child, { phase: 'Failed' })], restoreInput()).reason).toBe(
+      'VeleroRestoreFailed',
+    );
+  });
+
+  it('is Running while the child is not visible yet', () => {
+    expect(veleroAdapter.observe([], backupInput()).phase).toBe('Running');
+  });
+});
+
+describe('velero cancel', () => {
+  it('files a DeleteBackupRequest for a Backup (Velero has no in-flight cancel)', () => {
+    const b = backupWith({ phase: 'InProgress' });
+    const [action] = veleroAdapter.cancel([b]);
+    expect(action).toMatchObject({
+      kind: 'create',
+      object: {
+        apiVersion: 'velero.io/v1',
+        kind: 'DeleteBackupRequest',
+        metadata: {
+          namespace: 'velero',
+          labels: { 'velero.io/backup-name': b.metadata?.name, 'velero.io/backup-uid': 'child-uid' },
+        },
+        spec: { backupName: b.metadata?.name },
+      },
+    });
+  });
+
+  it('deletes a Restore', () => {
+    const [child] = materialized(veleroAdapter.materialize(restoreInput()));
+    if (!child) throw new Error('no child');
+    expect(veleroAdapter.cancel([withStatus(child, { phase: 'InProgress' })])).toMatchObject([
+      { kind: 'delete' },
+    ]);
+  });
+});

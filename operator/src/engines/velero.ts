@@ -1,0 +1,249 @@
+// velero engine: a velero.io/v1 Backup or Restore in Velero's namespace, limited to the Operation's
+// namespace and the release's objects. Owner references cannot cross namespaces, so the child carries
+// the operation / operation-namespace labels instead.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { capabilityAnnotation, LABEL_HELM_INSTANCE } from '../api/annotations.ts';
+import type { Reason } from '../api/reasons.ts';
+import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
+import { arr, asManifest, at, type Json, num, ofKind, str } from './object.ts';
+import { failed, running, succeeded } from './observation.ts';
+import type {
+  CancelAction,
+  ChildManifest,
+  EngineAdapter,
+  MaterializeInput,
+  MaterializeResult,
+} from './types.ts';
+
+export const VELERO_API_VERSION = 'velero.io/v1';
+
+/**
+ * The quiesce convention (capability `ops.vworkspace.io/quiesce: exec`): the chart labels the pods that
+ * must be quiesced with QUIESCE_POD_LABEL=exec and ships two executables in their first container.
+ * Velero runs the first before backing the pod up (a failure fails the backup: no inconsistent copy)
+ * and the second afterwards (a failure only warns: the data is already safe).
+ */
+export const QUIESCE_POD_LABEL = 'ops.vworkspace.io/quiesce';
+export const QUIESCE_COMMAND = ['/vworkspace/hooks/quiesce'];
+export const UNQUIESCE_COMMAND = ['/vworkspace/hooks/unquiesce'];
+export const QUIESCE_HOOK_TIMEOUT = '5m';
+
+type Kind = 'Backup' | 'Restore';
+
+function optional(parameters: Json, keys: readonly string[]): Json {
+  const out: Json = {};
+  for (const k of keys) if (parameters[k] !== undefined) out[k] = parameters[k];
+  return out;
+}
+
+function materialize(input: MaterializeInput): MaterializeResult {
+  const { op, target, parameters, env, attempt } = input;
+  const namespace = op.metadata.namespace ?? '';
+  const release = releaseOf(target);
+  const scope = {
+    includedNamespaces: [namespace],
+    labelSelector: { matchLabels: { [LABEL_HELM_INSTANCE]: release.name } },
+  };
+  const metadata = childMetadata(op, {
+    name: childName(op, attempt, NAME_LIMITS.velero),
+    namespace: env.veleroNamespace,
+    attempt,
+  });
+  if (op.spec.type === 'Restore') {
+    const backupName = str(parameters.backupName);
+    if (!backupName) {
+      return {
+        ok: false,
+        reason: 'InvalidParameters',
+        message: 'parameters.backupName names the velero.io Backup to restore; it is required',
+      };
+    }
+    const spec: Json = {
+      backupName,
+      ...scope,
+      ...optional(parameters, ['existingResourcePolicy', 'restorePVs', 'includeClusterResources']),
+    };
+    return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Restore', metadata, spec }] };
+  }
+  if (op.spec.type !== 'Backup') {
+    return {
+      ok: false,
+      reason: 'TemplateNotFound',
+      message: `the velero engine runs Backup and Restore, not ${op.spec.type}`,
+    };
+  }
+  const spec: Json = {
+    ...scope,
+    ...optional(parameters, [
+      'storageLocation',
+      'ttl',
+      'snapshotVolumes',
+      'defaultVolumesToFsBackup',
+      'includeClusterResources',
+    ]),
+  };
+  if (parameters.quiesce === 'exec') {
+    if (target.metadata.annotations?.[capabilityAnnotation('quiesce')] !== 'exec') {
+      return {
+        ok: false,
+        reason: 'CapabilityMissing',
+        message: `parameters.quiesce is exec but ApplicationInstance ${target.metadata.name} does not advertise ${capabilityAnnotation('quiesce')}: exec; set quiesce: none or add the capability to its catalog entry`,
+      };
+    }
+    spec.hooks = {
+      resources: [
+        {
+          name: 'vworkspace-quiesce',
+          includedNamespaces: [namespace],
+          labelSelector: {
+            matchLabels: { [LABEL_HELM_INSTANCE]: release.name, [QUIESCE_POD_LABEL]: 'exec' },
+          },
+          pre: [{ exec: { command: QUIESCE_COMMAND, onError: 'Fail', timeout: QUIESCE_HOOK_TIMEOUT } }],
+          post: [
+            { exec: { command: UNQUIESCE_COMMAND, onError: 'Continue', timeout: QUIESCE_HOOK_TIMEOUT } },
+          ],
+        },
+      ],
+    };
+  }
+  return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Backup', metadata, spec }] };
+}
+
+const IN_PROGRESS = new Set([
+  '',
+  'New',
+  'InProgress',
+  'WaitingForPluginOperations',
+  'WaitingForPluginOperationsPartiallyFailed',
+  'Finalizing',
+  'FinalizingPartiallyFailed',
+]);
+
+function reasonsFor(kind: Kind): Record<'progress' | 'completed' | 'partial' | 'failed', Reason> {
+  return kind === 'Backup'
+    ? {
+        progress: 'VeleroBackupInProgress',
+        completed: 'VeleroBackupCompleted',
+        partial: 'VeleroBackupPartiallyFailed',
+        failed: 'VeleroBackupFailed',
+      }
+    : {
+        progress: 'VeleroRestoreInProgress',
+        completed: 'VeleroRestoreCompleted',
+        partial: 'VeleroRestorePartiallyFailed',
+        failed: 'VeleroRestoreFailed',
+      };
+}
+
+/** "with 2 error(s) and 1 warning(s)"; empty when both are zero. */
+function counts(child: KubernetesObject): string {
+  const errors = num(at(child, 'status', 'errors')) ?? 0;
+  const warnings = num(at(child, 'status', 'warnings')) ?? 0;
+  return errors + warnings > 0 ? ` with ${errors} error(s) and ${warnings} warning(s)` : '';
+}
+
+function progress(child: KubernetesObject): string {
+  const done =
+    num(at(child, 'status', 'progress', 'itemsBackedUp')) ??
+    num(at(child, 'status', 'progress', 'itemsRestored'));
+  const total = num(at(child, 'status', 'progress', 'totalItems'));
+  return done !== undefined && total !== undefined ? ` (${done}/${total} items)` : '';
+}
+
+function observe(children: readonly KubernetesObject[]): ReturnType<EngineAdapter['observe']> {
+  const child = ofKind(children, 'Backup')[0] ?? ofKind(children, 'Restore')[0];
+  if (!child) return running('VeleroBackupInProgress', 'waiting for the velero.io object to appear');
+  const kind: Kind = child.kind === 'Restore' ? 'Restore' : 'Backup';
+  const r = reasonsFor(kind);
+  const name = child.metadata?.name ?? '';
+  const ns = child.metadata?.namespace ?? '';
+  const outputs: Record<string, string> =
+    kind === 'Backup'
+      ? { backupName: name }
+      : { restoreName: name, backupName: str(at(child, 'spec', 'backupName')) ?? '' };
+  const phase = str(at(child, 'status', 'phase')) ?? '';
+  const what = `velero.io ${kind} ${ns}/${name}`;
+  const cli = `velero ${kind.toLowerCase()} describe ${name} --details`;
+  if (IN_PROGRESS.has(phase)) {
+    const partial = phase.endsWith('PartiallyFailed') ? ' (some items already failed)' : '';
+    return running(r.progress, `${what} is ${phase || 'New'}${progress(child)}${partial}`, outputs);
+  }
+  if (phase === 'Completed') return succeeded(r.completed, `${what} Completed${counts(child)}`, outputs);
+  if (phase === 'PartiallyFailed') {
+    return failed(
+      r.partial,
+      `${what} PartiallyFailed${counts(child)}; see \`${cli}\` and its logs`,
+      true,
+      outputs,
+    );
+  }
+  if (phase === 'FailedValidation') {
+    const errs = arr(at(child, 'status', 'validationErrors')).filter(
+      (e): e is string => typeof e === 'string',
+    );
+    return failed(
+      r.failed,
+      `${what} FailedValidation: ${errs.join('; ') || 'no detail'}; fix the parameters (e.g. storageLocation) and create a new Operation`,
+      false,
+      outputs,
+    );
+  }
+  if (phase === 'Failed') {
+    const why = str(at(child, 'status', 'failureReason'));
+    return failed(
+      r.failed,
+      `${what} Failed${counts(child)}${why ? `: ${why}` : ''}; see \`${cli}\` and its logs`,
+      true,
+      outputs,
+    );
+  }
+  if (phase === 'Deleting') {
+    return failed(
+      r.failed,
+      `${what} is being deleted (a DeleteBackupRequest or its TTL expired) before the Operation finished`,
+      false,
+      outputs,
+    );
+  }
+  return running(
+    r.progress,
+    `${what} reports phase ${phase}, which this operator does not know; waiting`,
+    outputs,
+  );
+}
+
+/**
+ * Velero cannot stop a Backup in flight. Cancel files a DeleteBackupRequest, which Velero carries out
+ * once the Backup is no longer InProgress (it refuses it while InProgress), removing the backup and its
+ * data. A Restore is deleted (Velero stops tracking it; objects already restored stay).
+ */
+function cancel(children: readonly KubernetesObject[]): CancelAction[] {
+  const actions: CancelAction[] = [];
+  for (const b of ofKind(children, 'Backup')) {
+    const name = b.metadata?.name ?? '';
+    const labels: Record<string, string> = { ...b.metadata?.labels, 'velero.io/backup-name': name };
+    if (b.metadata?.uid) labels['velero.io/backup-uid'] = b.metadata.uid;
+    const request: ChildManifest = {
+      apiVersion: VELERO_API_VERSION,
+      kind: 'DeleteBackupRequest',
+      metadata: { name: `${name}-cancel`, namespace: b.metadata?.namespace ?? '', labels },
+      spec: { backupName: name },
+    };
+    actions.push({ kind: 'create', object: request });
+  }
+  for (const r of ofKind(children, 'Restore'))
+    actions.push({ kind: 'delete', child: asManifest(r), propagationPolicy: 'Background' });
+  return actions;
+}
+
+export const veleroAdapter: EngineAdapter = {
+  engine: 'velero',
+  types: ['Backup', 'Restore'],
+  childKinds: [
+    { apiVersion: VELERO_API_VERSION, kind: 'Backup', plural: 'backups' },
+    { apiVersion: VELERO_API_VERSION, kind: 'Restore', plural: 'restores' },
+  ],
+  materialize,
+  observe,
+  cancel,
+};

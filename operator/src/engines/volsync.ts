@@ -1,0 +1,172 @@
+// volsync engine: one volsync.backube/v1alpha1 ReplicationSource (Backup) or ReplicationDestination
+// (Restore) per PVC of the release, each with a manual trigger. VolSync runs one sync per new trigger
+// value and then copies it to status.lastManualSync: that match is "done".
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { ANNOTATION_PVC, childMetadata, childName, NAME_LIMITS } from './names.ts';
+import { asManifest, at, type Json, nameOf, ofKind, str } from './object.ts';
+import { failed, running, succeeded } from './observation.ts';
+import { releasePvcs } from './pvcs.ts';
+import type {
+  CancelAction,
+  ChildManifest,
+  EngineAdapter,
+  MaterializeInput,
+  MaterializeResult,
+  Observation,
+} from './types.ts';
+
+export const VOLSYNC_API_VERSION = 'volsync.backube/v1alpha1';
+const SOURCE = 'ReplicationSource';
+const DESTINATION = 'ReplicationDestination';
+
+/** The manual trigger: the Operation's name qualified by the attempt, so a retry is a new sync. */
+export function manualTrigger(opName: string, attempt: number): string {
+  return `${opName}-${attempt}`;
+}
+
+function pick(parameters: Json, keys: readonly string[]): Json {
+  const out: Json = {};
+  for (const k of keys) if (parameters[k] !== undefined) out[k] = parameters[k];
+  return out;
+}
+
+/**
+ * The mover section. restic (the built-in templates) reads/writes a repository Secret; rsync-tls (a
+ * catalog template may offer `method: rsync-tls` with `address`, `keySecret`, `port`) streams to or
+ * from a peer VolSync.
+ */
+function mover(parameters: Json, restore: boolean, pvc: string): { key: string; value: Json } {
+  if (parameters.method === 'rsync-tls') {
+    const common = pick(parameters, ['keySecret', 'port']);
+    return restore
+      ? { key: 'rsyncTLS', value: { ...common, destinationPVC: pvc, copyMethod: 'Direct' } }
+      : {
+          key: 'rsyncTLS',
+          value: {
+            ...common,
+            ...pick(parameters, ['address', 'copyMethod', 'volumeSnapshotClassName', 'storageClassName']),
+          },
+        };
+  }
+  const repository = parameters.repository;
+  return restore
+    ? {
+        key: 'restic',
+        value: {
+          repository,
+          destinationPVC: pvc,
+          copyMethod: 'Direct',
+          ...pick(parameters, ['restoreAsOf', 'previous']),
+        },
+      }
+    : {
+        key: 'restic',
+        value: {
+          repository,
+          ...pick(parameters, ['copyMethod', 'volumeSnapshotClassName', 'storageClassName', 'retain']),
+        },
+      };
+}
+
+function materialize(input: MaterializeInput): MaterializeResult {
+  const { op, parameters, attempt } = input;
+  const restore = op.spec.type === 'Restore';
+  if (!restore && op.spec.type !== 'Backup') {
+    return {
+      ok: false,
+      reason: 'TemplateNotFound',
+      message: `the volsync engine runs Backup and Restore, not ${op.spec.type}`,
+    };
+  }
+  if (parameters.method !== 'rsync-tls' && !str(parameters.repository)) {
+    return {
+      ok: false,
+      reason: 'InvalidParameters',
+      message: 'parameters.repository (the restic repository Secret) is required',
+    };
+  }
+  const found = releasePvcs(input, 'volsync');
+  if (!found.ok) return found;
+  const trigger = manualTrigger(op.metadata.name ?? '', attempt);
+  const children: ChildManifest[] = found.pvcs.map((pvc) => {
+    const m = mover(parameters, restore, pvc);
+    return {
+      apiVersion: VOLSYNC_API_VERSION,
+      kind: restore ? DESTINATION : SOURCE,
+      metadata: childMetadata(op, {
+        name: childName(op, attempt, NAME_LIMITS.volsync, pvc),
+        attempt,
+        annotations: { [ANNOTATION_PVC]: pvc },
+      }),
+      spec: { ...(restore ? {} : { sourcePVC: pvc }), trigger: { manual: trigger }, [m.key]: m.value },
+    };
+  });
+  return { ok: true, children };
+}
+
+function observe(children: readonly KubernetesObject[]): Observation {
+  const all = [...ofKind(children, SOURCE), ...ofKind(children, DESTINATION)];
+  if (all.length === 0) return running('VolSyncSyncInProgress', 'waiting for the VolSync objects to appear');
+  const kind = all[0]?.kind ?? SOURCE;
+  const outputs = {
+    [kind === SOURCE ? 'replicationSources' : 'replicationDestinations']: all.map(nameOf).join(','),
+  };
+  const pending: string[] = [];
+  for (const c of all) {
+    const trigger = str(at(c, 'spec', 'trigger', 'manual'));
+    if (trigger !== undefined && str(at(c, 'status', 'lastManualSync')) === trigger) continue;
+    // VolSync records a failed mover run here before it retries; the Operation decides about retrying.
+    if (str(at(c, 'status', 'latestMoverStatus', 'result')) === 'Failed') {
+      const logs = str(at(c, 'status', 'latestMoverStatus', 'logs'));
+      const pvc = c.metadata?.annotations?.[ANNOTATION_PVC];
+      return failed(
+        'VolSyncSyncFailed',
+        `${kind} ${nameOf(c)}${pvc ? ` (PVC ${pvc})` : ''} failed to sync${logs ? `: ${lastLine(logs)}` : ''}; see the mover Job's logs`,
+        true,
+        outputs,
+      );
+    }
+    pending.push(nameOf(c));
+  }
+  if (pending.length === 0)
+    return succeeded(
+      'VolSyncSyncCompleted',
+      `all ${all.length} ${kind}(s) finished the manual sync`,
+      outputs,
+    );
+  return running(
+    'VolSyncSyncInProgress',
+    `${all.length - pending.length}/${all.length} ${kind}(s) synced; waiting for ${pending.join(', ')}`,
+    outputs,
+  );
+}
+
+/** Mover logs can be long; the last non-empty line usually says what went wrong. */
+function lastLine(logs: string): string {
+  const lines = logs
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  return (lines[lines.length - 1] ?? '').slice(0, 512);
+}
+
+/** Deleting a ReplicationSource/Destination makes VolSync delete its mover Job and temporary copies. */
+function cancel(children: readonly KubernetesObject[]): CancelAction[] {
+  return [...ofKind(children, SOURCE), ...ofKind(children, DESTINATION)].map((c) => ({
+    kind: 'delete',
+    child: asManifest(c),
+    propagationPolicy: 'Foreground',
+  }));
+}
+
+export const volsyncAdapter: EngineAdapter = {
+  engine: 'volsync',
+  types: ['Backup', 'Restore'],
+  childKinds: [
+    { apiVersion: VOLSYNC_API_VERSION, kind: SOURCE, plural: 'replicationsources' },
+    { apiVersion: VOLSYNC_API_VERSION, kind: DESTINATION, plural: 'replicationdestinations' },
+  ],
+  materialize,
+  observe,
+  cancel,
+};

@@ -1,0 +1,123 @@
+// workflow engine: an argoproj.io/v1alpha1 Workflow in the Operation's namespace that runs a
+// WorkflowTemplate (or ClusterWorkflowTemplate); the Operation's arguments become its parameters.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { childMetadata, childName, NAME_LIMITS } from './names.ts';
+import { asManifest, at, isRecord, type Json, ofKind, str } from './object.ts';
+import { failed, running, succeeded } from './observation.ts';
+import type {
+  CancelAction,
+  EngineAdapter,
+  MaterializeInput,
+  MaterializeResult,
+  Observation,
+} from './types.ts';
+
+export const ARGO_API_VERSION = 'argoproj.io/v1alpha1';
+
+function materialize(input: MaterializeInput): MaterializeResult {
+  const { op, parameters, attempt } = input;
+  const ref = parameters.workflowTemplateRef;
+  const templateName = isRecord(ref) ? str(ref.name) : undefined;
+  if (!isRecord(ref) || !templateName) {
+    return {
+      ok: false,
+      reason: 'InvalidParameters',
+      message: 'parameters.workflowTemplateRef.name names the WorkflowTemplate to run; it is required',
+    };
+  }
+  const args = isRecord(parameters.arguments) ? parameters.arguments : {};
+  // Sorted: the same arguments always give the same manifest.
+  const workflowParameters = Object.keys(args)
+    .sort()
+    .map((name) => ({ name, value: String(args[name]) }));
+  const spec: Json = {
+    workflowTemplateRef: { name: templateName, ...(ref.clusterScope === true ? { clusterScope: true } : {}) },
+    ...(workflowParameters.length > 0 ? { arguments: { parameters: workflowParameters } } : {}),
+    ...(typeof parameters.serviceAccountName === 'string'
+      ? { serviceAccountName: parameters.serviceAccountName }
+      : {}),
+  };
+  const metadata = childMetadata(op, { name: childName(op, attempt, NAME_LIMITS.workflow), attempt });
+  return { ok: true, children: [{ apiVersion: ARGO_API_VERSION, kind: 'Workflow', metadata, spec }] };
+}
+
+const LEAF_TYPES = new Set(['Pod', 'Container', 'Suspend', 'HTTP', 'Plugin', 'Skipped']);
+
+/** The node that failed: a leaf (the step that actually ran) first, else any failed node. */
+function failedNode(wf: KubernetesObject): { name: string; message?: string } | undefined {
+  const nodes = at(wf, 'status', 'nodes');
+  if (!isRecord(nodes)) return undefined;
+  const bad = Object.values(nodes)
+    .filter(isRecord)
+    .filter((n) => n.phase === 'Failed' || n.phase === 'Error')
+    .sort(
+      (a, b) =>
+        String(a.startedAt ?? '').localeCompare(String(b.startedAt ?? '')) ||
+        String(a.id ?? '').localeCompare(String(b.id ?? '')),
+    );
+  const node = bad.find((n) => LEAF_TYPES.has(String(n.type))) ?? bad[0];
+  if (!node) return undefined;
+  const message = str(node.message);
+  return {
+    name: str(node.displayName) ?? str(node.name) ?? str(node.id) ?? '?',
+    ...(message ? { message } : {}),
+  };
+}
+
+function observe(children: readonly KubernetesObject[]): Observation {
+  const wf = ofKind(children, 'Workflow')[0];
+  if (!wf) return running('WorkflowRunning', 'waiting for the Workflow to appear');
+  const name = wf.metadata?.name ?? '';
+  const outputs = { workflowName: name };
+  const phase = str(at(wf, 'status', 'phase')) ?? '';
+  const progress = str(at(wf, 'status', 'progress'));
+  const message = str(at(wf, 'status', 'message'));
+  if (phase === 'Succeeded')
+    return succeeded(
+      'WorkflowSucceeded',
+      `Workflow ${name} Succeeded${progress ? ` (${progress})` : ''}`,
+      outputs,
+    );
+  if (phase === 'Failed' || phase === 'Error') {
+    const node = failedNode(wf);
+    const see = `see \`argo get ${name}\` and \`argo logs ${name}\``;
+    if (node) {
+      return failed(
+        'WorkflowNodeFailed',
+        `Workflow ${name} ${phase}: node ${node.name} failed${node.message ? `: ${node.message}` : ''}; ${see}`,
+        true,
+        outputs,
+      );
+    }
+    return failed(
+      'WorkflowFailed',
+      `Workflow ${name} ${phase}${message ? `: ${message}` : ''}; ${see}`,
+      true,
+      outputs,
+    );
+  }
+  const state = phase || 'Pending';
+  return running(
+    'WorkflowRunning',
+    `Workflow ${name} is ${state}${progress ? ` (${progress})` : ''}${message ? `: ${message}` : ''}`,
+    outputs,
+  );
+}
+
+/** Argo's own stop: `spec.shutdown: Terminate` ends running steps at once (Stop would still run exit handlers). */
+function cancel(children: readonly KubernetesObject[]): CancelAction[] {
+  return ofKind(children, 'Workflow').map((wf) => ({
+    kind: 'patch',
+    child: asManifest(wf),
+    patch: { spec: { shutdown: 'Terminate' } },
+  }));
+}
+
+export const workflowAdapter: EngineAdapter = {
+  engine: 'workflow',
+  types: ['Backup', 'Restore', 'Upgrade', 'Migration', 'RunCommand', 'Runbook'],
+  childKinds: [{ apiVersion: ARGO_API_VERSION, kind: 'Workflow', plural: 'workflows' }],
+  materialize,
+  observe,
+  cancel,
+};
