@@ -1,0 +1,388 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ANNOTATION_SCHEDULED_TIME,
+  ANNOTATION_SKIP_NEXT,
+  type CronOperation,
+  type CronOperationSpec,
+  LABEL_CRON_OPERATION,
+  type Operation,
+  type OperationPhase,
+} from '../api/index.ts';
+import { FakeClock } from '../runtime/clock.ts';
+import { CRON_EVENT, type CronPlan, decideCron, MAX_MISSED_SLOTS } from './cron-decide.ts';
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const at = (iso: string) => new Date(iso);
+
+function cronOp(spec: Partial<CronOperationSpec> = {}, annotations?: Record<string, string>): CronOperation {
+  return {
+    apiVersion: 'ops.vworkspace.io/v1alpha1',
+    kind: 'CronOperation',
+    metadata: {
+      name: 'nightly',
+      namespace: 'team',
+      uid: 'uid-1',
+      generation: 1,
+      creationTimestamp: '2025-06-01T00:00:00Z' as unknown as Date,
+      ...(annotations ? { annotations } : {}),
+    },
+    spec: {
+      schedule: '0 * * * *',
+      timeZone: 'UTC',
+      operationTemplate: {
+        metadata: { labels: { kind: 'nightly' } },
+        spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } },
+      },
+      ...spec,
+    },
+  };
+}
+
+function finished(op: Operation, phase: OperationPhase, finishedAt: string): Operation {
+  return { ...op, status: { phase, finishedAt } };
+}
+
+/**
+ * A CronOperation, its Operations and a FakeClock: `reconcile()` decides and applies the plan the way the
+ * controller does (create unless it exists, cancel, prune, status, skip-next removal).
+ */
+class World {
+  cron: CronOperation;
+  ops: Operation[] = [];
+  clock: FakeClock;
+  plans: CronPlan[] = [];
+  constructor(cron: CronOperation, start: string) {
+    this.cron = cron;
+    this.clock = new FakeClock(Date.parse(start));
+  }
+  decide(): CronPlan {
+    return decideCron(this.cron, this.ops, new Date(this.clock.now()));
+  }
+  apply(plan: CronPlan): CronPlan {
+    if (plan.create && !this.ops.some((o) => o.metadata.name === plan.create?.metadata.name))
+      this.ops.push(plan.create);
+    for (const n of plan.cancel) {
+      const o = this.ops.find((x) => x.metadata.name === n);
+      if (o) o.spec = { ...o.spec, cancel: true };
+    }
+    this.ops = this.ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
+    if (plan.removeSkipNext) {
+      const { [ANNOTATION_SKIP_NEXT]: _gone, ...rest } = this.cron.metadata.annotations ?? {};
+      this.cron.metadata.annotations = rest;
+    }
+    this.cron.status = plan.status;
+    this.plans.push(plan);
+    return plan;
+  }
+  reconcile(): CronPlan {
+    return this.apply(this.decide());
+  }
+  /** Advances the clock by `ms`, reconciling at every requeue the plans asked for (like the controller). */
+  run(ms: number): void {
+    const end = this.clock.now() + ms;
+    for (;;) {
+      const plan = this.reconcile();
+      const wait = plan.requeueAfterMs;
+      if (wait === undefined || this.clock.now() + wait > end) break;
+      this.clock.advanceSync(wait);
+    }
+    this.clock.advanceSync(end - this.clock.now());
+  }
+  finish(name: string, phase: OperationPhase): void {
+    this.ops = this.ops.map((o) =>
+      o.metadata.name === name ? finished(o, phase, new Date(this.clock.now()).toISOString()) : o,
+    );
+  }
+  names(): string[] {
+    return this.ops.map((o) => o.metadata.name ?? '');
+  }
+}
+
+const slotName = (iso: string) => `nightly-${Date.parse(iso) / MIN}`;
+
+describe('decideCron: creating Operations', () => {
+  it('creates nothing before the first slot, and requeues exactly for it', () => {
+    const w = new World(cronOp(), '2025-06-01T00:10:00Z');
+    const plan = w.reconcile();
+    expect(plan.create).toBeUndefined();
+    expect(plan.requeueAfterMs).toBe(50 * MIN);
+    expect(w.cron.status?.nextScheduleTime).toBe('2025-06-01T01:00:00Z');
+    expect(w.cron.status?.nextRuns?.map((r) => r.utc)).toEqual([
+      '2025-06-01T01:00:00.000Z',
+      '2025-06-01T02:00:00.000Z',
+      '2025-06-01T03:00:00.000Z',
+      '2025-06-01T04:00:00.000Z',
+      '2025-06-01T05:00:00.000Z',
+    ]);
+    expect(w.cron.status?.conditions?.[0]).toMatchObject({
+      type: 'Ready',
+      status: 'True',
+      reason: 'ScheduleActive',
+    });
+  });
+
+  it('creates one Operation per slot from the template, named <name>-<unix minutes>, labelled and annotated', () => {
+    const w = new World(cronOp(), '2025-06-01T00:10:00Z');
+    w.run(3 * HOUR);
+    expect(w.names()).toEqual([
+      slotName('2025-06-01T01:00:00Z'),
+      slotName('2025-06-01T02:00:00Z'),
+      slotName('2025-06-01T03:00:00Z'),
+    ]);
+    const op = w.ops[0]!;
+    expect(op.metadata.labels).toEqual({ kind: 'nightly', [LABEL_CRON_OPERATION]: 'nightly' });
+    expect(op.metadata.annotations).toEqual({ [ANNOTATION_SCHEDULED_TIME]: '2025-06-01T01:00:00Z' });
+    expect(op.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'ops.vworkspace.io/v1alpha1',
+        kind: 'CronOperation',
+        name: 'nightly',
+        uid: 'uid-1',
+        controller: true,
+      },
+    ]);
+    expect(op.spec).toEqual({ type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } });
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T03:00:00Z');
+    expect(w.cron.status?.active?.map((a) => a.name)).toEqual(w.names());
+  });
+
+  it('is idempotent across a restart: the same decision again adopts instead of creating a second run', () => {
+    const w = new World(cronOp(), '2025-06-01T01:00:00Z');
+    const first = w.decide();
+    expect(first.create?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
+    // The create reached the API server, the status write did not (crash); the new process decides again.
+    w.ops.push(first.create!);
+    const second = w.decide();
+    expect(second.create).toBeUndefined();
+    expect(second.handledSlot).toEqual(at('2025-06-01T01:00:00Z'));
+    expect(second.events.map((e) => e.reason)).not.toContain(CRON_EVENT.OperationCreated);
+    w.apply(second);
+    expect(w.names()).toHaveLength(1);
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
+  });
+
+  it('after downtime runs only the most recent missed slot, once', () => {
+    const w = new World(cronOp(), '2025-06-01T00:30:00Z');
+    w.reconcile();
+    w.clock.advanceSync(5 * HOUR + 20 * MIN); // down from 00:30 to 05:50
+    w.reconcile();
+    w.reconcile();
+    expect(w.names()).toEqual([slotName('2025-06-01T05:00:00Z')]);
+    expect(w.cron.status?.missedSlots).toBeUndefined();
+  });
+
+  it('a slot missed past startingDeadlineSeconds is not run, is recorded once, and the schedule moves on', () => {
+    const w = new World(cronOp({ startingDeadlineSeconds: 600 }), '2025-06-01T00:30:00Z');
+    w.reconcile();
+    w.clock.advanceSync(HOUR); // 01:30: the 01:00 slot is 30 min late
+    const plan = w.reconcile();
+    expect(plan.create).toBeUndefined();
+    expect(plan.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: CRON_EVENT.MissedSchedule }),
+    ]);
+    expect(w.cron.status?.missedSlots).toEqual([
+      { scheduledTime: '2025-06-01T01:00:00Z', detectedAt: '2025-06-01T01:30:00Z' },
+    ]);
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
+    // Reported once, not on every reconcile.
+    expect(w.reconcile().events).toEqual([]);
+    // Never stalls: the next slot runs on time.
+    w.run(31 * MIN);
+    expect(w.names()).toEqual([slotName('2025-06-01T02:00:00Z')]);
+  });
+
+  it('the deadline boundary is inclusive', () => {
+    const w = new World(cronOp({ startingDeadlineSeconds: 600 }), '2025-06-01T01:10:00Z');
+    w.cron.status = { lastScheduleTime: '2025-06-01T00:00:00Z' };
+    expect(w.reconcile().create?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
+  });
+
+  it('keeps the ten most recent missed slots', () => {
+    const w = new World(cronOp({ startingDeadlineSeconds: 60 }), '2025-06-01T00:30:00Z');
+    for (let i = 0; i < 12; i++) {
+      w.clock.advanceSync(HOUR);
+      w.reconcile();
+    }
+    const missed = w.cron.status?.missedSlots ?? [];
+    expect(missed).toHaveLength(MAX_MISSED_SLOTS);
+    expect(missed[0]?.scheduledTime).toBe('2025-06-01T03:00:00Z');
+    expect(missed.at(-1)?.scheduledTime).toBe('2025-06-01T12:00:00Z');
+    expect(w.ops).toEqual([]);
+  });
+
+  it('warns when more slots were missed than it counts', () => {
+    const w = new World(cronOp({ schedule: '* * * * *' }), '2025-06-01T00:00:30Z');
+    w.reconcile();
+    w.clock.advanceSync(5 * HOUR);
+    const plan = w.reconcile();
+    expect(plan.events.map((e) => e.reason)).toEqual([
+      CRON_EVENT.TooManyMissedSchedules,
+      CRON_EVENT.OperationCreated,
+    ]);
+    expect(plan.create?.metadata.name).toBe(slotName('2025-06-01T05:00:00Z'));
+  });
+});
+
+describe('decideCron: concurrency', () => {
+  const running = (policy: 'Allow' | 'Forbid' | 'Replace') => {
+    const w = new World(cronOp({ concurrencyPolicy: policy }), '2025-06-01T00:30:00Z');
+    w.run(31 * MIN); // 01:00 created, still running at 01:01
+    expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z')]);
+    return w;
+  };
+
+  it('Allow creates the next run while one is running', () => {
+    const w = running('Allow');
+    w.run(HOUR);
+    expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z'), slotName('2025-06-01T02:00:00Z')]);
+    expect(w.ops.every((o) => o.spec.cancel !== true)).toBe(true);
+  });
+
+  it('Forbid defers the due run while one is running and runs the latest one when it finishes', () => {
+    const w = running('Forbid');
+    w.run(HOUR); // 02:00 due, 01:00 still running
+    expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z')]);
+    expect(w.plans.at(-1)?.events.map((e) => e.reason)).toContain(CRON_EVENT.RunDeferred);
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
+    w.run(HOUR); // 03:00 due too: it supersedes 02:00
+    w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
+    w.reconcile();
+    expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z'), slotName('2025-06-01T03:00:00Z')]);
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T03:00:00Z');
+    expect(w.cron.status?.lastSuccessfulTime).toBe('2025-06-01T03:01:00.000Z');
+  });
+
+  it('Forbid: a deferred run that is past the deadline when the running one finishes is recorded as missed', () => {
+    const w = new World(
+      cronOp({ concurrencyPolicy: 'Forbid', startingDeadlineSeconds: 300 }),
+      '2025-06-01T00:30:00Z',
+    );
+    w.run(31 * MIN);
+    w.run(HOUR); // 02:00 deferred
+    w.clock.advanceSync(10 * MIN);
+    w.finish(slotName('2025-06-01T01:00:00Z'), 'Failed');
+    const plan = w.reconcile();
+    expect(plan.create).toBeUndefined();
+    expect(w.cron.status?.missedSlots?.map((m) => m.scheduledTime)).toEqual(['2025-06-01T02:00:00Z']);
+    w.run(HOUR);
+    expect(w.names()).toContain(slotName('2025-06-01T03:00:00Z'));
+  });
+
+  it('Replace cancels the running one (spec.cancel, never deleted) and starts the new one', () => {
+    const w = running('Replace');
+    w.run(HOUR);
+    const [old, neu] = w.ops;
+    expect(old?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
+    expect(old?.spec.cancel).toBe(true);
+    expect(neu?.metadata.name).toBe(slotName('2025-06-01T02:00:00Z'));
+    expect(neu?.spec.cancel).toBeUndefined();
+    expect(w.plans.flatMap((p) => p.events.map((e) => e.reason))).toContain(CRON_EVENT.ReplacingOperation);
+    // Already cancelling: not cancelled again.
+    expect(w.decide().cancel).toEqual([]);
+  });
+});
+
+describe('decideCron: suspend, skip-next, invalid schedules', () => {
+  it('suspend creates nothing, passes over slots, and resuming does not run an old slot', () => {
+    const w = new World(cronOp({ suspend: true }), '2025-06-01T00:30:00Z');
+    w.run(3 * HOUR);
+    expect(w.ops).toEqual([]);
+    expect(w.cron.status?.conditions?.[0]).toMatchObject({ status: 'False', reason: 'Suspended' });
+    expect(w.cron.status?.nextRuns).toBeUndefined();
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T03:00:00Z');
+    w.clock.advanceSync(20 * MIN);
+    w.cron.spec.suspend = false;
+    expect(w.reconcile().create).toBeUndefined();
+    w.run(HOUR);
+    expect(w.names()).toEqual([slotName('2025-06-01T04:00:00Z')]);
+  });
+
+  it('skip-next skips exactly one slot and asks for the annotation to be removed', () => {
+    const w = new World(cronOp({}, { [ANNOTATION_SKIP_NEXT]: 'true' }), '2025-06-01T00:30:00Z');
+    w.run(31 * MIN);
+    expect(w.ops).toEqual([]);
+    const skip = w.plans.find((p) => p.removeSkipNext);
+    expect(skip?.events.map((e) => e.reason)).toEqual([CRON_EVENT.RunSkipped]);
+    expect(w.cron.metadata.annotations).toEqual({});
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
+    w.run(HOUR);
+    expect(w.names()).toEqual([slotName('2025-06-01T02:00:00Z')]);
+  });
+
+  it('skip-next with another value than "true" does nothing', () => {
+    const w = new World(cronOp({}, { [ANNOTATION_SKIP_NEXT]: 'yes' }), '2025-06-01T01:00:00Z');
+    expect(w.reconcile().create).toBeDefined();
+  });
+
+  it.each([
+    ['0 0 2 * * *', 'UTC', 'InvalidSchedule'],
+    ['0 0 31 2 *', 'UTC', 'InvalidSchedule'],
+    ['0 * * * *', 'Mars/Olympus', 'InvalidTimeZone'],
+    ['0 * * * *', 'america/new_york', 'InvalidTimeZone'],
+  ])('schedule %j in %s: Ready=False/%s, no Operations, no requeue', (schedule, timeZone, reason) => {
+    const w = new World(cronOp({ schedule, timeZone }), '2025-06-01T05:00:00Z');
+    const plan = w.reconcile();
+    expect(plan.create).toBeUndefined();
+    expect(plan.requeueAfterMs).toBeUndefined();
+    expect(plan.events).toEqual([expect.objectContaining({ type: 'Warning', reason })]);
+    expect(w.cron.status?.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason });
+    expect(w.cron.status?.conditions?.[0]?.message).toMatch(/^spec\.(schedule|timeZone): /);
+    expect(w.cron.status?.nextScheduleTime).toBeUndefined();
+    // Said once, not on every reconcile.
+    expect(w.reconcile().events).toEqual([]);
+  });
+});
+
+describe('decideCron: status and history', () => {
+  it('prunes finished Operations beyond the limits, oldest first, never running ones', () => {
+    const w = new World(cronOp({ successfulHistoryLimit: 2, failedHistoryLimit: 1 }), '2025-06-01T00:30:00Z');
+    for (let h = 1; h <= 6; h++) {
+      w.run(HOUR);
+      w.finish(slotName(`2025-06-01T0${h}:00:00Z`), h % 2 === 0 ? 'Failed' : 'Succeeded');
+    }
+    w.run(HOUR); // 07:00 created and running
+    w.reconcile();
+    expect(w.names()).toEqual([
+      slotName('2025-06-01T03:00:00Z'),
+      slotName('2025-06-01T05:00:00Z'),
+      slotName('2025-06-01T06:00:00Z'),
+      slotName('2025-06-01T07:00:00Z'),
+    ]);
+    expect(w.cron.status?.active).toEqual([{ name: slotName('2025-06-01T07:00:00Z'), target: 'shop' }]);
+  });
+
+  it('history limit 0 deletes every finished Operation of that kind', () => {
+    const w = new World(cronOp({ successfulHistoryLimit: 0 }), '2025-06-01T00:30:00Z');
+    w.run(31 * MIN);
+    w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
+    expect(w.reconcile().prune).toEqual([slotName('2025-06-01T01:00:00Z')]);
+    expect(w.cron.status?.lastSuccessfulTime).toBe('2025-06-01T01:01:00.000Z');
+    // lastSuccessfulTime survives its Operation being pruned.
+    w.reconcile();
+    expect(w.cron.status?.lastSuccessfulTime).toBe('2025-06-01T01:01:00.000Z');
+  });
+
+  it('nextRuns flags a run DST moves, with local times in the zone', () => {
+    const w = new World(
+      cronOp({ schedule: '30 2 * * *', timeZone: 'America/New_York' }),
+      '2025-03-08T12:00:00Z',
+    );
+    w.reconcile();
+    const first = w.cron.status?.nextRuns?.[0];
+    expect(first).toEqual({
+      utc: '2025-03-09T07:00:00.000Z',
+      local: '2025-03-09T03:00:00-04:00',
+      dstShifted: true,
+    });
+    expect(w.cron.status?.nextRuns?.[1]?.dstShifted).toBe(false);
+  });
+
+  it('a reconcile with nothing to do returns the same status (no write)', () => {
+    const w = new World(cronOp(), '2025-06-01T00:30:00Z');
+    w.reconcile();
+    const before = structuredClone(w.cron.status);
+    w.clock.advanceSync(MIN);
+    expect(w.decide().status).toEqual(before);
+  });
+});
