@@ -39,13 +39,20 @@ function materialize(input: MaterializeInput): MaterializeResult {
 
 /** outputs: snapshotNames (comma-separated, by PVC) and `snapshot.<pvc>: <name>` for a later restore. */
 function outputsOf(snaps: readonly KubernetesObject[]): Record<string, string> {
-  const out: Record<string, string> = { snapshotNames: snaps.map(nameOf).join(',') };
-  for (const s of snaps) {
-    const pvc =
-      s.metadata?.annotations?.[ANNOTATION_PVC] ?? str(at(s, 'spec', 'source', 'persistentVolumeClaimName'));
-    if (pvc) out[`snapshot.${pvc}`] = nameOf(s);
-  }
+  const byPvc = snaps
+    .map((s) => ({ pvc: pvcOf(s), name: nameOf(s) }))
+    .sort((a, b) => a.pvc.localeCompare(b.pvc));
+  const out: Record<string, string> = { snapshotNames: byPvc.map((s) => s.name).join(',') };
+  for (const s of byPvc) if (s.pvc) out[`snapshot.${s.pvc}`] = s.name;
   return out;
+}
+
+function pvcOf(s: KubernetesObject): string {
+  return (
+    s.metadata?.annotations?.[ANNOTATION_PVC] ??
+    str(at(s, 'spec', 'source', 'persistentVolumeClaimName')) ??
+    ''
+  );
 }
 
 function observe(children: readonly KubernetesObject[]): Observation {

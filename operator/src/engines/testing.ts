@@ -147,3 +147,11 @@ export function workflowNode(
     ...(o.startedAt ? { startedAt: o.startedAt } : {}),
   };
 }
+
+/** The RunCommand template with its image allowlist removed (a catalog mistake the job engine refuses). */
+export function aTemplateWithoutAllowlist(): EffectiveTemplate {
+  const t = builtinTemplate('RunCommand', 'job');
+  const schema = structuredClone(t.inputSchema) as { properties: Record<string, unknown> };
+  schema.properties.image = { type: 'string' };
+  return { ...t, name: 'open-runcommand', inputSchema: schema, source: 'test' };
+}

@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import { RUNCOMMAND_IMAGES } from '../catalog/templates/job-runcommand.ts';
+import { jobAdapter } from './job.ts';
+import { anInput, aTemplateWithoutAllowlist, jobCondition, materialized, withStatus } from './testing.ts';
+
+const input = (
+  o: {
+    parameters?: Record<string, unknown>;
+    env?: Record<string, unknown>;
+    policy?: Record<string, number>;
+  } = {},
+) =>
+  anInput({
+    name: 'print-config',
+    type: 'RunCommand',
+    engine: 'job',
+    parameters: o.parameters ?? { command: ['sh', '-c', 'cat /etc/config'] },
+    ...(o.env ? { env: o.env } : {}),
+    ...(o.policy ? { policy: o.policy } : {}),
+  });
+
+type PodSpec = {
+  serviceAccountName: string;
+  automountServiceAccountToken: boolean;
+  restartPolicy: string;
+  securityContext: Record<string, unknown>;
+  containers: { image: string; command: string[]; securityContext: Record<string, unknown> }[];
+};
+
+function jobOf(i = input()) {
+  const [job] = materialized(jobAdapter.materialize(i));
+  if (!job) throw new Error('no child');
+  const spec = job.spec as {
+    backoffLimit: number;
+    activeDeadlineSeconds?: number;
+    ttlSecondsAfterFinished?: number;
+    template: { spec: PodSpec };
+  };
+  return { job, spec, pod: spec.template.spec };
+}
+
+describe('job materialize', () => {
+  it('runs the command from the default allowlisted image under restricted pod security', () => {
+    const { job, spec, pod } = jobOf();
+    expect(job).toMatchObject({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { namespace: 'team-a', ownerReferences: [{ kind: 'Operation' }] },
+    });
+    expect(job.metadata.name.length).toBeLessThanOrEqual(63);
+    expect(spec.backoffLimit).toBe(0);
+    expect(spec.activeDeadlineSeconds).toBe(1800); // the template's default deadline
+    expect(spec).not.toHaveProperty('ttlSecondsAfterFinished');
+    expect(pod.restartPolicy).toBe('Never');
+    expect(pod.serviceAccountName).toBe('vworkspace-runner');
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(pod.containers[0]).toMatchObject({
+      image: RUNCOMMAND_IMAGES[0],
+      command: ['sh', '-c', 'cat /etc/config'],
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        runAsNonRoot: true,
+        capabilities: { drop: ['ALL'] },
+      },
+    });
+  });
+
+  it('takes the deadline from the Operation policy over the template default', () => {
+    expect(jobOf(input({ policy: { activeDeadlineSeconds: 60 } })).spec.activeDeadlineSeconds).toBe(60);
+  });
+
+  it("never mounts the operator's own token", () => {
+    const env = { operatorServiceAccount: { namespace: 'team-a', name: 'ops' } };
+    expect(
+      jobOf(input({ env, parameters: { command: ['id'], serviceAccountName: 'ops' } })).pod
+        .automountServiceAccountToken,
+    ).toBe(false);
+    const elsewhere = { operatorServiceAccount: { namespace: 'vworkspace-system', name: 'ops' } };
+    expect(
+      jobOf(input({ env: elsewhere, parameters: { command: ['id'], serviceAccountName: 'ops' } })).pod
+        .automountServiceAccountToken,
+    ).toBe(true);
+  });
+
+  it('refuses an image outside the allowlist, and any image when the template has no allowlist', () => {
+    const i = input();
+    expect(
+      jobAdapter.materialize({ ...i, parameters: { ...i.parameters, image: 'evil/miner:latest' } }),
+    ).toMatchObject({
+      ok: false,
+      reason: 'InvalidParameters',
+    });
+    expect(jobAdapter.materialize({ ...i, template: aTemplateWithoutAllowlist() })).toMatchObject({
+      ok: false,
+      reason: 'InvalidParameters',
+    });
+  });
+});
+
+describe('job observe', () => {
+  const observe = (status: Record<string, unknown>) =>
+    jobAdapter.observe([withStatus(jobOf().job, status)], input());
+
+  it.each([
+    [{}, 'Running', 'JobRunning'],
+    [{ active: 1 }, 'Running', 'JobRunning'],
+    [{ conditions: [jobCondition('SuccessCriteriaMet')] }, 'Succeeded', 'JobSucceeded'],
+    [{ conditions: [jobCondition('Complete')] }, 'Succeeded', 'JobSucceeded'],
+    [{ conditions: [jobCondition('FailureTarget', 'BackoffLimitExceeded')] }, 'Failed', 'JobFailed'],
+    [
+      {
+        conditions: [
+          jobCondition('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
+        ],
+      },
+      'Failed',
+      'JobFailed',
+    ],
+  ])('%j ⇒ %s/%s', (status, phase, reason) => {
+    expect(observe(status)).toMatchObject({ phase, reason });
+  });
+
+  it("carries the Job's failure reason and message; a deadline is not retryable", () => {
+    const o = observe({
+      conditions: [
+        jobCondition('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
+      ],
+    });
+    expect(o.message).toContain('BackoffLimitExceeded: Job has reached the specified backoff limit');
+    expect(o.retryable).toBe(true);
+    expect(observe({ conditions: [jobCondition('Failed', 'DeadlineExceeded')] }).retryable).toBe(false);
+  });
+
+  it('ignores conditions that are not True', () => {
+    expect(observe({ active: 1, conditions: [{ type: 'Failed', status: 'False' }] }).phase).toBe('Running');
+  });
+
+  it('cancels by deleting in the foreground', () => {
+    expect(jobAdapter.cancel([jobOf().job])).toMatchObject([
+      { kind: 'delete', propagationPolicy: 'Foreground' },
+    ]);
+  });
+});

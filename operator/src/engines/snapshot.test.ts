@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { snapshotAdapter } from './snapshot.ts';
+import { anInput, materialized, withStatus } from './testing.ts';
+
+const input = (
+  pvcs: string[] = ['data', 'db'],
+  parameters: Record<string, unknown> = { volumeSnapshotClassName: 'csi-hostpath' },
+) => anInput({ name: 'snap', type: 'Backup', engine: 'snapshot', parameters, env: { pvcs } });
+
+const snaps = (...statuses: Record<string, unknown>[]) =>
+  materialized(snapshotAdapter.materialize(input())).map((c, i) => withStatus(c, statuses[i] ?? {}));
+
+describe('snapshot materialize', () => {
+  it('creates one VolumeSnapshot per PVC, with the class from the parameters', () => {
+    const children = materialized(snapshotAdapter.materialize(input()));
+    expect(children.map((c) => (c.spec as { source: unknown }).source)).toEqual([
+      { persistentVolumeClaimName: 'data' },
+      { persistentVolumeClaimName: 'db' },
+    ]);
+    expect(children[0]).toMatchObject({
+      apiVersion: 'snapshot.storage.k8s.io/v1',
+      kind: 'VolumeSnapshot',
+      metadata: { namespace: 'team-a', ownerReferences: [{ kind: 'Operation', name: 'snap' }] },
+      spec: { volumeSnapshotClassName: 'csi-hostpath' },
+    });
+  });
+
+  it("leaves the class to the driver's default when unset", () => {
+    const [c] = materialized(snapshotAdapter.materialize(input(['data'], {})));
+    expect(c?.spec).not.toHaveProperty('volumeSnapshotClassName');
+  });
+
+  it('fails clearly without PVCs', () => {
+    expect(snapshotAdapter.materialize(input([]))).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
+  });
+});
+
+describe('snapshot observe', () => {
+  it('succeeds when every snapshot is readyToUse, with their names as outputs', () => {
+    const children = snaps({ readyToUse: true }, { readyToUse: true });
+    const o = snapshotAdapter.observe(children, input());
+    expect(o).toMatchObject({ phase: 'Succeeded', reason: 'VolumeSnapshotReadyToUse' });
+    expect(o.outputs?.snapshotNames).toBe(children.map((c) => c.metadata?.name).join(','));
+    expect(o.outputs?.['snapshot.db']).toBe(children[1]?.metadata?.name);
+  });
+
+  it('is in progress while one is not ready', () => {
+    expect(
+      snapshotAdapter.observe(snaps({ readyToUse: true }, { readyToUse: false }), input()),
+    ).toMatchObject({
+      phase: 'Running',
+      reason: 'VolumeSnapshotInProgress',
+    });
+  });
+
+  it('fails with the error message of a snapshot', () => {
+    const o = snapshotAdapter.observe(
+      snaps({ readyToUse: true }, { error: { message: 'driver timeout' } }),
+      input(),
+    );
+    expect(o).toMatchObject({ phase: 'Failed', reason: 'VolumeSnapshotFailed' });
+    expect(o.message).toContain('driver timeout');
+  });
+
+  it('cancels by deleting the snapshots', () => {
+    expect(snapshotAdapter.cancel(snaps())).toMatchObject([{ kind: 'delete' }, { kind: 'delete' }]);
+  });
+});

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { anInput, materialized, withStatus, workflowNode } from './testing.ts';
+import { workflowAdapter } from './workflow.ts';
+
+const input = (parameters: Record<string, unknown> = { workflowTemplateRef: { name: 'db-maintenance' } }) =>
+  anInput({ name: 'vacuum', type: 'Runbook', engine: 'workflow', parameters });
+
+function workflowWith(status: Record<string, unknown>) {
+  const [wf] = materialized(workflowAdapter.materialize(input()));
+  if (!wf) throw new Error('no child');
+  return withStatus(wf, status);
+}
+
+describe('workflow materialize', () => {
+  it('runs the WorkflowTemplate with the arguments as parameters, owned by the Operation', () => {
+    const [wf] = materialized(
+      workflowAdapter.materialize(
+        input({
+          workflowTemplateRef: { name: 'db-maintenance' },
+          arguments: { table: 'users', database: 'main' },
+          serviceAccountName: 'wf',
+        }),
+      ),
+    );
+    expect(wf).toMatchObject({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Workflow',
+      metadata: {
+        namespace: 'team-a',
+        ownerReferences: [{ kind: 'Operation', name: 'vacuum', controller: true }],
+      },
+      spec: {
+        workflowTemplateRef: { name: 'db-maintenance' },
+        arguments: {
+          parameters: [
+            { name: 'database', value: 'main' },
+            { name: 'table', value: 'users' },
+          ],
+        },
+        serviceAccountName: 'wf',
+      },
+    });
+    expect(wf?.spec).not.toHaveProperty('workflowTemplateRef.clusterScope');
+  });
+
+  it('refers to a ClusterWorkflowTemplate when clusterScope is true', () => {
+    const [wf] = materialized(
+      workflowAdapter.materialize(input({ workflowTemplateRef: { name: 'x', clusterScope: true } })),
+    );
+    expect(wf?.spec).toMatchObject({ workflowTemplateRef: { name: 'x', clusterScope: true } });
+    expect(wf?.spec).not.toHaveProperty('arguments');
+  });
+});
+
+describe('workflow observe', () => {
+  it.each([
+    [{}, 'Running', 'WorkflowRunning'],
+    [{ phase: 'Pending' }, 'Running', 'WorkflowRunning'],
+    [{ phase: 'Running', progress: '1/3' }, 'Running', 'WorkflowRunning'],
+    [{ phase: 'Succeeded' }, 'Succeeded', 'WorkflowSucceeded'],
+    [{ phase: 'Failed', message: 'child failed' }, 'Failed', 'WorkflowFailed'],
+    [{ phase: 'Error', message: 'invalid spec' }, 'Failed', 'WorkflowFailed'],
+  ])('%j ⇒ %s/%s', (status, phase, reason) => {
+    const o = workflowAdapter.observe([workflowWith(status)], input());
+    expect(o).toMatchObject({ phase, reason });
+    expect(o.outputs?.workflowName).toMatch(/^vacuum-/);
+  });
+
+  it('names the failed step, preferring the leaf that ran over its failed parents', () => {
+    const o = workflowAdapter.observe(
+      [
+        workflowWith({
+          phase: 'Failed',
+          nodes: {
+            root: workflowNode('root', {
+              type: 'Steps',
+              phase: 'Failed',
+              message: 'child failed',
+              startedAt: '2026-01-01T00:00:00Z',
+            }),
+            ok: workflowNode('ok', { displayName: 'dump', startedAt: '2026-01-01T00:00:01Z' }),
+            bad: workflowNode('bad', {
+              displayName: 'vacuum-table',
+              phase: 'Failed',
+              message: 'exit code 3',
+              startedAt: '2026-01-01T00:00:02Z',
+            }),
+          },
+        }),
+      ],
+      input(),
+    );
+    expect(o).toMatchObject({ phase: 'Failed', reason: 'WorkflowNodeFailed' });
+    expect(o.message).toContain('node vacuum-table failed: exit code 3');
+  });
+
+  it('is Running while the Workflow is not visible yet', () => {
+    expect(workflowAdapter.observe([], input()).phase).toBe('Running');
+  });
+});
+
+describe('workflow cancel', () => {
+  it('terminates the Workflow with spec.shutdown', () => {
+    expect(workflowAdapter.cancel([workflowWith({ phase: 'Running' })])).toMatchObject([
+      { kind: 'patch', patch: { spec: { shutdown: 'Terminate' } } },
+    ]);
+  });
+});
