@@ -8,8 +8,11 @@ DEPS := node_modules/.vws-installed
 
 .PHONY: deps tools test test-unit test-integration demo generate check-generated lint format local-cluster clean
 
+# `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
+# platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
+# `npm ci` refuses it as out of sync. With exact pins and the committed lock, install is as repeatable.
 $(DEPS): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-save --no-audit --no-fund --loglevel=error
 	@node --version | grep -q '^v24\.' || { echo "node_modules/.bin/node is not Node 24" >&2; exit 1; }
 	@touch $@
 
