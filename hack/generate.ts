@@ -2,6 +2,8 @@
 //   bundle/manifests/<group>_<plural>.yaml   one CustomResourceDefinition per kind
 //   docs/api/<kind>.md                       the field reference between the GENERATED markers
 //   docs/templates.md                        the built-in templates' parameters, same markers
+//   bundle/manifests/vworkspace-profile-*_rbac.authorization.k8s.io_v1_clusterrole.yaml
+//                                            one ClusterRole per RBAC profile (operator/src/rbac/)
 //
 //   node hack/generate.ts           write the files
 //   node hack/generate.ts --check   exit 1 naming every stale file; write nothing (CI)
@@ -13,6 +15,8 @@ import { ALL_KINDS } from '../operator/src/api/index.ts';
 import { docFileName, spliceGenerated, spliceReference } from '../operator/src/api/reference.ts';
 import { renderTemplatesReference } from '../operator/src/catalog/reference.ts';
 import { BUILTIN_TEMPLATES } from '../operator/src/catalog/templates/index.ts';
+import { profileClusterRoleFileName, renderProfileClusterRole } from '../operator/src/rbac/clusterroles.ts';
+import { RBAC_PROFILE_LIST } from '../operator/src/rbac/profiles.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -41,6 +45,12 @@ export function generatedFiles(read: (path: string) => string | undefined): Gene
     path: templatesDoc,
     content: spliceGenerated(current, renderTemplatesReference(BUILTIN_TEMPLATES), templatesDoc),
   });
+  for (const profile of RBAC_PROFILE_LIST) {
+    files.push({
+      path: join('bundle/manifests', profileClusterRoleFileName(profile)),
+      content: renderProfileClusterRole(profile),
+    });
+  }
   return files;
 }
 

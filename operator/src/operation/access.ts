@@ -1,0 +1,88 @@
+// RbacProfilePresent: SelfSubjectAccessReviews, as the operator, of every rule and verb of a profile in
+// the namespaces it applies in. Results are cached briefly (30 s) so a queue of waiting Operations does
+// not flood the API server; a RoleBinding or ClusterRoleBinding change invalidates the namespace (or
+// everything) at once, so a grant takes effect on its watch event rather than after the cache expires.
+// A failed review is a transient error (thrown): the Operation is retried with backoff, never failed.
+
+import { type AccessAttributes, profileChecks, rbacProfile } from '../rbac/profiles.ts';
+import type { Clock } from '../runtime/clock.ts';
+import { realClock } from '../runtime/clock.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { RbacResult } from './preconditions.ts';
+
+export const ACCESS_CACHE_TTL_MS = 30_000;
+
+export interface AccessReviewer {
+  /** May the operator do this? Throws when the review cannot be made. */
+  allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean>;
+}
+
+/** Posts SelfSubjectAccessReviews with the operator's own credentials. */
+export class SelfAccessReviewer implements AccessReviewer {
+  readonly #client: KubeClient;
+  constructor(client: KubeClient) {
+    this.#client = client;
+  }
+  async allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean> {
+    const res = await this.#client.request<{ status?: { allowed?: boolean } }>({
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: {
+          resourceAttributes: { namespace: a.namespace, group: a.group, resource: a.resource, verb: a.verb },
+        },
+      },
+      timeoutMs: 5_000,
+      ...(signal ? { signal } : {}),
+    });
+    return res?.status?.allowed === true;
+  }
+}
+
+export class AccessCache {
+  readonly #reviewer: AccessReviewer;
+  readonly #clock: Clock;
+  readonly #ttl: number;
+  readonly #cache = new Map<string, { allowed: boolean; at: number }>();
+
+  constructor(reviewer: AccessReviewer, opts: { clock?: Clock; ttlMs?: number } = {}) {
+    this.#reviewer = reviewer;
+    this.#clock = opts.clock ?? realClock;
+    this.#ttl = opts.ttlMs ?? ACCESS_CACHE_TTL_MS;
+  }
+
+  /** Forget results in `namespace`, or all of them (a ClusterRoleBinding changed). */
+  invalidate(namespace?: string): void {
+    if (namespace === undefined) {
+      this.#cache.clear();
+      return;
+    }
+    for (const k of this.#cache.keys()) if (k.startsWith(`${namespace}|`)) this.#cache.delete(k);
+  }
+
+  async allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean> {
+    const key = `${a.namespace}|${a.group}|${a.resource}|${a.verb}`;
+    const now = this.#clock.now();
+    const hit = this.#cache.get(key);
+    if (hit && now - hit.at < this.#ttl) return hit.allowed;
+    const allowed = await this.#reviewer.allowed(a, signal);
+    this.#cache.set(key, { allowed, at: now });
+    return allowed;
+  }
+
+  /** Every check of `profileId` for an Operation in `namespace`. */
+  async checkProfile(
+    profileId: string,
+    namespaces: { target: string; velero: string },
+    signal?: AbortSignal,
+  ): Promise<RbacResult> {
+    const profile = rbacProfile(profileId);
+    if (!profile) return { allowed: false, unknownProfile: true };
+    const checks = profileChecks(profile, namespaces);
+    const results = await Promise.all(checks.map((c) => this.allowed(c, signal)));
+    const missing = checks.filter((_, i) => !results[i]);
+    return missing.length === 0 ? { allowed: true } : { allowed: false, missing };
+  }
+}

@@ -1,0 +1,573 @@
+// The Operation controller: the thin I/O shell around decide.ts.
+//
+// Per reconcile: read the Operation and its target from the caches; while it has not started, gather
+// the precondition facts (access reviews, the other Operations, watched Secrets/ServiceAccounts); read
+// the current attempt's children; decide; then perform the decision in a crash-safe order — create
+// children (server-side apply, deterministic names: an existing child of that name is adopted, so a crash
+// between "create" and "write status" never makes a second child), cancel children, write the status
+// (only when it changed), record Events, delete the Operation when its TTL passed.
+//
+// Wake-ups are events, not polling:
+//   target changes (Ready)          ApplicationInstance informer → Operations on that target
+//   a conflicting Operation ends    Operation informer → the waiting queue of the same target
+//   Secret / ServiceAccount appears NameWatcher (narrow watch per waited-for name) → the waiting Operations
+//   a profile is granted            RoleBinding / ClusterRoleBinding informers → Operations RbacProfileMissing
+//   the catalog changes             CatalogStore.onChange → Operations not started yet
+//   window opens, deadline, TTL,    requeueAfter at the exact instant (clock)
+//   retry backoff, grace period
+//   approval, cancel, reconcile     the Operation's own update events
+// API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
+// the Operation is never failed for them.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import YAML from 'yaml';
+import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
+import type { Engine } from '../api/enums.ts';
+import type { Operation, OperationStatus } from '../api/operation.ts';
+import { CONDITION_ACCEPTED } from '../api/reasons.ts';
+import type { Catalog } from '../catalog/catalog-schema.ts';
+import { requiredObjects } from '../catalog/parameters.ts';
+import type { Template } from '../catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { releaseRef } from '../instance/status.ts';
+import {
+  type Clock,
+  Controller,
+  createInformer,
+  type EventRecorder,
+  Informer,
+  isAlreadyExists,
+  isNotFound,
+  type KubeClient,
+  type ListerWatcher,
+  type Logger,
+  type ObjectWriter,
+  objectKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  type RestMapper,
+  type RuntimeMetrics,
+  realClock,
+  resourcePath,
+  statusCode,
+} from '../runtime/index.ts';
+import { AccessCache, type AccessReviewer, SelfAccessReviewer } from './access.ts';
+import { isRunning, waitingQueue } from './conflicts.ts';
+import {
+  ANNOTATION_RECONCILE_HANDLED,
+  type Decision,
+  decide,
+  isTerminalPhase,
+  needsPreconditions,
+  refOf,
+} from './decide.ts';
+import { OperationMetrics } from './metrics.ts';
+import { type PreconditionFacts, resolveOperation } from './preconditions.ts';
+import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
+
+export const OPERATION_CONTROLLER_NAME = 'operation';
+export const DEFAULT_VELERO_NAMESPACE = 'velero';
+
+/** Where templates and catalog applications come from (CatalogStore fits). */
+export interface TemplateSource {
+  templates(): readonly Template[];
+  catalog?(): Catalog;
+  onChange?(fn: () => void): () => void;
+}
+
+export interface OperationControllerDeps {
+  kc: KubeConfig;
+  client: KubeClient;
+  writer: ObjectWriter;
+  mapper: RestMapper;
+  events: EventRecorder;
+  logger: Logger;
+  metrics: RuntimeMetrics;
+  adapterFor: (engine: Engine) => EngineAdapter | undefined;
+  templates?: TemplateSource;
+  clock?: Clock;
+  workers?: number;
+  veleroNamespace?: string;
+  helmImage?: string;
+  /** How long TargetNotFound / RbacProfileMissing wait before failing (default 5 min). */
+  graceMs?: number;
+  /** Access reviews (default: SelfSubjectAccessReview with `client`). */
+  reviewer?: AccessReviewer;
+  /** Tests: list/watch from memory for the child kinds and named objects. */
+  listerWatchers?: {
+    operations: ListerWatcher<Operation>;
+    instances: ListerWatcher<ApplicationInstance>;
+    roleBindings: ListerWatcher<KubernetesObject>;
+    clusterRoleBindings: ListerWatcher<KubernetesObject>;
+    other?: (r: { group: string; version: string; plural: string }) => ListerWatcher<KubernetesObject>;
+  };
+}
+
+export interface OperationController {
+  controller: Controller;
+  /** Register with the Manager (addInformer). */
+  informers: readonly Informer<KubernetesObject>[];
+  /** Register with manager.add: stops the on-demand informers (children, waited-for names) on shutdown. */
+  runnable: { name: string; needLeaderElection: boolean; start(signal: AbortSignal): Promise<void> };
+  /** For tests. */
+  nameWatcher: NameWatcher;
+  childWatcher: ChildWatcher;
+  access: AccessCache;
+}
+
+/** Operations not started yet (or Failed and asked to re-run) that re-evaluate on outside events. */
+function waiting(op: Operation): boolean {
+  return !isTerminalPhase(op.status?.phase) && !isRunning(op);
+}
+
+function rbacMissing(op: Operation): boolean {
+  const c = op.status?.conditions?.find((x) => x.type === CONDITION_ACCEPTED);
+  return c?.status === 'False' && c.reason === 'RbacProfileMissing';
+}
+
+/** 400/422 from creating a child: the manifest is invalid; retrying cannot help. */
+function isInvalid(err: unknown): boolean {
+  const code = statusCode(err);
+  return code === 400 || code === 422;
+}
+
+export function createOperationController(deps: OperationControllerDeps): OperationController {
+  const clock = deps.clock ?? realClock;
+  const log = deps.logger.child({ controller: OPERATION_CONTROLLER_NAME });
+  const common = { clock, logger: log };
+  const veleroNamespace = deps.veleroNamespace ?? DEFAULT_VELERO_NAMESPACE;
+  const templates = (): readonly Template[] => deps.templates?.templates() ?? BUILTIN_TEMPLATES;
+  const lw = deps.listerWatchers;
+
+  const res = (r: { group: string; version: string; plural: string }) => r;
+  const operations = lw
+    ? new Informer<Operation>({ name: 'operations', listerWatcher: lw.operations, ...common })
+    : createInformer<Operation>(deps.kc, res(OPERATION), { client: deps.client, ...common });
+  const instances = lw
+    ? new Informer<ApplicationInstance>({
+        name: 'op-applicationinstances',
+        listerWatcher: lw.instances,
+        ...common,
+      })
+    : createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
+        name: 'op-applicationinstances',
+        client: deps.client,
+        ...common,
+      });
+  const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+  const roleBindings = lw
+    ? new Informer<KubernetesObject>({ name: 'rolebindings', listerWatcher: lw.roleBindings, ...common })
+    : createInformer<KubernetesObject>(
+        deps.kc,
+        { ...rbacRes, plural: 'rolebindings' },
+        {
+          client: deps.client,
+          ...common,
+        },
+      );
+  const clusterRoleBindings = lw
+    ? new Informer<KubernetesObject>({
+        name: 'clusterrolebindings',
+        listerWatcher: lw.clusterRoleBindings,
+        ...common,
+      })
+    : createInformer<KubernetesObject>(
+        deps.kc,
+        { ...rbacRes, plural: 'clusterrolebindings' },
+        {
+          client: deps.client,
+          ...common,
+        },
+      );
+
+  const access = new AccessCache(deps.reviewer ?? new SelfAccessReviewer(deps.client), { clock });
+  const opMetrics = new OperationMetrics(deps.metrics.registry, () => operations.list());
+  const watcherDeps = {
+    kc: deps.kc,
+    client: deps.client,
+    mapper: deps.mapper,
+    ...common,
+    ...(lw?.other ? { listerWatcher: lw.other } : {}),
+  };
+  // Assigned below; the watchers call back into the controller's queue.
+  let controller: Controller;
+  const childWatcher = new ChildWatcher(watcherDeps, (key) => controller.enqueue(key));
+  const nameWatcher = new NameWatcher(watcherDeps, (kind: NamedKind, ns: string, name: string) => {
+    // Wake every Operation of the namespace that still waits: the cheap, always-correct mapping.
+    for (const op of operations.list(ns)) if (waiting(op)) controller.enqueue(objectKey(op));
+    log.debug({ kind, namespace: ns, name }, 'waited-for object changed');
+  });
+  /** When this replica first saw an attempt fail: `<uid>/<attempt>` → ms. */
+  const failureSeen = new Map<string, number>();
+  /** Phase this replica last wrote per Operation, so events/metrics fire once even if the cache lags. */
+  const written = new Map<string, { uid: string; phase?: string }>();
+
+  async function environment(op: Operation, target: ApplicationInstance | undefined, signal: AbortSignal) {
+    const env: EngineEnvironment = {
+      veleroNamespace,
+      ...(deps.helmImage ? { helmImage: deps.helmImage } : {}),
+    };
+    if (!target) return env;
+    const release = releaseRef(target);
+    const ns = op.metadata.namespace ?? '';
+    if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
+      const list = await deps.client.request<{ items?: KubernetesObject[] }>({
+        method: 'GET',
+        path: resourcePath({ group: '', version: 'v1', plural: 'persistentvolumeclaims', namespace: ns }),
+        query: { labelSelector: `${LABEL_HELM_INSTANCE}=${release.name}` },
+        signal,
+      });
+      env.pvcs = (list.items ?? []).map((p) => p.metadata?.name ?? '').sort();
+    }
+    if (op.spec.engine === 'helmHookJob') {
+      try {
+        const cm = await deps.client.request<{ data?: Record<string, string> }>({
+          method: 'GET',
+          path: resourcePath(
+            { group: '', version: 'v1', plural: 'configmaps', namespace: ns },
+            `${release.name}-vworkspace-migration`,
+          ),
+          signal,
+        });
+        const text = cm.data?.['job.yaml'];
+        if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    return env;
+  }
+
+  async function gatherFacts(
+    ctx: ReconcileContext,
+    op: Operation,
+    target: ApplicationInstance | undefined,
+  ): Promise<PreconditionFacts> {
+    const ns = op.metadata.namespace ?? '';
+    const resolved = resolveOperation(op, templates());
+    let rbac: PreconditionFacts['rbac'] = { allowed: true };
+    const secrets = new Set<string>();
+    const serviceAccounts = new Set<string>();
+    const keep: string[] = [];
+    if (resolved.ok && target) {
+      rbac = await access.checkProfile(
+        resolved.template.rbacProfile,
+        { target: ns, velero: veleroNamespace },
+        ctx.signal,
+      );
+      const required = requiredObjects(resolved.template, resolved.parameters);
+      for (const [kind, names, into] of [
+        ['secrets', required.secrets, secrets],
+        ['serviceaccounts', required.serviceAccounts, serviceAccounts],
+      ] as const) {
+        for (const name of names) {
+          keep.push(NameWatcher.id(kind, ns, name));
+          if (await nameWatcher.exists(ctx.key, kind, ns, name, ctx.signal)) into.add(name);
+        }
+      }
+    }
+    nameWatcher.release(ctx.key, keep);
+    const catalogId = target?.spec.appRef?.catalogId;
+    const app = catalogId ? deps.templates?.catalog?.().applications[catalogId] : undefined;
+    return {
+      now: new Date(clock.now()),
+      target,
+      rbac,
+      operations: operations.list(ns),
+      secrets,
+      serviceAccounts,
+      ...(app?.maintenanceWindow ? { applicationWindow: app.maintenanceWindow } : {}),
+    };
+  }
+
+  async function readChildren(op: Operation, adapter: EngineAdapter | undefined, signal: AbortSignal) {
+    const refs = op.status?.childRefs?.length
+      ? op.status.childRefs
+      : op.status?.childRef
+        ? [op.status.childRef]
+        : [];
+    const out: KubernetesObject[] = [];
+    for (const ref of refs) {
+      const kind = adapter?.childKinds.find((k) => k.apiVersion === ref.apiVersion && k.kind === ref.kind);
+      const child = await childWatcher.get(ref, kind, signal);
+      if (child) out.push(child);
+    }
+    return out;
+  }
+
+  /** Creates (or adopts) the decided children; returns their refs with uids. */
+  async function createChildren(children: ChildManifest[], adapter: EngineAdapter, signal: AbortSignal) {
+    const refs = [];
+    for (const child of children) {
+      const kind = adapter.childKinds.find((k) => k.apiVersion === child.apiVersion && k.kind === child.kind);
+      if (kind) childWatcher.ensure(kind);
+      const existing = await childWatcher.get(
+        {
+          apiVersion: child.apiVersion,
+          kind: child.kind,
+          name: child.metadata.name,
+          namespace: child.metadata.namespace,
+        },
+        kind,
+        signal,
+      );
+      // Deterministic names: an existing child is ours from before a crash or a stale cache; adopt it.
+      const created = existing ?? (await deps.writer.apply(child, { signal }));
+      refs.push(refOf({ ...created, apiVersion: child.apiVersion, kind: child.kind }));
+    }
+    return refs;
+  }
+
+  async function performCancel(actions: readonly CancelAction[], signal: AbortSignal) {
+    for (const a of actions) {
+      try {
+        if (a.kind === 'patch') await deps.writer.mergePatch(a.child as never, a.patch, { signal });
+        else if (a.kind === 'delete') {
+          const path = await deps.mapper.pathFor(a.child);
+          await deps.client.request({
+            method: 'DELETE',
+            path,
+            body: { propagationPolicy: a.propagationPolicy ?? 'Background' },
+            signal,
+          });
+        } else if (a.kind === 'create') await deps.writer.apply(a.object, { signal });
+      } catch (err) {
+        if (isNotFound(err) || isAlreadyExists(err)) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** TTL: delete the Operation; children elsewhere (no owner reference possible) go first. */
+  async function deleteOperation(op: Operation, signal: AbortSignal) {
+    const refs = op.status?.childRefs ?? (op.status?.childRef ? [op.status.childRef] : []);
+    for (const ref of refs) {
+      if (ref.namespace === op.metadata.namespace) continue; // garbage-collected with the Operation
+      // A velero.io Backup IS the backup: its spec.ttl governs it, and Velero's backup sync would
+      // recreate a deleted Backup object from the storage location anyway.
+      if (ref.apiVersion.startsWith('velero.io/') && ref.kind === 'Backup') continue;
+      try {
+        const path = await deps.mapper.pathFor({
+          ...ref,
+          metadata: { name: ref.name, namespace: ref.namespace },
+        });
+        await deps.client.request({
+          method: 'DELETE',
+          path,
+          body: { propagationPolicy: 'Background' },
+          signal,
+        });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    try {
+      await deps.client.request({
+        method: 'DELETE',
+        path: resourcePath(
+          {
+            group: OPERATION.group,
+            version: OPERATION.version,
+            plural: OPERATION.plural,
+            namespace: op.metadata.namespace ?? '',
+          },
+          op.metadata.name ?? '',
+        ),
+        body: { propagationPolicy: 'Background', preconditions: { uid: op.metadata.uid } },
+        signal,
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  function identity(op: Operation) {
+    return {
+      apiVersion: OPERATION.apiVersion,
+      kind: OPERATION.kind,
+      metadata: { name: op.metadata.name ?? '', namespace: op.metadata.namespace ?? '' },
+    };
+  }
+
+  async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const op = operations.getByKey(ctx.key);
+    if (!op) {
+      nameWatcher.release(ctx.key);
+      written.delete(ctx.key);
+      return {};
+    }
+    if (op.metadata.deletionTimestamp) {
+      nameWatcher.release(ctx.key);
+      return {};
+    }
+    const uid = op.metadata.uid ?? '';
+    const mine = written.get(ctx.key);
+    // Our own last write wins over a cache that has not seen it yet (we are the only status writer).
+    if (mine?.uid === uid && mine.phase !== undefined && mine.phase !== op.status?.phase) {
+      // Wait for the cache to catch up rather than deciding on stale state.
+      return { requeueAfterMs: 200 };
+    }
+    const adapter = deps.adapterFor(op.spec.engine);
+    const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
+    const facts = needsPreconditions(op) ? await gatherFacts(ctx, op, target) : undefined;
+    if (!facts) nameWatcher.release(ctx.key);
+    const children = await readChildren(op, adapter, ctx.signal);
+    const attemptKey = `${uid}/${op.status?.attempts ?? 0}`;
+    const env =
+      isTerminalPhase(op.status?.phase) && !facts
+        ? { veleroNamespace }
+        : await environment(op, target, ctx.signal);
+    const seen = failureSeen.get(attemptKey);
+    let d: Decision = decide({
+      op,
+      now: clock.now(),
+      templates: templates(),
+      ...(facts ? { facts } : {}),
+      ...(target ? { target } : {}),
+      adapter,
+      env,
+      children,
+      ...(seen !== undefined ? { failureSeenAt: seen } : {}),
+      ...(deps.graceMs !== undefined ? { graceMs: deps.graceMs } : {}),
+    });
+    if (d.failureSeen) failureSeen.set(attemptKey, clock.now());
+
+    let status: OperationStatus = d.status;
+    if (d.create && adapter) {
+      try {
+        const refs = await createChildren(d.create, adapter, ctx.signal);
+        status = { ...status, childRef: refs[0]!, childRefs: refs };
+      } catch (err) {
+        if (!isInvalid(err)) throw err;
+        // The API server refuses the manifest: a permanent problem of this request.
+        const message = `the API server refused the engine child: ${err instanceof Error ? err.message : String(err)}`;
+        status = failedStatus(op, 'InvalidParameters', message, clock.now());
+        d = { ...d, events: [{ type: 'Warning', reason: 'InvalidParameters', note: message }] };
+      }
+    }
+    if (d.cancel && d.cancel.length > 0) await performCancel(d.cancel, ctx.signal);
+    if (d.deleteOperation) {
+      ctx.log.info('ttlSecondsAfterFinished passed: deleting the Operation');
+      await deleteOperation(op, ctx.signal);
+      return {};
+    }
+    await deps.writer.applyStatusIfChanged({ ...identity(op), status: op.status }, status, {
+      signal: ctx.signal,
+    });
+    written.set(ctx.key, { uid, ...(status.phase ? { phase: status.phase } : {}) });
+    for (const e of d.events) await deps.events.event(op, e.type, e.reason, e.note);
+    if (status.phase !== op.status?.phase) {
+      ctx.log.info({ from: op.status?.phase, to: status.phase }, 'phase changed');
+      if (isTerminalPhase(status.phase)) {
+        const start = Date.parse(String(status.startedAt ?? op.metadata.creationTimestamp ?? ''));
+        const end = Date.parse(status.finishedAt ?? '');
+        opMetrics.finished(
+          op,
+          status.phase!,
+          Number.isNaN(start) || Number.isNaN(end) ? undefined : (end - start) / 1000,
+        );
+        for (const k of [...failureSeen.keys()]) if (k.startsWith(`${uid}/`)) failureSeen.delete(k);
+      }
+    }
+    if (d.reconcileHandled !== undefined) {
+      await deps.writer.mergePatch(identity(op), {
+        metadata: { annotations: { [ANNOTATION_RECONCILE_HANDLED]: d.reconcileHandled } },
+      });
+    }
+    return d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {};
+  }
+
+  controller = new Controller({
+    name: OPERATION_CONTROLLER_NAME,
+    reconcile,
+    clock,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    ...(deps.workers ? { workers: deps.workers } : {}),
+  });
+
+  // The Operation itself, plus, when one runs, ends or goes away, the queue of its target.
+  controller.watch(operations, {
+    map: (o) => {
+      const keys = [objectKey(o)];
+      if (!waiting(o) || o.metadata.deletionTimestamp) {
+        const queue = waitingQueue(
+          operations.list(o.metadata.namespace),
+          o.metadata.namespace ?? '',
+          o.spec.targetRef.name,
+        );
+        keys.push(...queue.map((q) => objectKey(q)));
+      }
+      return keys;
+    },
+  });
+  controller.watch(instances, {
+    map: (i) =>
+      operations
+        .list(i.metadata.namespace)
+        .filter((o) => o.spec.targetRef.name === i.metadata.name && (waiting(o) || isRunning(o)))
+        .map((o) => objectKey(o)),
+  });
+  const onBinding = (ns: string | undefined) => {
+    // A grant in the Velero namespace (or cluster-wide) can unblock Operations of every namespace.
+    const everywhere = ns === undefined || ns === veleroNamespace;
+    access.invalidate(everywhere ? undefined : ns);
+    return operations
+      .list(everywhere ? undefined : ns)
+      .filter((o) => waiting(o) && rbacMissing(o))
+      .map((o) => objectKey(o));
+  };
+  controller.watch(roleBindings, { map: (b) => onBinding(b.metadata?.namespace ?? '') });
+  controller.watch(clusterRoleBindings, { map: () => onBinding(undefined) });
+  deps.templates?.onChange?.(() => {
+    for (const o of operations.list()) if (waiting(o)) controller.enqueue(objectKey(o));
+  });
+
+  const runnable = {
+    name: 'operation-on-demand-informers',
+    needLeaderElection: true,
+    async start(signal: AbortSignal) {
+      await new Promise<void>((ok) => {
+        if (signal.aborted) ok();
+        else signal.addEventListener('abort', () => ok(), { once: true });
+      });
+      await Promise.all([childWatcher.stop(), nameWatcher.stop()]);
+    },
+  };
+
+  return {
+    controller,
+    informers: [
+      operations as unknown as Informer<KubernetesObject>,
+      instances as unknown as Informer<KubernetesObject>,
+      roleBindings,
+      clusterRoleBindings,
+    ],
+    runnable,
+    nameWatcher,
+    childWatcher,
+    access,
+  };
+}
+
+function failedStatus(op: Operation, reason: string, message: string, now: number): OperationStatus {
+  const at = new Date(now).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const gen = op.metadata.generation;
+  const cond = (type: string, status: 'True' | 'False') => ({
+    type,
+    status,
+    reason,
+    message,
+    lastTransitionTime: at,
+    ...(gen !== undefined ? { observedGeneration: gen } : {}),
+  });
+  return {
+    ...(op.status ?? {}),
+    phase: 'Failed',
+    finishedAt: at,
+    ...(gen !== undefined ? { observedGeneration: gen } : {}),
+    conditions: [cond(CONDITION_ACCEPTED, 'False'), cond('Succeeded', 'False')],
+  };
+}

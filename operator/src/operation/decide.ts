@@ -1,0 +1,622 @@
+// The Operation state machine. Pure: (Operation, looked-up facts, the engine adapter, children as read,
+// time) → the complete next status plus the effects the controller performs (create children, cancel
+// them, delete the Operation, record Events). The controller does the I/O; everything that decides
+// lives here so it is tested without an API server.
+//
+//   (new) ─▶ Pending ─▶ Blocked ⇄ Pending ─▶ Running ─▶ Succeeded | Failed | Cancelled
+//
+// - No child exists until every precondition holds (preconditions.ts).
+// - Conditions: Accepted, Blocked, Running, Succeeded; Succeeded stays Unknown with the reason that
+//   explains the current state until the end (the printer column "Reason" reads it).
+// - Policies: retryLimit (a retryable failure creates attempt N+1 after a backoff), activeDeadlineSeconds
+//   (DeadlineExceeded at the exact instant), spec.cancel, dryRun (status.plan, nothing created),
+//   ttlSecondsAfterFinished (the Operation is deleted).
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { ANNOTATION_RECONCILE, LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import { OPS_GROUP } from '../api/constants.ts';
+import type { OperationPhase } from '../api/enums.ts';
+import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
+import {
+  ACCEPTED_REASONS,
+  CONDITION_ACCEPTED,
+  CONDITION_BLOCKED,
+  CONDITION_RUNNING,
+  CONDITION_SUCCEEDED,
+} from '../api/reasons.ts';
+import type { Template } from '../catalog/template.ts';
+import type {
+  CancelAction,
+  ChildManifest,
+  EngineAdapter,
+  EngineEnvironment,
+  Observation,
+} from '../engines/types.ts';
+import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
+import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
+import { formatTime } from '../runtime/normalize.ts';
+import { evaluatePreconditions, type PreconditionFacts, resolveOperation } from './preconditions.ts';
+
+/**
+ * Annotation the operator writes on an Operation with the last ops.vworkspace.io/reconcile value it
+ * acted on, so each new value is acted on exactly once (also across restarts).
+ */
+export const ANNOTATION_RECONCILE_HANDLED = `${OPS_GROUP}/reconcile-handled`;
+
+/** Accepted=False reasons that may be fixed by creating something: waited for before failing. */
+export const GRACE_REASONS = ['TargetNotFound', 'RbacProfileMissing'] as const;
+/** How long TargetNotFound / RbacProfileMissing wait before the Operation fails (ADR 0003). */
+export const DEFAULT_ACCEPTANCE_GRACE_MS = 5 * 60_000;
+
+/**
+ * Failed reasons a new ops.vworkspace.io/reconcile value re-evaluates: problems outside the Operation
+ * that can be fixed (create the instance, grant the profile, fix the catalog) and exhausted retries.
+ * Never: InvalidParameters (spec is immutable), DeadlineExceeded (its time budget is spent), Cancelled,
+ * Succeeded, or an engine failure the engine calls permanent.
+ */
+export const RECONCILE_RETRY_REASONS: readonly string[] = [
+  'TargetNotFound',
+  'RbacProfileMissing',
+  'TemplateNotFound',
+  'CapabilityMissing',
+  'SelectorMismatch',
+  'RetryLimitExceeded',
+];
+
+export const RETRY_BACKOFF_BASE_MS = 10_000;
+export const RETRY_BACKOFF_MAX_MS = 5 * 60_000;
+
+/** Delay before attempt `failed + 1` once attempt `failed` failed: 10 s, 20 s, 40 s, … at most 5 min. */
+export function retryBackoffMs(failedAttempt: number): number {
+  return Math.min(RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_BASE_MS * 2 ** Math.max(0, failedAttempt - 1));
+}
+
+export interface DecideInput<T extends Template = Template> {
+  op: Operation;
+  now: number;
+  templates: readonly T[];
+  /** Facts for the preconditions; needed while the Operation has not started (see needsPreconditions). */
+  facts?: PreconditionFacts;
+  adapter: EngineAdapter | undefined;
+  env: EngineEnvironment;
+  /** The target ApplicationInstance (a retry materializes the next attempt for it). */
+  target?: ApplicationInstance;
+  /** The current attempt's children as read from the API server (absent = not found). */
+  children: readonly KubernetesObject[];
+  /** When this replica first saw the current attempt fail (retry backoff); undefined = just now. */
+  failureSeenAt?: number;
+  graceMs?: number;
+}
+
+export interface OperationEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  note: string;
+}
+
+export interface Decision {
+  /** The complete status to apply. */
+  status: OperationStatus;
+  /** Create these (server-side apply), then record their uids in status.childRefs. */
+  create?: ChildManifest[];
+  cancel?: CancelAction[];
+  /** ttlSecondsAfterFinished elapsed: delete the Operation (and its cross-namespace children). */
+  deleteOperation?: boolean;
+  requeueAfterMs?: number;
+  events: OperationEvent[];
+  /** Record this ops.vworkspace.io/reconcile value as handled. */
+  reconcileHandled?: string;
+  /** The current attempt's failure was first seen now: remember `now` as failureSeenAt. */
+  failureSeen?: boolean;
+}
+
+const TERMINAL: readonly OperationPhase[] = ['Succeeded', 'Failed', 'Cancelled'];
+
+export function isTerminalPhase(phase: OperationPhase | undefined): boolean {
+  return phase !== undefined && TERMINAL.includes(phase);
+}
+
+function childRefsOf(status: OperationStatus | undefined): ChildRef[] {
+  if (status?.childRefs && status.childRefs.length > 0) return status.childRefs;
+  return status?.childRef ? [status.childRef] : [];
+}
+
+/** Whether the Operation still waits for its preconditions (the controller then gathers facts). */
+export function needsPreconditions(op: Operation): boolean {
+  if (op.spec.cancel) return false;
+  const phase = op.status?.phase;
+  if (phase === undefined || phase === 'Pending' || phase === 'Blocked') return true;
+  return isTerminalPhase(phase) && pendingReconcileRequest(op) !== undefined;
+}
+
+/** A new ops.vworkspace.io/reconcile value not acted on yet. */
+export function pendingReconcileRequest(op: Operation): string | undefined {
+  const a = op.metadata.annotations ?? {};
+  const v = a[ANNOTATION_RECONCILE];
+  return v !== undefined && v !== a[ANNOTATION_RECONCILE_HANDLED] ? v : undefined;
+}
+
+export function refOf(child: KubernetesObject): ChildRef {
+  return {
+    apiVersion: child.apiVersion ?? '',
+    kind: child.kind ?? '',
+    name: child.metadata?.name ?? '',
+    namespace: child.metadata?.namespace ?? '',
+    ...(child.metadata?.uid ? { uid: child.metadata.uid } : {}),
+  };
+}
+
+/** The labels every child carries, whatever the adapter set (found and cleaned up by them). */
+export function childLabels(op: Operation): Record<string, string> {
+  return {
+    [LABEL_OPERATION]: op.metadata.name ?? '',
+    [LABEL_OPERATION_NAMESPACE]: op.metadata.namespace ?? '',
+  };
+}
+
+/** Children in the Operation's namespace get an owner reference (garbage-collected with it). */
+export function withOwnership(op: Operation, child: ChildManifest): ChildManifest {
+  const meta = { ...child.metadata, labels: { ...(child.metadata.labels ?? {}), ...childLabels(op) } };
+  const out: ChildManifest = { ...child, metadata: meta };
+  const uid = op.metadata.uid;
+  const owned = child.metadata.namespace === op.metadata.namespace && uid;
+  if (owned && !child.metadata.ownerReferences) {
+    out.metadata.ownerReferences = [
+      {
+        apiVersion: op.apiVersion,
+        kind: op.kind,
+        name: op.metadata.name ?? '',
+        uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ];
+  }
+  return out;
+}
+
+// ---- status building ------------------------------------------------------------------------------
+
+class StatusBuilder {
+  status: OperationStatus;
+  readonly #gen: number | undefined;
+  readonly #now: string;
+
+  constructor(op: Operation, now: number) {
+    this.status = structuredClone(op.status ?? {});
+    this.#gen = op.metadata.generation;
+    this.#now = formatTime(now);
+    if (this.#gen !== undefined) this.status.observedGeneration = this.#gen;
+  }
+
+  cond(type: string, status: ConditionStatus, reason: string, message: string): this {
+    this.status.conditions = setCondition(
+      this.status.conditions as Condition[] | undefined,
+      {
+        type,
+        status,
+        reason,
+        message,
+        ...(this.#gen !== undefined ? { observedGeneration: this.#gen } : {}),
+      },
+      this.#now,
+    );
+    return this;
+  }
+
+  drop(type: string): this {
+    const left = removeCondition(this.status.conditions as Condition[] | undefined, type);
+    if (left.length > 0) this.status.conditions = left;
+    else delete this.status.conditions;
+    return this;
+  }
+
+  phase(p: OperationPhase): this {
+    this.status.phase = p;
+    if (p !== 'Blocked') delete this.status.queuePosition;
+    if (isTerminalPhase(p)) this.status.finishedAt ??= this.#now;
+    return this;
+  }
+
+  /** Final outcome: Succeeded True/False with `reason`; Running (if any) goes False with it too. */
+  finish(phase: 'Succeeded' | 'Failed' | 'Cancelled', reason: string, message: string): this {
+    this.phase(phase);
+    this.cond(CONDITION_SUCCEEDED, phase === 'Succeeded' ? 'True' : 'False', reason, message);
+    if (findCondition(this.status.conditions as Condition[] | undefined, CONDITION_RUNNING)) {
+      this.cond(CONDITION_RUNNING, 'False', reason, message);
+    }
+    return this;
+  }
+}
+
+/** An Event when the phase changes. */
+function phaseEvent(
+  before: OperationPhase | undefined,
+  after: OperationStatus,
+  reason: string,
+  note: string,
+): OperationEvent[] {
+  if (before === after.phase) return [];
+  return [{ type: after.phase === 'Failed' ? 'Warning' : 'Normal', reason, note }];
+}
+
+/** The Blocked reason before this decision, to announce a change of reason while Blocked. */
+function blockedReason(op: Operation): string | undefined {
+  const c = findCondition(op.status?.conditions as Condition[] | undefined, CONDITION_BLOCKED);
+  return c?.status === 'True' ? c.reason : undefined;
+}
+
+// ---- the state machine ------------------------------------------------------------------------------
+
+export function decide<T extends Template>(input: DecideInput<T>): Decision {
+  const { op } = input;
+  const before = op.status?.phase;
+  const request = pendingReconcileRequest(op);
+  const handled = request !== undefined ? { reconcileHandled: request } : {};
+
+  if (isTerminalPhase(before)) {
+    if (request !== undefined && before === 'Failed') {
+      const retry = reconcileRetry(input);
+      if (retry.retry) return { ...decideFresh(input, resetForRetry(op)), ...handled };
+      return {
+        status: op.status ?? {},
+        events: [{ type: 'Normal', reason: 'ReconcileIgnored', note: retry.why }],
+        ...handled,
+        ...ttl(input),
+      };
+    }
+    return { status: op.status ?? {}, events: [], ...handled, ...ttl(input) };
+  }
+  const started = childRefsOf(op.status).length > 0 && before === 'Running';
+  if (op.spec.cancel) return { ...decideCancel(input, started), ...handled };
+  if (!started) return { ...decideFresh(input, op), ...handled };
+  return { ...decideRunning(input), ...handled };
+}
+
+function ttl(input: DecideInput): Pick<Decision, 'deleteOperation' | 'requeueAfterMs'> {
+  const { op, now } = input;
+  const seconds =
+    op.spec.policy?.ttlSecondsAfterFinished ?? templateOf(input)?.defaults?.ttlSecondsAfterFinished;
+  const finished = Date.parse(op.status?.finishedAt ?? '');
+  if (seconds === undefined || Number.isNaN(finished)) return {};
+  const at = finished + seconds * 1000;
+  return at <= now ? { deleteOperation: true } : { requeueAfterMs: at - now };
+}
+
+function templateOf(input: DecideInput): Template | undefined {
+  const r = resolveOperation(input.op, input.templates);
+  return r.ok ? r.template : undefined;
+}
+
+function reconcileRetry(input: DecideInput): { retry: boolean; why: string } {
+  const c = findCondition(input.op.status?.conditions as Condition[] | undefined, CONDITION_SUCCEEDED);
+  const reason = c?.reason ?? '';
+  if (RECONCILE_RETRY_REASONS.includes(reason)) return { retry: true, why: '' };
+  if (input.adapter && input.children.length > 0 && !ACCEPTED_REASONS.includes(reason as never)) {
+    const obs = input.adapter.observe(input.children, {
+      op: input.op,
+      attempt: input.op.status?.attempts ?? 1,
+    });
+    if (obs.phase === 'Failed' && obs.retryable === true) return { retry: true, why: '' };
+  }
+  return {
+    retry: false,
+    why: `ops.vworkspace.io/reconcile ignored: ${reason || 'this outcome'} is final (only ${RECONCILE_RETRY_REASONS.join(', ')} and retryable engine failures are re-run); create a new Operation`,
+  };
+}
+
+/** A Failed Operation being re-evaluated: back to Pending, history (attempts, template) kept. */
+function resetForRetry(op: Operation): Operation {
+  const status = structuredClone(op.status ?? {});
+  status.phase = 'Pending';
+  delete status.finishedAt;
+  delete status.startedAt;
+  delete status.queuePosition;
+  // A fresh evaluation: the grace period of TargetNotFound / RbacProfileMissing starts again.
+  const conds = (status.conditions ?? []) as Condition[];
+  status.conditions = conds.filter((c) => c.type === CONDITION_BLOCKED);
+  return { ...op, status };
+}
+
+function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): Decision {
+  const { now } = input;
+  const before = input.op.status?.phase;
+  const b = new StatusBuilder(op, now);
+  const facts = input.facts;
+  if (!facts) throw new Error('decide: preconditions facts are required before the Operation starts');
+  const result = evaluatePreconditions(op, input.templates, facts);
+  if (result.template) b.status.template = result.template.name;
+
+  if (result.outcome === 'rejected') {
+    b.drop(CONDITION_BLOCKED);
+    b.cond(CONDITION_ACCEPTED, 'False', result.reason, result.message);
+    if (!result.permanent) {
+      const grace = input.graceMs ?? DEFAULT_ACCEPTANCE_GRACE_MS;
+      const prev = findCondition(op.status?.conditions as Condition[] | undefined, CONDITION_ACCEPTED);
+      const since =
+        prev?.status === 'False' && prev.reason === result.reason ? Date.parse(prev.lastTransitionTime) : now;
+      const deadline = since + grace;
+      if (now < deadline) {
+        b.phase('Pending');
+        b.cond(
+          CONDITION_SUCCEEDED,
+          'Unknown',
+          result.reason,
+          `${result.message} (fails at ${formatTime(deadline)} if still so)`,
+        );
+        const events: OperationEvent[] =
+          prev?.reason !== result.reason || prev.status !== 'False'
+            ? [{ type: 'Warning', reason: result.reason, note: result.message }]
+            : [];
+        return { status: b.status, events, requeueAfterMs: deadline - now };
+      }
+    }
+    b.finish('Failed', result.reason, result.message);
+    return { status: b.status, events: phaseEvent(before, b.status, result.reason, result.message) };
+  }
+
+  if (result.outcome === 'blocked') {
+    b.drop(CONDITION_ACCEPTED);
+    b.phase('Blocked');
+    b.cond(CONDITION_BLOCKED, 'True', result.reason, result.message);
+    b.cond(CONDITION_SUCCEEDED, 'Unknown', result.reason, result.message);
+    if (result.queuePosition !== undefined) b.status.queuePosition = result.queuePosition;
+    else delete b.status.queuePosition;
+    const changed = before !== 'Blocked' || blockedReason(input.op) !== result.reason;
+    return {
+      status: b.status,
+      events: changed ? [{ type: 'Normal', reason: result.reason, note: result.message }] : [],
+      ...(result.wakeAt ? { requeueAfterMs: Math.max(1, result.wakeAt.getTime() - now) } : {}),
+    };
+  }
+
+  // satisfied
+  const adapter = input.adapter;
+  const accept = () => {
+    b.cond(CONDITION_ACCEPTED, 'True', 'TemplateValidated', result.message);
+    b.cond(CONDITION_BLOCKED, 'False', 'PreconditionsSatisfied', 'every precondition holds');
+  };
+  if (!adapter) {
+    const message = `this operator build has no adapter for engine ${op.spec.engine}; upgrade the operator or use another engine`;
+    b.cond(CONDITION_ACCEPTED, 'False', 'CapabilityMissing', message);
+    b.finish('Failed', 'CapabilityMissing', message);
+    return { status: b.status, events: phaseEvent(before, b.status, 'CapabilityMissing', message) };
+  }
+  const attempt = (op.status?.attempts ?? 0) + 1;
+  const target = facts.target!;
+  const m = adapter.materialize({
+    op,
+    target,
+    template: result.template as never,
+    parameters: result.parameters,
+    env: input.env,
+    attempt,
+  });
+  if (!m.ok) {
+    const reason = ACCEPTED_REASONS.includes(m.reason as never) ? m.reason : 'InvalidParameters';
+    b.cond(CONDITION_ACCEPTED, 'False', reason, m.message);
+    b.finish('Failed', reason, m.message);
+    return { status: b.status, events: phaseEvent(before, b.status, reason, m.message) };
+  }
+  const children = m.children.map((c) => withOwnership(op, c));
+  accept();
+  if (result.policy.dryRun) {
+    b.status.plan = { children: children as unknown[] } as Record<string, unknown>;
+    const names = children.map((c) => `${c.kind} ${c.metadata.namespace}/${c.metadata.name}`).join(', ');
+    const message = `dry run: nothing was created; status.plan holds ${names}`;
+    b.finish('Succeeded', 'DryRunCompleted', message);
+    return {
+      status: b.status,
+      events: phaseEvent(before, b.status, 'DryRunCompleted', message),
+      ...ttl({ ...input, op: { ...op, status: b.status } }),
+    };
+  }
+  // The children as created have no status yet: the adapter's observation of them is the initial
+  // progress reason (VeleroBackupInProgress, JobRunning, …).
+  const initial = adapter.observe(children, { op, attempt });
+  const progress = initial.phase === 'Running' ? initial : undefined;
+  const reason = progress?.reason ?? 'Running';
+  const refs = children.map(refOf);
+  b.phase('Running');
+  b.status.attempts = attempt;
+  b.status.startedAt ??= formatTime(now);
+  b.status.childRef = refs[0]!;
+  b.status.childRefs = refs;
+  delete b.status.outputs;
+  const message =
+    progress?.message ?? `created ${refs.map((r) => `${r.kind} ${r.namespace}/${r.name}`).join(', ')}`;
+  b.cond(CONDITION_RUNNING, 'True', reason, message);
+  b.cond(CONDITION_SUCCEEDED, 'Unknown', reason, message);
+  const note = `attempt ${attempt}: created ${refs.map((r) => `${r.kind} ${r.namespace}/${r.name}`).join(', ')}`;
+  return {
+    status: b.status,
+    create: children,
+    events: [{ type: 'Normal', reason: attempt > 1 ? 'Retrying' : 'Started', note }],
+    ...deadlineRequeue(input, b.status),
+  };
+}
+
+function deadlineAt(input: DecideInput, status: OperationStatus): number | undefined {
+  const seconds =
+    input.op.spec.policy?.activeDeadlineSeconds ?? templateOf(input)?.defaults?.activeDeadlineSeconds;
+  const started = Date.parse(status.startedAt ?? '');
+  if (seconds === undefined || Number.isNaN(started)) return undefined;
+  return started + seconds * 1000;
+}
+
+function deadlineRequeue(input: DecideInput, status: OperationStatus): Pick<Decision, 'requeueAfterMs'> {
+  const at = deadlineAt(input, status);
+  return at === undefined ? {} : { requeueAfterMs: Math.max(1, at - input.now) };
+}
+
+function decideCancel(input: DecideInput, started: boolean): Decision {
+  const { op, now } = input;
+  const before = op.status?.phase;
+  const b = new StatusBuilder(op, now);
+  if (!started) {
+    const message = 'spec.cancel: cancelled before any child was created';
+    b.finish('Cancelled', 'Cancelled', message);
+    return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
+  }
+  const adapter = input.adapter;
+  const obs =
+    adapter && input.children.length > 0 ? adapter.observe(input.children, attemptOf(op)) : undefined;
+  const names = childRefsOf(op.status)
+    .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
+    .join(', ');
+  if (!obs || obs.phase !== 'Running') {
+    const message = `spec.cancel: ${names} stopped${obs ? ` (${obs.reason})` : ' (deleted)'}`;
+    b.finish('Cancelled', 'Cancelled', message);
+    return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
+  }
+  const actions = adapter!.cancel(input.children).filter((a) => a.kind !== 'none');
+  if (actions.length === 0) {
+    const message = `spec.cancel: engine ${op.spec.engine} cannot stop ${names}; it may still finish on its own`;
+    b.finish('Cancelled', 'Cancelled', message);
+    return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
+  }
+  const message = `spec.cancel: stopping ${names}; waiting for it to stop`;
+  b.cond(CONDITION_RUNNING, 'True', obs.reason, message);
+  b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, message);
+  const announce = findCondition(
+    op.status?.conditions as Condition[] | undefined,
+    CONDITION_RUNNING,
+  )?.message;
+  return {
+    status: b.status,
+    cancel: actions,
+    events: announce === message ? [] : [{ type: 'Normal', reason: 'Cancelling', note: message }],
+  };
+}
+
+function attemptOf(op: Operation): { op: Operation; attempt: number } {
+  return { op, attempt: op.status?.attempts ?? 1 };
+}
+
+function decideRunning(input: DecideInput): Decision {
+  const { op, now } = input;
+  const b = new StatusBuilder(op, now);
+  const adapter = input.adapter;
+  const refs = childRefsOf(op.status);
+  const names = refs.map((r) => `${r.kind} ${r.namespace}/${r.name}`).join(', ');
+  const attempt = op.status?.attempts ?? 1;
+  const retryLimit = op.spec.policy?.retryLimit ?? templateOf(input)?.defaults?.retryLimit ?? 0;
+
+  // activeDeadlineSeconds: stop the child, fail now (as a Job does), whatever it reports.
+  const deadline = deadlineAt(input, b.status);
+  if (deadline !== undefined && now >= deadline) {
+    const seconds = (deadline - Date.parse(b.status.startedAt ?? '')) / 1000;
+    const message = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed; ${names} was stopped. Raise the deadline on a new Operation if the work needs longer`;
+    b.finish('Failed', 'DeadlineExceeded', message);
+    const cancel = adapter && input.children.length > 0 ? adapter.cancel(input.children) : [];
+    return {
+      status: b.status,
+      cancel: cancel.filter((a) => a.kind !== 'none'),
+      events: phaseEvent('Running', b.status, 'DeadlineExceeded', message),
+      ...ttl({ ...input, op: { ...op, status: b.status } }),
+    };
+  }
+  if (!adapter) throw new Error(`no adapter for engine ${op.spec.engine}`);
+
+  let obs: Observation;
+  if (input.children.length === 0) {
+    obs = {
+      phase: 'Failed',
+      reason: 'ChildDeleted',
+      message: `${names} was deleted by someone else before it finished`,
+      retryable: true,
+    };
+  } else {
+    obs = adapter.observe(input.children, { op, attempt });
+  }
+  if (obs.outputs && Object.keys(obs.outputs).length > 0) {
+    b.status.outputs = { ...(b.status.outputs ?? {}), ...obs.outputs };
+  }
+
+  if (obs.phase === 'Running') {
+    b.cond(CONDITION_RUNNING, 'True', obs.reason, obs.message);
+    b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, obs.message);
+    return { status: b.status, events: [], ...deadlineRequeue(input, b.status) };
+  }
+  if (obs.phase === 'Succeeded') {
+    b.finish('Succeeded', obs.reason, obs.message);
+    return {
+      status: b.status,
+      events: phaseEvent('Running', b.status, obs.reason, obs.message),
+      ...ttl({ ...input, op: { ...op, status: b.status } }),
+    };
+  }
+
+  // Failed.
+  const retryable = obs.retryable !== false;
+  if (retryable && attempt <= retryLimit) {
+    if (input.failureSeenAt === undefined || input.failureSeenAt > now) {
+      const wait = retryBackoffMs(attempt);
+      const message = `attempt ${attempt} failed (${obs.reason}: ${obs.message}); attempt ${attempt + 1} of ${retryLimit + 1} starts in ${wait / 1000}s`;
+      b.cond(CONDITION_RUNNING, 'True', obs.reason === 'ChildDeleted' ? 'Running' : obs.reason, message);
+      b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason === 'ChildDeleted' ? 'Running' : obs.reason, message);
+      return {
+        status: b.status,
+        events: [{ type: 'Warning', reason: 'AttemptFailed', note: message }],
+        failureSeen: true,
+        requeueAfterMs: wait,
+      };
+    }
+    const due = input.failureSeenAt + retryBackoffMs(attempt);
+    if (now < due) return { status: b.status, events: [], requeueAfterMs: due - now };
+    // Next attempt: same preconditions already held; materialize attempt N+1 with a new name.
+    const resolved = resolveOperation(op, input.templates);
+    const target = input.target;
+    if (!resolved.ok || !target) {
+      const message = resolved.ok
+        ? `attempt ${attempt} failed (${obs.reason}) and the target is gone; no retry`
+        : resolved.message;
+      b.finish('Failed', resolved.ok ? 'TargetNotFound' : resolved.reason, message);
+      return { status: b.status, events: phaseEvent('Running', b.status, 'Failed', message) };
+    }
+    const m = adapter.materialize({
+      op,
+      target,
+      template: resolved.template as never,
+      parameters: resolved.parameters,
+      env: input.env,
+      attempt: attempt + 1,
+    });
+    if (!m.ok) {
+      b.finish('Failed', obs.reason, `${obs.message}; retry impossible: ${m.message}`);
+      return { status: b.status, events: phaseEvent('Running', b.status, obs.reason, m.message) };
+    }
+    const children = m.children.map((c) => withOwnership(op, c));
+    const newRefs = children.map(refOf);
+    b.status.attempts = attempt + 1;
+    b.status.childRef = newRefs[0]!;
+    b.status.childRefs = newRefs;
+    delete b.status.outputs;
+    const initial = adapter.observe(children, { op, attempt: attempt + 1 });
+    const reason = initial.phase === 'Running' ? initial.reason : 'Running';
+    const message = `attempt ${attempt + 1} of ${retryLimit + 1}: created ${newRefs.map((r) => `${r.kind} ${r.namespace}/${r.name}`).join(', ')} after ${obs.reason}`;
+    b.cond(CONDITION_RUNNING, 'True', reason, message);
+    b.cond(CONDITION_SUCCEEDED, 'Unknown', reason, message);
+    return {
+      status: b.status,
+      create: children,
+      events: [{ type: 'Normal', reason: 'Retrying', note: message }],
+      ...deadlineRequeue(input, b.status),
+    };
+  }
+  if (retryable && (retryLimit > 0 || obs.reason === 'ChildDeleted')) {
+    const message = `${obs.reason}: ${obs.message}; gave up after ${attempt} attempt(s) (policy.retryLimit ${retryLimit}). Fix the cause, then set a new value of ops.vworkspace.io/reconcile to try again`;
+    b.finish('Failed', 'RetryLimitExceeded', message);
+    return {
+      status: b.status,
+      events: phaseEvent('Running', b.status, 'RetryLimitExceeded', message),
+      ...ttl({ ...input, op: { ...op, status: b.status } }),
+    };
+  }
+  b.finish('Failed', obs.reason, obs.message);
+  return {
+    status: b.status,
+    events: phaseEvent('Running', b.status, obs.reason, obs.message),
+    ...ttl({ ...input, op: { ...op, status: b.status } }),
+  };
+}

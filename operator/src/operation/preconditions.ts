@@ -1,0 +1,288 @@
+// The preconditions of an Operation, evaluated before any child exists. Pure: a function of the
+// Operation and facts the controller looked up (templates, target, access review results, the other
+// Operations, which Secrets/ServiceAccounts exist, the time).
+//
+// Order (docs/conditions.md): first the request itself — template resolution (TemplateNotFound) and
+// spec.parameters (InvalidParameters), since the template decides which preconditions apply — then, in
+// the order of PRECONDITIONS: TargetExists → CapabilityAdvertised → TemplateSelectors →
+// RbacProfilePresent → ApprovalGiven → TargetReady (when requireReady) → NoConflictingOperation →
+// RequiredSecretsPresent → RequiredServiceAccountPresent → MaintenanceWindow. The first one that does
+// not hold decides.
+//
+// Outcomes:
+//   rejected  Accepted=False. `permanent` ones (TemplateNotFound, InvalidParameters, CapabilityMissing,
+//             SelectorMismatch) end the Operation at once. TargetNotFound and RbacProfileMissing are
+//             fixed by creating something (the instance, a RoleBinding), so they wait a grace period
+//             first (ADR 0003).
+//   blocked   Blocked=True: waiting; re-evaluated on the events that can unblock it. Never fails.
+//   satisfied Accepted=True/TemplateValidated: materialize the child.
+import { ANNOTATION_APPROVE } from '../api/annotations.ts';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import type { PreconditionName } from '../api/enums.ts';
+import type { Operation } from '../api/operation.ts';
+import { CONDITION_READY } from '../api/reasons.ts';
+import { requiredObjects, validateParameters } from '../catalog/parameters.ts';
+import { type EffectivePolicy, effectivePolicy } from '../catalog/policy.ts';
+import { resolveTemplate } from '../catalog/resolve.ts';
+import { matchTemplateTarget } from '../catalog/selectors.ts';
+import type { MaintenanceWindow, Template } from '../catalog/template.ts';
+import type { AccessAttributes } from '../rbac/profiles.ts';
+import { describeAccess } from '../rbac/profiles.ts';
+import { windowState } from '../schedule/window.ts';
+import { findConflicts } from './conflicts.ts';
+
+/** Result of the RbacProfilePresent access reviews for the template's profile. */
+export type RbacResult =
+  | { allowed: true }
+  | { allowed: false; unknownProfile: true }
+  | { allowed: false; missing: readonly AccessAttributes[] };
+
+export interface PreconditionFacts {
+  now: Date;
+  target: ApplicationInstance | undefined;
+  /** Access review results of the resolved template's rbacProfile. */
+  rbac: RbacResult;
+  /** Operations of the namespace (the conflict queue is computed from them). */
+  operations: readonly Operation[];
+  /** Names of the Secrets / ServiceAccounts that exist, among those the template requires. */
+  secrets: ReadonlySet<string>;
+  serviceAccounts: ReadonlySet<string>;
+  /** The maintenance window of the target's catalog application, if it has one. */
+  applicationWindow?: MaintenanceWindow;
+}
+
+export type Resolved<T extends Template = Template> =
+  | { ok: true; template: T; parameters: Record<string, unknown>; policy: EffectivePolicy }
+  | { ok: false; reason: 'TemplateNotFound' | 'InvalidParameters'; message: string };
+
+export type PreconditionResult<T extends Template = Template> =
+  | {
+      outcome: 'rejected';
+      precondition: 'Template' | 'Parameters' | PreconditionName;
+      reason:
+        | 'TemplateNotFound'
+        | 'InvalidParameters'
+        | 'TargetNotFound'
+        | 'CapabilityMissing'
+        | 'SelectorMismatch'
+        | 'RbacProfileMissing';
+      message: string;
+      /** false: may be fixed by creating something; the controller waits its grace period first. */
+      permanent: boolean;
+      template?: T;
+    }
+  | {
+      outcome: 'blocked';
+      precondition: PreconditionName;
+      reason:
+        | 'AwaitingApproval'
+        | 'TargetNotReady'
+        | 'ConflictingOperation'
+        | 'MissingSecret'
+        | 'MissingServiceAccount'
+        | 'OutsideMaintenanceWindow';
+      message: string;
+      template: T;
+      queuePosition?: number;
+      /** OutsideMaintenanceWindow: when it opens (requeue exactly then). */
+      wakeAt?: Date;
+    }
+  | {
+      outcome: 'satisfied';
+      template: T;
+      parameters: Record<string, unknown>;
+      policy: EffectivePolicy;
+      message: string;
+    };
+
+/** Template resolution and parameters: everything about the request that needs no cluster facts. */
+export function resolveOperation<T extends Template>(op: Operation, templates: readonly T[]): Resolved<T> {
+  const res = resolveTemplate(templates, {
+    type: op.spec.type,
+    engine: op.spec.engine,
+    ...(op.spec.template !== undefined ? { template: op.spec.template } : {}),
+  });
+  if (!res.ok) {
+    return {
+      ok: false,
+      reason: 'TemplateNotFound',
+      message: `${res.message}. Create a new Operation naming an existing template, or add the template to the catalog (this one is retried when the catalog changes and on the ops.vworkspace.io/reconcile annotation).`,
+    };
+  }
+  const params = validateParameters(res.template, op.spec.parameters);
+  if (!params.ok) {
+    return {
+      ok: false,
+      reason: 'InvalidParameters',
+      message: `${params.message}. spec.parameters is immutable: create a new Operation with valid parameters.`,
+    };
+  }
+  return {
+    ok: true,
+    template: res.template,
+    parameters: params.parameters,
+    policy: effectivePolicy(op.spec.type, op.spec.policy, res.template.defaults),
+  };
+}
+
+function isReady(target: ApplicationInstance): { ready: boolean; reason?: string; message?: string } {
+  const c = target.status?.conditions?.find((x) => x.type === CONDITION_READY);
+  return { ready: c?.status === 'True', ...(c ? { reason: c.reason, message: c.message } : {}) };
+}
+
+function listed(template: Template, name: PreconditionName): boolean {
+  return template.preconditions.some((p) => p.name === name);
+}
+
+function fmt(d: Date): string {
+  return d.toISOString().replace(/\.000Z$/, 'Z');
+}
+
+export function evaluatePreconditions<T extends Template>(
+  op: Operation,
+  templates: readonly T[],
+  facts: PreconditionFacts,
+): PreconditionResult<T> {
+  const resolved = resolveOperation(op, templates);
+  if (!resolved.ok) {
+    return {
+      outcome: 'rejected',
+      precondition: resolved.reason === 'TemplateNotFound' ? 'Template' : 'Parameters',
+      reason: resolved.reason,
+      message: resolved.message,
+      permanent: true,
+    };
+  }
+  const { template, parameters, policy } = resolved;
+  const ns = op.metadata.namespace ?? '';
+  const targetName = op.spec.targetRef.name;
+  const reject = (
+    precondition: PreconditionName,
+    reason: Extract<PreconditionResult, { outcome: 'rejected' }>['reason'],
+    message: string,
+    permanent: boolean,
+  ): PreconditionResult<T> => ({ outcome: 'rejected', precondition, reason, message, permanent, template });
+  const block = (
+    precondition: PreconditionName,
+    reason: Extract<PreconditionResult, { outcome: 'blocked' }>['reason'],
+    message: string,
+    extra: { queuePosition?: number; wakeAt?: Date } = {},
+  ): PreconditionResult<T> => ({ outcome: 'blocked', precondition, reason, message, template, ...extra });
+
+  // TargetExists
+  const target = facts.target;
+  if (!target) {
+    return reject(
+      'TargetExists',
+      'TargetNotFound',
+      `ApplicationInstance ${targetName} does not exist in namespace ${ns}; create it (the Operation starts when it appears) or create a new Operation naming an existing instance`,
+      false,
+    );
+  }
+  // CapabilityAdvertised, TemplateSelectors
+  const match = matchTemplateTarget(template, {
+    name: targetName,
+    annotations: target.metadata.annotations ?? {},
+    labels: target.metadata.labels ?? {},
+  });
+  if (!match.ok) {
+    return reject(
+      match.reason === 'CapabilityMissing' ? 'CapabilityAdvertised' : 'TemplateSelectors',
+      match.reason,
+      match.message,
+      true,
+    );
+  }
+  // RbacProfilePresent
+  if (!facts.rbac.allowed) {
+    const message =
+      'unknownProfile' in facts.rbac
+        ? `template ${template.name} names RBAC profile ${template.rbacProfile}, which this operator version does not know; fix the template's rbacProfile in the catalog`
+        : `the operator lacks RBAC profile ${template.rbacProfile}: missing ${facts.rbac.missing
+            .slice(0, 5)
+            .map(describeAccess)
+            .join(
+              ', ',
+            )}${facts.rbac.missing.length > 5 ? ', …' : ''}. Bind ClusterRole vworkspace-profile-${template.rbacProfile.replace(/\./g, '-').toLowerCase()} to the operator's ServiceAccount with a RoleBinding there (docs/security/rbac.md); the Operation starts once it is granted`;
+    return reject('RbacProfilePresent', 'RbacProfileMissing', message, false);
+  }
+  // ApprovalGiven
+  if (policy.requiresApproval && op.metadata.annotations?.[ANNOTATION_APPROVE] !== 'true') {
+    return block(
+      'ApprovalGiven',
+      'AwaitingApproval',
+      `policy.requiresApproval: waiting for approval; someone allowed to approve runs \`kubectl annotate operation ${op.metadata.name} -n ${ns} ${ANNOTATION_APPROVE}=true\` (or cancel it with spec.cancel: true)`,
+    );
+  }
+  // TargetReady
+  if (policy.requireReady) {
+    const r = isReady(target);
+    if (!r.ready) {
+      const why = r.reason
+        ? `Ready is not True (${r.reason}${r.message ? `: ${r.message}` : ''})`
+        : 'no Ready condition yet';
+      return block(
+        'TargetReady',
+        'TargetNotReady',
+        `ApplicationInstance ${targetName}: ${why}; waiting until it is Ready (fix the release, or set policy.requireReady: false on a new Operation to run anyway)`,
+      );
+    }
+  }
+  // NoConflictingOperation
+  if (listed(template, 'NoConflictingOperation')) {
+    const c = findConflicts(op, facts.operations);
+    if (c.running.length > 0 || c.ahead.length > 0) {
+      const parts = [
+        c.running.length > 0 ? `running: ${c.running.join(', ')}` : '',
+        c.ahead.length > 0 ? `queued ahead: ${c.ahead.join(', ')}` : '',
+      ].filter(Boolean);
+      return block(
+        'NoConflictingOperation',
+        'ConflictingOperation',
+        `waits for conflicting Operations on ${targetName} (${parts.join('; ')}); position ${c.queuePosition} in the queue, starts automatically when they finish`,
+        { queuePosition: c.queuePosition },
+      );
+    }
+  }
+  // RequiredSecretsPresent / RequiredServiceAccountPresent
+  const required = requiredObjects(template, parameters);
+  const missingSecrets = required.secrets.filter((s) => !facts.secrets.has(s));
+  if (missingSecrets.length > 0) {
+    return block(
+      'RequiredSecretsPresent',
+      'MissingSecret',
+      `Secret ${missingSecrets.join(', ')} does not exist in namespace ${ns}; create it (the Operation starts when it appears)`,
+    );
+  }
+  const missingSas = required.serviceAccounts.filter((s) => !facts.serviceAccounts.has(s));
+  if (missingSas.length > 0) {
+    return block(
+      'RequiredServiceAccountPresent',
+      'MissingServiceAccount',
+      `ServiceAccount ${missingSas.join(', ')} does not exist in namespace ${ns}; create it and bind the runner's Role to it (the Operation starts when it appears)`,
+    );
+  }
+  // MaintenanceWindow: the template's and the application's; each must be open.
+  for (const [what, w] of [
+    [`template ${template.name}`, template.maintenanceWindow],
+    ['the catalog application', facts.applicationWindow],
+  ] as const) {
+    if (!w) continue;
+    const s = windowState(w, facts.now);
+    if (!s.open && s.opensAt) {
+      return block(
+        'MaintenanceWindow',
+        'OutsideMaintenanceWindow',
+        `outside the maintenance window of ${what} (${w.schedule}${w.timeZone ? ` ${w.timeZone}` : ''}, ${w.duration}); starts automatically when it opens at ${fmt(s.opensAt)}`,
+        { wakeAt: s.opensAt },
+      );
+    }
+  }
+  return {
+    outcome: 'satisfied',
+    template,
+    parameters,
+    policy,
+    message: `template ${template.name}: parameters valid, preconditions satisfied`,
+  };
+}

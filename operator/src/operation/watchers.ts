@@ -1,0 +1,233 @@
+// Informers the Operation controller starts on demand:
+//
+// ChildWatcher: one cluster-wide informer per engine child kind, selecting `ops.vworkspace.io/operation`
+// (only our children), started the first time an Operation of that engine needs it. Started lazily
+// because an engine's CRD may not be installed: an informer on a missing kind would never sync and
+// would hold up the controller. Child events enqueue the owning Operation (progress is watch-driven).
+//
+// NameWatcher: narrow watches (fieldSelector metadata.name=<name>) on the Secrets / ServiceAccounts a
+// Blocked Operation waits for, started while someone waits for them and stopped afterwards. Secret
+// data never reaches the cache: objects are reduced to their metadata on receipt.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
+import { type Clock, realClock } from '../runtime/clock.ts';
+import { Informer, kubeListerWatcher, type ListerWatcher } from '../runtime/informer.ts';
+import { keyOf } from '../runtime/keys.ts';
+import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
+import { type Logger, silentLogger } from '../runtime/logger.ts';
+
+export interface ChildKind {
+  apiVersion: string;
+  kind: string;
+  plural: string;
+}
+
+export interface ChildRefLike {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace: string;
+}
+
+/** The Operation key a child belongs to, from its labels. */
+export function operationKeyOfChild(child: KubernetesObject): string | undefined {
+  const l = child.metadata?.labels ?? {};
+  const name = l[LABEL_OPERATION];
+  const ns = l[LABEL_OPERATION_NAMESPACE] ?? child.metadata?.namespace;
+  return name && ns ? keyOf(ns, name) : undefined;
+}
+
+export interface WatcherDeps {
+  kc: KubeConfig;
+  client: KubeClient;
+  mapper: RestMapper;
+  clock?: Clock;
+  logger?: Logger;
+  /** Tests: list/watch sources instead of the API server. */
+  listerWatcher?: (resource: {
+    group: string;
+    version: string;
+    plural: string;
+  }) => ListerWatcher<KubernetesObject>;
+}
+
+export class ChildWatcher {
+  readonly #deps: WatcherDeps;
+  readonly #onEvent: (operationKey: string) => void;
+  readonly #informers = new Map<string, Informer<KubernetesObject>>();
+
+  constructor(deps: WatcherDeps, onEvent: (operationKey: string) => void) {
+    this.#deps = deps;
+    this.#onEvent = onEvent;
+  }
+
+  /** Starts the informer of `kind` if not yet running. */
+  ensure(kind: ChildKind): Informer<KubernetesObject> {
+    const id = `${kind.apiVersion}/${kind.kind}`;
+    let inf = this.#informers.get(id);
+    if (inf) return inf;
+    this.#deps.mapper.register(kind.apiVersion, kind.kind, kind.plural, true);
+    const gv = splitApiVersion(kind.apiVersion);
+    const resource = { ...gv, plural: kind.plural };
+    inf = new Informer<KubernetesObject>({
+      name: `children-${kind.plural}${gv.group ? `.${gv.group}` : ''}`,
+      listerWatcher:
+        this.#deps.listerWatcher?.(resource) ??
+        kubeListerWatcher<KubernetesObject>(this.#deps.kc, resource, this.#deps.client),
+      labelSelector: LABEL_OPERATION,
+      clock: this.#deps.clock ?? realClock,
+      logger: this.#deps.logger ?? silentLogger,
+    });
+    const enqueue = (o: KubernetesObject) => {
+      const key = operationKeyOfChild(o);
+      if (key) this.#onEvent(key);
+    };
+    inf.addEventHandler({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+    inf.start();
+    this.#informers.set(id, inf);
+    return inf;
+  }
+
+  /**
+   * The child as it is now: from the cache when the informer has it, else read from the API server
+   * (the cache may not have seen a child created a moment ago). undefined = it does not exist.
+   */
+  async get(
+    ref: ChildRefLike,
+    kind: ChildKind | undefined,
+    signal?: AbortSignal,
+  ): Promise<KubernetesObject | undefined> {
+    if (kind) {
+      const inf = this.ensure(kind);
+      const cached = inf.hasSynced() ? inf.get(ref.name, ref.namespace) : undefined;
+      if (cached) return cached;
+    }
+    try {
+      const path = await this.#deps.mapper.pathFor({
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+        metadata: { name: ref.name, namespace: ref.namespace },
+      });
+      const obj = await this.#deps.client.request<KubernetesObject>({
+        method: 'GET',
+        path,
+        ...(signal ? { signal } : {}),
+      });
+      obj.apiVersion ??= ref.apiVersion;
+      obj.kind ??= ref.kind;
+      return obj;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.#informers.values()].map((i) => i.stop()));
+    this.#informers.clear();
+  }
+}
+
+/** Keeps only metadata: a watched Secret's data must never sit in memory or reach a log. */
+function metadataOnly<T extends KubernetesObject>(lw: ListerWatcher<T>): ListerWatcher<T> {
+  const strip = (o: unknown): T => {
+    const obj = o as T;
+    return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata } as T;
+  };
+  return {
+    async list(opts, signal) {
+      const r = await lw.list(opts, signal);
+      return { ...r, items: r.items.map(strip) };
+    },
+    watch(opts, onEvent, signal) {
+      return lw.watch(
+        opts,
+        (type, obj) => onEvent(type, type === 'ERROR' || type === 'BOOKMARK' ? obj : strip(obj)),
+        signal,
+      );
+    },
+  };
+}
+
+export type NamedKind = 'secrets' | 'serviceaccounts';
+
+/** On-demand watches of single named objects, reference-counted by the Operations waiting for them. */
+export class NameWatcher {
+  readonly #deps: WatcherDeps;
+  readonly #onChange: (kind: NamedKind, namespace: string, name: string) => void;
+  readonly #informers = new Map<string, Informer<KubernetesObject>>();
+  readonly #wanted = new Map<string, Set<string>>(); // operation key → informer ids
+
+  constructor(deps: WatcherDeps, onChange: (kind: NamedKind, namespace: string, name: string) => void) {
+    this.#deps = deps;
+    this.#onChange = onChange;
+  }
+
+  static id(kind: NamedKind, namespace: string, name: string): string {
+    return `${kind}/${namespace}/${name}`;
+  }
+
+  /** Starts (if needed) the watch of one object and reports whether it exists, once the watch listed. */
+  async exists(
+    operationKey: string,
+    kind: NamedKind,
+    namespace: string,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const id = NameWatcher.id(kind, namespace, name);
+    let set = this.#wanted.get(operationKey);
+    if (!set) {
+      set = new Set();
+      this.#wanted.set(operationKey, set);
+    }
+    set.add(id);
+    let inf = this.#informers.get(id);
+    if (!inf) {
+      const resource = { group: '', version: 'v1', plural: kind, namespace };
+      const lw =
+        this.#deps.listerWatcher?.(resource) ??
+        kubeListerWatcher<KubernetesObject>(this.#deps.kc, resource, this.#deps.client);
+      inf = new Informer<KubernetesObject>({
+        name: `wait-${id}`,
+        listerWatcher: metadataOnly(lw),
+        fieldSelector: `metadata.name=${name}`,
+        clock: this.#deps.clock ?? realClock,
+        logger: this.#deps.logger ?? silentLogger,
+      });
+      const changed = () => this.#onChange(kind, namespace, name);
+      inf.addEventHandler({ add: changed, delete: changed });
+      inf.start();
+      this.#informers.set(id, inf);
+    }
+    const timeout = AbortSignal.timeout(10_000);
+    const synced = await inf.waitForSync(signal ? AbortSignal.any([signal, timeout]) : timeout);
+    if (!synced) throw new Error(`could not list ${kind} ${namespace}/${name} yet; retrying`);
+    return inf.get(name, namespace) !== undefined;
+  }
+
+  /** The Operation waits for nothing (any more): stop the watches nobody else needs. */
+  release(operationKey: string, keep: readonly string[] = []): void {
+    const set = this.#wanted.get(operationKey);
+    if (!set) return;
+    for (const id of [...set]) if (!keep.includes(id)) set.delete(id);
+    if (set.size === 0) this.#wanted.delete(operationKey);
+    const inUse = new Set([...this.#wanted.values()].flatMap((s) => [...s]));
+    for (const [id, inf] of this.#informers) {
+      if (inUse.has(id)) continue;
+      this.#informers.delete(id);
+      void inf.stop();
+    }
+  }
+
+  /** Informers running now (tests). */
+  get watching(): string[] {
+    return [...this.#informers.keys()];
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.#informers.values()].map((i) => i.stop()));
+    this.#informers.clear();
+    this.#wanted.clear();
+  }
+}

@@ -1,0 +1,109 @@
+// The operator's own permissions, as data: what packaging turns into the CSV's clusterPermissions
+// (cluster-wide) and permissions (operator namespace). Everything that WRITES in an application
+// namespace is absent on purpose: it comes from a profile RoleBinding there (profiles.ts).
+//
+// Cluster-wide the operator only reads and watches, plus: its own kinds (status, Operations created by
+// CronOperation/WatchOperation, TTL deletion), access reviews, and Events about its own objects.
+
+export interface PolicyRule {
+  apiGroups: readonly string[];
+  resources: readonly string[];
+  verbs: readonly string[];
+  /** Why the operator needs it (shown in docs/security/rbac.md). */
+  why: string;
+}
+
+const READ = ['get', 'list', 'watch'] as const;
+
+export const OPERATOR_CLUSTER_RULES: readonly PolicyRule[] = [
+  {
+    apiGroups: ['apps.vworkspace.io'],
+    resources: ['applicationinstances'],
+    verbs: [...READ, 'patch'],
+    why: 'follow instances; project catalog capabilities onto them (Pull mode)',
+  },
+  {
+    apiGroups: ['apps.vworkspace.io'],
+    resources: ['applicationinstances/status'],
+    verbs: ['get', 'patch', 'update'],
+    why: 'write Ready and status.release',
+  },
+  {
+    apiGroups: ['ops.vworkspace.io'],
+    resources: ['operations', 'cronoperations', 'watchoperations'],
+    verbs: [...READ, 'create', 'patch', 'update', 'delete'],
+    why: 'reconcile them; CronOperation/WatchOperation create Operations; ttlSecondsAfterFinished and history limits delete them',
+  },
+  {
+    apiGroups: ['ops.vworkspace.io'],
+    resources: ['operations/status', 'cronoperations/status', 'watchoperations/status'],
+    verbs: ['get', 'patch', 'update'],
+    why: 'write status',
+  },
+  {
+    apiGroups: ['authorization.k8s.io'],
+    resources: ['selfsubjectaccessreviews', 'subjectaccessreviews'],
+    verbs: ['create'],
+    why: 'RbacProfilePresent (own access) and the webhook confused-deputy check (requester access)',
+  },
+  {
+    apiGroups: ['events.k8s.io'],
+    resources: ['events'],
+    verbs: ['create', 'patch'],
+    why: 'an Event on every Operation phase change and instance Ready change',
+  },
+  {
+    apiGroups: [''],
+    resources: ['secrets'],
+    verbs: ['list', 'watch'],
+    why: 'Helm release records (field selector type=helm.sh/release.v1) and name-scoped watches of Secrets an Operation waits for (MissingSecret); never get, data is dropped on receipt',
+  },
+  {
+    apiGroups: [''],
+    resources: ['serviceaccounts'],
+    verbs: ['list', 'watch'],
+    why: 'MissingServiceAccount: wake Operations when the runner ServiceAccount appears',
+  },
+  {
+    apiGroups: ['rbac.authorization.k8s.io'],
+    resources: ['rolebindings', 'clusterrolebindings'],
+    verbs: ['list', 'watch'],
+    why: 'RbacProfileMissing: re-check access when a profile is granted',
+  },
+  {
+    apiGroups: ['batch'],
+    resources: ['jobs'],
+    verbs: READ,
+    why: 'follow engine children (label ops.vworkspace.io/operation) by watch',
+  },
+  {
+    apiGroups: ['velero.io'],
+    resources: ['backups', 'restores'],
+    verbs: READ,
+    why: 'follow engine children',
+  },
+  { apiGroups: ['argoproj.io'], resources: ['workflows'], verbs: READ, why: 'follow engine children' },
+  {
+    apiGroups: ['volsync.backube'],
+    resources: ['replicationsources', 'replicationdestinations'],
+    verbs: READ,
+    why: 'follow engine children',
+  },
+  {
+    apiGroups: ['snapshot.storage.k8s.io'],
+    resources: ['volumesnapshots'],
+    verbs: READ,
+    why: 'follow engine children',
+  },
+];
+
+/** In the operator's own namespace (CSV `permissions`). */
+export const OPERATOR_NAMESPACE_RULES: readonly PolicyRule[] = [
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    verbs: ['get', 'create', 'update'],
+    why: 'leader election',
+  },
+  { apiGroups: [''], resources: ['configmaps'], verbs: READ, why: 'the catalog ConfigMaps' },
+];

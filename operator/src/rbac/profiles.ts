@@ -1,0 +1,140 @@
+// RBAC profiles as data: for each stable profile id (DESIGN §3), the rules the operator needs and the
+// namespace each rule applies in. One table feeds three consumers:
+//   - the RbacProfilePresent precondition (a SelfSubjectAccessReview per rule and verb, as the operator);
+//   - hack/generate.ts, which writes one ClusterRole per profile into bundle/manifests/;
+//   - docs/security/rbac.md, which shows the same rules to the people who grant them.
+//
+// Granting a profile in a namespace is one RoleBinding of the profile's ClusterRole to the operator's
+// ServiceAccount there. Rules with `scope: 'velero'` apply in the Velero namespace (where velero.io Backups
+// and Restores live): the Velero profiles are bound there, once per cluster; which tenant may back up
+// what is decided per namespace by the webhook's SubjectAccessReview of the requester.
+import { type BuiltinRbacProfile, RBAC_PROFILES } from '../api/enums.ts';
+
+/** Where a rule applies: the Operation's (= the target's) namespace, or the Velero namespace. */
+export type RuleScope = 'target' | 'velero';
+
+export interface ProfileRule {
+  /** '' for the core group. */
+  apiGroup: string;
+  resource: string;
+  verbs: readonly string[];
+  scope: RuleScope;
+}
+
+export interface RbacProfile {
+  id: BuiltinRbacProfile;
+  description: string;
+  rules: readonly ProfileRule[];
+}
+
+/** Label on every generated profile ClusterRole: the profile id. */
+export const LABEL_RBAC_PROFILE = 'ops.vworkspace.io/rbac-profile';
+
+// Server-side apply needs `patch`, and `create` when the apply creates the object; `delete` cancels
+// (Jobs) and cleans up; get/list/watch read the children back.
+const WRITE = ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'] as const;
+const READ = ['get', 'list', 'watch'] as const;
+
+const rule = (apiGroup: string, resource: string, verbs: readonly string[], scope: RuleScope = 'target') => ({
+  apiGroup,
+  resource,
+  verbs,
+  scope,
+});
+
+const PVC_READ = rule('', 'persistentvolumeclaims', ['get', 'list']);
+
+export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacProfile>> = {
+  'backup.velero': {
+    id: 'backup.velero',
+    description: 'Create and follow velero.io Backups in the Velero namespace.',
+    rules: [rule('velero.io', 'backups', WRITE, 'velero')],
+  },
+  'restore.velero': {
+    id: 'restore.velero',
+    description: 'Create and follow velero.io Restores (from existing Backups) in the Velero namespace.',
+    rules: [rule('velero.io', 'restores', WRITE, 'velero'), rule('velero.io', 'backups', READ, 'velero')],
+  },
+  'upgrade.helm': {
+    id: 'upgrade.helm',
+    description: 'Run the helm CLI runner Job (as the namespace runner ServiceAccount) in the namespace.',
+    rules: [rule('batch', 'jobs', WRITE)],
+  },
+  'migration.helmHookJob': {
+    id: 'migration.helmHookJob',
+    description: 'Run the chart-provided migration Job, read from its ConfigMap, in the namespace.',
+    rules: [rule('batch', 'jobs', WRITE), rule('', 'configmaps', ['get'])],
+  },
+  'runCommand.job': {
+    id: 'runCommand.job',
+    description: 'Run a command Job (allowlisted image, runner ServiceAccount) in the namespace.',
+    rules: [rule('batch', 'jobs', WRITE)],
+  },
+  'runbook.workflow': {
+    id: 'runbook.workflow',
+    description: 'Submit and stop Argo Workflows from WorkflowTemplates in the namespace.',
+    rules: [rule('argoproj.io', 'workflows', WRITE), rule('argoproj.io', 'workflowtemplates', ['get'])],
+  },
+  'backup.volsync': {
+    id: 'backup.volsync',
+    description: "Create VolSync ReplicationSources for the release's PersistentVolumeClaims.",
+    rules: [rule('volsync.backube', 'replicationsources', WRITE), PVC_READ],
+  },
+  'restore.volsync': {
+    id: 'restore.volsync',
+    description: "Create VolSync ReplicationDestinations for the release's PersistentVolumeClaims.",
+    rules: [rule('volsync.backube', 'replicationdestinations', WRITE), PVC_READ],
+  },
+  'backup.snapshot': {
+    id: 'backup.snapshot',
+    description: "Create CSI VolumeSnapshots of the release's PersistentVolumeClaims.",
+    rules: [rule('snapshot.storage.k8s.io', 'volumesnapshots', WRITE), PVC_READ],
+  },
+};
+
+export const RBAC_PROFILE_LIST: readonly RbacProfile[] = RBAC_PROFILES.map(
+  (id) => RBAC_PROFILE_DEFINITIONS[id],
+);
+
+export function rbacProfile(id: string): RbacProfile | undefined {
+  return (RBAC_PROFILE_DEFINITIONS as Record<string, RbacProfile>)[id];
+}
+
+/** Name of the ClusterRole a profile ships as: `vworkspace-profile-backup-velero`. */
+export function profileClusterRoleName(id: string): string {
+  return `vworkspace-profile-${id.replace(/\./g, '-').toLowerCase()}`;
+}
+
+export interface AccessAttributes {
+  namespace: string;
+  group: string;
+  resource: string;
+  verb: string;
+}
+
+/** Every (namespace, group, resource, verb) a profile needs for an Operation in `namespace`. */
+export function profileChecks(
+  profile: RbacProfile,
+  namespaces: { target: string; velero: string },
+): AccessAttributes[] {
+  const out: AccessAttributes[] = [];
+  for (const r of profile.rules) {
+    for (const verb of r.verbs) {
+      out.push({ namespace: namespaces[r.scope], group: r.apiGroup, resource: r.resource, verb });
+    }
+  }
+  return out;
+}
+
+/** kubectl-style text of one missing permission, for messages: `create jobs.batch in ns`. */
+export function describeAccess(a: AccessAttributes): string {
+  return `${a.verb} ${a.group ? `${a.resource}.${a.group}` : a.resource} in ${a.namespace}`;
+}
+
+/** Where a profile must be bound (the namespaces its rules apply in), for messages and docs. */
+export function profileNamespaces(
+  profile: RbacProfile,
+  namespaces: { target: string; velero: string },
+): string[] {
+  return [...new Set(profile.rules.map((r) => namespaces[r.scope]))];
+}
