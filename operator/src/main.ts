@@ -22,6 +22,8 @@ import {
   RestMapper,
   RuntimeMetrics,
 } from './runtime/index.ts';
+import { createCronController } from './schedule/cron-controller.ts';
+import { createWatchController } from './schedule/watch-controller.ts';
 
 export interface OperatorDeps {
   config: OperatorConfig;
@@ -56,6 +58,13 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics });
   for (const i of instances.informers) manager.addInformer(i);
   manager.addController(instances.controller);
+  for (const scheduler of [
+    createCronController({ kc, client, writer, events, logger: log, metrics }),
+    createWatchController({ kc, client, writer, events, logger: log, metrics }),
+  ]) {
+    for (const i of scheduler.informers) manager.addInformer(i);
+    manager.addController(scheduler.controller);
+  }
 
   // The webhook serves on every replica; without certificates (a local run) it is left out.
   if (existsSync(join(config.webhookCertDir, 'tls.crt'))) {

@@ -1,0 +1,412 @@
+// What one WatchOperation reconcile does, as a pure function of the WatchOperation (with the status the
+// controller trusts), the ApplicationInstances of its namespace, the Operations it created and now.
+//
+// Triggers, per matching instance:
+//  - a trigger label that is present and not yet in the processed mark (annotation
+//    processed.ops.vworkspace.io/<watchoperation>, a comma-separated list of label keys). The label is
+//    marked when its Operation is created (or queued as pending), and removed together with the mark once
+//    no Operation of this WatchOperation runs for the instance any more (success or failure), as in the
+//    KubeVela maintenance KEP;
+//  - a watched field path whose value changed since status.targets[].fieldsHash. The first sighting of an
+//    instance only records the values (a baseline); status and unrelated metadata are never looked at.
+// Concurrency per instance: Allow creates another Operation, Forbid keeps the LATEST trigger in
+// status.targets[].pendingTrigger and runs it when the running one finished (never dropped), Replace
+// cancels the running one (spec.cancel) and creates the new one.
+//
+// Operation names are `<watchoperation>-<8 hex>` of (instance uid, trigger, field values, the previous
+// lastTriggerTime): the same change decided again (restart, stale cache) gives the same name, which the
+// controller adopts; a later change — even back to an earlier value — gives a new one.
+
+import { createHash } from 'node:crypto';
+import {
+  ANNOTATION_TRIGGER,
+  type ApplicationInstance,
+  CONDITION_READY,
+  LABEL_WATCH_OPERATION,
+  OPERATION,
+  type Operation,
+  type WatchOperation,
+  type WatchOperationStatus,
+  type WatchTarget,
+  watchProcessedAnnotation,
+} from '../api/index.ts';
+import { matchesLabelSelector } from '../catalog/selectors.ts';
+import { type Condition, setCondition } from '../runtime/conditions.ts';
+import { formatTime } from '../runtime/normalize.ts';
+import type { PlannedEvent } from './cron-decide.ts';
+import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
+
+export const WATCH_EVENT = {
+  OperationCreated: 'OperationCreated',
+  TriggerPending: 'TriggerPending',
+  ReplacingOperation: 'ReplacingOperation',
+  TriggerLabelRemoved: 'TriggerLabelRemoved',
+  InvalidSelector: 'InvalidSelector',
+} as const;
+
+type Selector = NonNullable<WatchOperation['spec']['selector']>;
+
+export interface InstancePatch {
+  instance: string;
+  /** New value of the processed mark; null removes it. */
+  processed: string | null;
+  /** Trigger labels to remove from the instance. */
+  removeLabels: string[];
+}
+
+export interface WatchPlan {
+  create: Operation[];
+  cancel: string[];
+  prune: string[];
+  /** Metadata changes on instances: processed marks and, once handled, trigger label removal. */
+  instances: InstancePatch[];
+  events: PlannedEvent[];
+  status: WatchOperationStatus;
+  /** Something changed that must be remembered even if the status write fails. */
+  decided: boolean;
+}
+
+// ---- field values --------------------------------------------------------------------------------
+
+const ABSENT = '\u0000absent';
+
+/** The value at a watched path: `spec.a.b` or `metadata.labels['k']` / `metadata.annotations['k']`. */
+export function valueAt(obj: unknown, path: string): unknown {
+  const meta = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
+  if (meta) {
+    const m = (obj as { metadata?: Record<string, Record<string, string> | undefined> }).metadata;
+    return m?.[meta[1]!]?.[meta[2]!];
+  }
+  let cur: unknown = obj;
+  for (const part of path.split('.')) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur)) return undefined;
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+/** JSON with sorted keys, so equal values hash alike whatever the key order. */
+function canonical(v: unknown): string {
+  if (v === undefined) return ABSENT;
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (typeof v === 'object' && v !== null) {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .filter((k) => o[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+function b64(s: string, chars: number): string {
+  return createHash('sha256').update(s).digest('base64url').slice(0, chars);
+}
+
+const PATHS_CHARS = 6;
+const VALUE_CHARS = 7; // 42 bits per value; 16 paths fit the schema's 128 characters
+
+/**
+ * status.targets[].fieldsHash: `<hash of the path list>:<hash of each value>` (fixed width), so a change
+ * names the path that changed, and a changed path list is a new baseline rather than a trigger.
+ */
+export function fieldsHash(instance: unknown, paths: readonly string[]): string | undefined {
+  if (paths.length === 0) return undefined;
+  return `${b64(canonical(paths), PATHS_CHARS)}:${paths.map((p) => b64(canonical(valueAt(instance, p)), VALUE_CHARS)).join('')}`;
+}
+
+/** The first watched path whose value differs between two fieldsHash values; undefined if none or not comparable. */
+export function changedPath(before: string | undefined, after: string | undefined, paths: readonly string[]) {
+  if (!before || !after) return undefined;
+  const [bp, bv = ''] = before.split(':');
+  const [ap, av = ''] = after.split(':');
+  if (bp !== ap || bv.length !== av.length) return undefined;
+  for (let i = 0; i < paths.length; i++) {
+    const s = i * VALUE_CHARS;
+    if (bv.slice(s, s + VALUE_CHARS) !== av.slice(s, s + VALUE_CHARS)) return paths[i];
+  }
+  return undefined;
+}
+
+// ---- processed mark ------------------------------------------------------------------------------
+
+export function parseProcessed(v: string | undefined): string[] {
+  return (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+export function formatProcessed(labels: Iterable<string>): string {
+  return [...new Set(labels)].sort().join(',');
+}
+
+// ---- selector ------------------------------------------------------------------------------------
+
+export function selectorProblem(selector: Selector | undefined): string | undefined {
+  for (const e of selector?.matchExpressions ?? []) {
+    const n = e.values?.length ?? 0;
+    if ((e.operator === 'In' || e.operator === 'NotIn') && n === 0)
+      return `matchExpressions key ${e.key}: operator ${e.operator} needs at least one value`;
+    if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && n > 0)
+      return `matchExpressions key ${e.key}: operator ${e.operator} takes no values`;
+  }
+  return undefined;
+}
+
+// ---- the decision --------------------------------------------------------------------------------
+
+/** The Operation a WatchOperation creates for `instance`, named for the trigger. */
+export function operationForTrigger(
+  watch: WatchOperation,
+  instance: ApplicationInstance,
+  trigger: string,
+  hash: string | undefined,
+  previousTriggerTime: string | undefined,
+): Operation {
+  const name = watch.metadata.name ?? '';
+  const tmpl = watch.spec.operationTemplate;
+  const suffix = createHash('sha256')
+    .update(
+      [instance.metadata.uid ?? instance.metadata.name, trigger, hash ?? '', previousTriggerTime ?? ''].join(
+        '\u0000',
+      ),
+    )
+    .digest('hex')
+    .slice(0, 8);
+  return {
+    apiVersion: OPERATION.apiVersion,
+    kind: OPERATION.kind,
+    metadata: {
+      name: `${name}-${suffix}`,
+      ...(watch.metadata.namespace ? { namespace: watch.metadata.namespace } : {}),
+      labels: { ...(tmpl.metadata?.labels ?? {}), [LABEL_WATCH_OPERATION]: name },
+      annotations: { ...(tmpl.metadata?.annotations ?? {}), [ANNOTATION_TRIGGER]: trigger },
+      ...(watch.metadata.uid
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: watch.apiVersion,
+                kind: watch.kind,
+                name,
+                uid: watch.metadata.uid,
+                controller: true,
+              },
+            ],
+          }
+        : {}),
+    },
+    spec: { ...structuredClone(tmpl.spec), targetRef: { name: instance.metadata.name ?? '' } },
+  };
+}
+
+function withoutUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+function ready(
+  prev: readonly Condition[] | undefined,
+  status: 'True' | 'False',
+  reason: string,
+  message: string,
+  generation: number | undefined,
+  now: Date,
+): Condition[] {
+  return setCondition(
+    prev,
+    {
+      type: CONDITION_READY,
+      status,
+      reason,
+      message,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    },
+    now,
+  );
+}
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/**
+ * Decides one reconcile. `watch.status` is the status the controller trusts; `instances` are the
+ * ApplicationInstances of the namespace (with the processed marks the controller trusts); `ops` the
+ * Operations labelled as created by this WatchOperation.
+ */
+export function decideWatch(
+  watch: WatchOperation,
+  instances: readonly ApplicationInstance[],
+  ops: readonly Operation[],
+  now: Date,
+): WatchPlan {
+  const spec = watch.spec;
+  const prev = watch.status ?? {};
+  const generation = watch.metadata.generation;
+  const name = watch.metadata.name ?? '';
+  const nowIso = formatTime(now);
+  const processedKey = watchProcessedAnnotation(name);
+  const labelKeys = spec.triggers.labels ?? [];
+  const paths = spec.triggers.fieldPaths ?? [];
+  const policy = spec.concurrencyPolicy ?? 'Allow';
+  const plan: WatchPlan = {
+    create: [],
+    cancel: [],
+    prune: [],
+    instances: [],
+    events: [],
+    status: {},
+    decided: false,
+  };
+
+  plan.prune = operationsToPrune(ops, spec);
+  const remaining = ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
+  const base = {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    lastTriggerTime: prev.lastTriggerTime,
+    lastSuccessfulTime: lastSuccessfulTime(ops, prev.lastSuccessfulTime),
+  };
+
+  const problem = selectorProblem(spec.selector);
+  if (problem) {
+    const message = `spec.selector: ${problem}; nothing is watched until it is fixed`;
+    const before = prev.conditions?.find((c) => c.type === CONDITION_READY);
+    if (before?.reason !== WATCH_EVENT.InvalidSelector || before.message !== message)
+      plan.events.push({ type: 'Warning', reason: WATCH_EVENT.InvalidSelector, note: message });
+    const active = activeRefs(remaining);
+    plan.status = withoutUndefined({
+      ...base,
+      conditions: ready(prev.conditions, 'False', 'InvalidSelector', message, generation, now),
+      active: active.length ? active : undefined,
+      targets: prev.targets,
+      watchingResources: prev.watchingResources,
+    });
+    return plan;
+  }
+
+  const prevTargets = new Map((prev.targets ?? []).map((t) => [t.name, t]));
+  const matching = instances
+    .filter((i) => matchesLabelSelector(spec.selector, i.metadata.labels ?? {}))
+    .sort((a, b) => byName({ name: a.metadata.name ?? '' }, { name: b.metadata.name ?? '' }));
+  const targets: WatchTarget[] = [];
+  const createdNow: Operation[] = [];
+  let lastTriggerTime = prev.lastTriggerTime;
+
+  for (const inst of matching) {
+    const iname = inst.metadata.name ?? '';
+    const before = prevTargets.get(iname);
+    const hash = fieldsHash(inst, paths);
+    const processed = parseProcessed(inst.metadata.annotations?.[processedKey]);
+    const running = activeOperations(remaining).filter((o) => o.spec?.targetRef?.name === iname);
+    const labels = inst.metadata.labels ?? {};
+    const newLabels = labelKeys.filter((k) => Object.hasOwn(labels, k) && !processed.includes(k));
+    const field = changedPath(before?.fieldsHash, hash, paths);
+    const fresh = newLabels.length > 0 ? `label:${newLabels[0]}` : field ? `field:${field}` : undefined;
+
+    const next: WatchTarget = withoutUndefined({
+      name: iname,
+      fieldsHash: hash,
+      lastTrigger: before?.lastTrigger,
+      lastTriggerTime: before?.lastTriggerTime,
+      pendingTrigger: before?.pendingTrigger,
+      pendingSince: before?.pendingSince,
+    });
+    if (hash !== before?.fieldsHash) plan.decided = true;
+    let mark = processed;
+    let run: string | undefined;
+
+    if (spec.suspend) {
+      // Field changes while suspended are not replayed (the baseline moves on); trigger labels are
+      // requests: they stay unmarked and fire after resume, as does a pending trigger.
+    } else if (fresh) {
+      mark = [...processed, ...newLabels];
+      if (running.length > 0 && policy === 'Forbid') {
+        next.pendingTrigger = fresh; // the latest wins: earlier pending triggers are coalesced into it
+        next.pendingSince = nowIso;
+        plan.events.push({
+          type: 'Normal',
+          reason: WATCH_EVENT.TriggerPending,
+          note: `${fresh} on ${iname} waits for ${running.map((o) => o.metadata.name).join(', ')} to finish (concurrencyPolicy Forbid)`,
+        });
+      } else {
+        if (running.length > 0 && policy === 'Replace') {
+          const cancel = running.filter((o) => o.spec?.cancel !== true).map((o) => o.metadata.name ?? '');
+          if (cancel.length > 0) {
+            plan.cancel.push(...cancel);
+            plan.events.push({
+              type: 'Normal',
+              reason: WATCH_EVENT.ReplacingOperation,
+              note: `concurrencyPolicy is Replace: cancelling ${cancel.join(', ')} for ${fresh} on ${iname}`,
+            });
+          }
+        }
+        run = fresh;
+      }
+    } else if (before?.pendingTrigger && running.length === 0) {
+      run = before.pendingTrigger;
+    }
+
+    if (run) {
+      const op = operationForTrigger(watch, inst, run, hash, before?.lastTriggerTime);
+      const opName = op.metadata.name ?? '';
+      if (!ops.some((o) => o.metadata.name === opName)) {
+        plan.create.push(op);
+        createdNow.push(op);
+        plan.events.push({
+          type: 'Normal',
+          reason: WATCH_EVENT.OperationCreated,
+          note: `created Operation ${opName} for ${run} on ApplicationInstance ${iname}`,
+        });
+      }
+      next.lastTrigger = run;
+      next.lastTriggerTime = nowIso;
+      delete next.pendingTrigger;
+      delete next.pendingSince;
+      lastTriggerTime = nowIso;
+    }
+    if (run || next.pendingTrigger !== before?.pendingTrigger) plan.decided = true;
+
+    // Handled: nothing of ours runs or waits for this instance any more ⇒ remove the trigger labels.
+    const stillBusy = run !== undefined || running.length > 0 || next.pendingTrigger !== undefined;
+    if (!stillBusy && mark.length > 0) {
+      const remove = mark.filter((k) => Object.hasOwn(labels, k));
+      plan.instances.push({ instance: iname, processed: null, removeLabels: remove });
+      if (remove.length > 0)
+        plan.events.push({
+          type: 'Normal',
+          reason: WATCH_EVENT.TriggerLabelRemoved,
+          note: `removed trigger label ${remove.join(', ')} from ApplicationInstance ${iname}: its Operation finished`,
+        });
+    } else if (formatProcessed(mark) !== formatProcessed(processed)) {
+      plan.instances.push({ instance: iname, processed: formatProcessed(mark), removeLabels: [] });
+    }
+    targets.push(next);
+  }
+  if (targets.length !== prevTargets.size) plan.decided = true;
+
+  const active = activeRefs([...remaining, ...createdNow]);
+  plan.status = withoutUndefined({
+    ...base,
+    lastTriggerTime,
+    conditions: spec.suspend
+      ? ready(
+          prev.conditions,
+          'False',
+          'Suspended',
+          'spec.suspend is true: no Operations are created',
+          generation,
+          now,
+        )
+      : ready(
+          prev.conditions,
+          'True',
+          'WatchActive',
+          `watching ${matching.length} ApplicationInstance(s) for ${[...labelKeys.map((k) => `label ${k}`), ...paths].join(', ')}`,
+          generation,
+          now,
+        ),
+    active: active.length ? active : undefined,
+    watchingResources: matching.length,
+    targets: targets.length ? targets : undefined,
+  });
+  return plan;
+}
