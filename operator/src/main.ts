@@ -11,7 +11,9 @@ import { createAdmissionHandlers } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { loadConfig, type OperatorConfig } from './config.ts';
+import { adapterFor } from './engines/index.ts';
 import { createInstanceController } from './instance/controller.ts';
+import { createOperationController } from './operation/controller.ts';
 import {
   createLogger,
   EventRecorder,
@@ -58,6 +60,21 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics });
   for (const i of instances.informers) manager.addInformer(i);
   manager.addController(instances.controller);
+  const operations = createOperationController({
+    kc,
+    client,
+    writer,
+    mapper,
+    events,
+    logger: log,
+    metrics,
+    adapterFor,
+    templates: catalog,
+    ...(config.helmImage ? { helmImage: config.helmImage } : {}),
+  });
+  for (const i of operations.informers) manager.addInformer(i);
+  manager.addController(operations.controller);
+  manager.add(operations.runnable);
   for (const scheduler of [
     createCronController({ kc, client, writer, events, logger: log, metrics }),
     createWatchController({ kc, client, writer, events, logger: log, metrics }),

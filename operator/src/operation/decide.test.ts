@@ -1,0 +1,332 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { Operation } from '../api/operation.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import type { ChildManifest } from '../engines/types.ts';
+import { FakeClock } from '../runtime/clock.ts';
+import {
+  ANNOTATION_RECONCILE_HANDLED,
+  type DecideInput,
+  type Decision,
+  decide,
+  retryBackoffMs,
+} from './decide.ts';
+import type { PreconditionFacts } from './preconditions.ts';
+import { fakeAdapter, fakeChildName, instance, operation } from './testing.ts';
+
+const adapter = fakeAdapter('velero', ['Backup', 'Restore']);
+
+function facts(clock: FakeClock, over: Partial<PreconditionFacts> = {}): PreconditionFacts {
+  return {
+    now: new Date(clock.now()),
+    target: instance(),
+    rbac: { allowed: true },
+    operations: [],
+    secrets: new Set(),
+    serviceAccounts: new Set(),
+    ...over,
+  };
+}
+
+/** Drives one Operation through decide like the controller does: status applied, children kept in memory. */
+class Harness {
+  readonly clock = new FakeClock(Date.parse('2025-01-01T00:00:00Z'));
+  op: Operation;
+  children = new Map<string, KubernetesObject>();
+  failureSeenAt: number | undefined;
+  factsOver: Partial<PreconditionFacts> = {};
+  last!: Decision;
+
+  constructor(op: Operation) {
+    this.op = op;
+  }
+
+  step(extra: Partial<DecideInput> = {}): Decision {
+    const refs = this.op.status?.childRefs ?? [];
+    const d = decide({
+      op: this.op,
+      now: this.clock.now(),
+      templates: BUILTIN_TEMPLATES,
+      facts: facts(this.clock, this.factsOver),
+      target: instance(),
+      adapter,
+      env: { veleroNamespace: 'velero' },
+      children: refs.map((r) => this.children.get(r.name)).filter((c): c is KubernetesObject => !!c),
+      ...(this.failureSeenAt !== undefined ? { failureSeenAt: this.failureSeenAt } : {}),
+      ...extra,
+    });
+    if (d.failureSeen) this.failureSeenAt = this.clock.now();
+    for (const c of d.create ?? []) this.children.set(c.metadata.name, structuredClone(c));
+    for (const a of d.cancel ?? []) if (a.kind === 'delete') this.children.delete(a.child.metadata.name);
+    this.op = { ...this.op, status: d.status };
+    if (d.reconcileHandled !== undefined)
+      this.annotate({ [ANNOTATION_RECONCILE_HANDLED]: d.reconcileHandled });
+    this.last = d;
+    return d;
+  }
+
+  child(): ChildManifest {
+    return this.children.get(this.op.status!.childRef!.name) as ChildManifest;
+  }
+
+  setChild(data: Record<string, string>): void {
+    const c = this.child();
+    this.children.set(c.metadata.name, {
+      ...c,
+      data: { ...(c.data as object), ...data },
+    } as KubernetesObject);
+  }
+
+  annotate(a: Record<string, string>): void {
+    this.op = {
+      ...this.op,
+      metadata: { ...this.op.metadata, annotations: { ...this.op.metadata.annotations, ...a } },
+    };
+  }
+
+  cond(type: string) {
+    return this.op.status?.conditions?.find((c) => c.type === type);
+  }
+}
+
+describe('decide: the happy path', () => {
+  it('creates one child, runs, succeeds with outputs; conditions and events follow', () => {
+    const h = new Harness(operation('b'));
+    const d1 = h.step();
+    expect(d1.create).toHaveLength(1);
+    const child = d1.create![0]!;
+    expect(child.metadata.name).toBe(fakeChildName(h.op, 1));
+    expect(child.metadata.labels).toMatchObject({
+      'ops.vworkspace.io/operation': 'b',
+      'ops.vworkspace.io/operation-namespace': 'team',
+    });
+    expect((child.metadata as { ownerReferences?: unknown[] }).ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Operation', name: 'b', uid: 'uid-b', controller: true }),
+    ]);
+    expect(h.op.status).toMatchObject({
+      phase: 'Running',
+      attempts: 1,
+      startedAt: '2025-01-01T00:00:00Z',
+      template: 'velero-backup',
+      observedGeneration: 1,
+      childRef: { apiVersion: 'v1', kind: 'ConfigMap', name: child.metadata.name, namespace: 'team' },
+    });
+    expect(h.cond('Accepted')).toMatchObject({
+      status: 'True',
+      reason: 'TemplateValidated',
+      observedGeneration: 1,
+    });
+    expect(h.cond('Running')).toMatchObject({ status: 'True', reason: 'JobRunning' });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'Unknown', reason: 'JobRunning' });
+    expect(d1.events).toEqual([expect.objectContaining({ type: 'Normal', reason: 'Started' })]);
+    // Deadline of the template (14400 s) requeues exactly then.
+    expect(d1.requeueAfterMs).toBe(14_400_000);
+
+    // Nothing changed: same status, no event, no child.
+    h.clock.advanceSync(60_000);
+    const same = h.step();
+    expect(same.create).toBeUndefined();
+    expect(same.events).toEqual([]);
+    expect(same.requeueAfterMs).toBe(14_400_000 - 60_000);
+
+    h.setChild({ phase: 'Succeeded', output: 'b-1234' });
+    const transition = h.cond('Running')!.lastTransitionTime;
+    h.clock.advanceSync(1000);
+    const done = h.step();
+    expect(h.op.status).toMatchObject({
+      phase: 'Succeeded',
+      finishedAt: '2025-01-01T00:01:01Z',
+      outputs: { result: 'b-1234' },
+    });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'True', reason: 'JobSucceeded' });
+    expect(h.cond('Running')).toMatchObject({ status: 'False', reason: 'JobSucceeded' });
+    expect(h.cond('Running')!.lastTransitionTime).not.toBe(transition);
+    expect(done.events).toEqual([expect.objectContaining({ type: 'Normal', reason: 'JobSucceeded' })]);
+    // Terminal: nothing more happens.
+    expect(h.step()).toMatchObject({ events: [] });
+    expect(h.last.create).toBeUndefined();
+  });
+
+  it('lastTransitionTime moves only when a condition status changes', () => {
+    const h = new Harness(operation('b', { policy: { requiresApproval: true } }));
+    h.step();
+    const t0 = h.cond('Blocked')!.lastTransitionTime;
+    h.clock.advanceSync(5000);
+    h.step();
+    expect(h.cond('Blocked')!.lastTransitionTime).toBe(t0);
+  });
+});
+
+describe('decide: preconditions', () => {
+  it('permanent rejection: Failed, Accepted=False, no child, Warning event', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { target: instance('app', { capabilities: {} }) };
+    const d = h.step();
+    expect(d.create).toBeUndefined();
+    expect(h.op.status).toMatchObject({ phase: 'Failed', finishedAt: '2025-01-01T00:00:00Z' });
+    expect(h.cond('Accepted')).toMatchObject({ status: 'False', reason: 'CapabilityMissing' });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'CapabilityMissing' });
+    expect(d.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'CapabilityMissing' })]);
+  });
+
+  it('TargetNotFound waits its grace period (Pending), then fails; appearing in time starts it', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { target: undefined };
+    const d = h.step({ graceMs: 60_000 });
+    expect(h.op.status?.phase).toBe('Pending');
+    expect(h.cond('Accepted')).toMatchObject({ status: 'False', reason: 'TargetNotFound' });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'Unknown', reason: 'TargetNotFound' });
+    expect(d.requeueAfterMs).toBe(60_000);
+    h.clock.advanceSync(30_000);
+    expect(h.step({ graceMs: 60_000 }).requeueAfterMs).toBe(30_000);
+    h.clock.advanceSync(30_000);
+    h.step({ graceMs: 60_000 });
+    expect(h.op.status?.phase).toBe('Failed');
+
+    const ok = new Harness(operation('c'));
+    ok.factsOver = { target: undefined };
+    ok.step({ graceMs: 60_000 });
+    ok.factsOver = {};
+    ok.clock.advanceSync(10_000);
+    expect(ok.step({ graceMs: 60_000 }).create).toHaveLength(1);
+    expect(ok.cond('Accepted')).toMatchObject({ status: 'True', reason: 'TemplateValidated' });
+  });
+
+  it('Blocked ⇄ Pending → Running: blocked reasons, queue position, wake-up at the window', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { applicationWindow: { schedule: '0 2 * * *', duration: '1h', timeZone: 'UTC' } };
+    const d = h.step();
+    expect(h.op.status?.phase).toBe('Blocked');
+    expect(h.cond('Blocked')).toMatchObject({ status: 'True', reason: 'OutsideMaintenanceWindow' });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'Unknown', reason: 'OutsideMaintenanceWindow' });
+    expect(d.requeueAfterMs).toBe(2 * 3600_000);
+    expect(d.events).toEqual([expect.objectContaining({ reason: 'OutsideMaintenanceWindow' })]);
+    h.clock.advanceSync(2 * 3600_000);
+    h.factsOver = {
+      ...h.factsOver,
+      operations: [
+        { ...operation('b0', {}, { created: '2024-12-31T00:00:00Z' }), status: { phase: 'Running' } },
+      ],
+    };
+    const d2 = h.step();
+    expect(h.cond('Blocked')).toMatchObject({ reason: 'ConflictingOperation' });
+    expect(h.op.status?.queuePosition).toBe(1);
+    expect(d2.events).toEqual([expect.objectContaining({ reason: 'ConflictingOperation' })]);
+    h.factsOver = { applicationWindow: h.factsOver.applicationWindow! };
+    h.step();
+    expect(h.op.status?.phase).toBe('Running');
+    expect(h.op.status?.queuePosition).toBeUndefined();
+    expect(h.cond('Blocked')).toMatchObject({ status: 'False', reason: 'PreconditionsSatisfied' });
+  });
+
+  it('dryRun writes status.plan, creates nothing, ends DryRunCompleted', () => {
+    const h = new Harness(operation('b', { policy: { dryRun: true } }));
+    const d = h.step();
+    expect(d.create).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Succeeded');
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'True', reason: 'DryRunCompleted' });
+    const plan = h.op.status?.plan as { children: ChildManifest[] };
+    expect(plan.children[0]!.metadata.name).toBe(fakeChildName(h.op, 1));
+    expect(h.op.status?.childRef).toBeUndefined();
+  });
+});
+
+describe('decide: policies', () => {
+  it('retryLimit: a retryable failure creates attempt 2 (new name) after the backoff, then RetryLimitExceeded', () => {
+    const h = new Harness(operation('b', { policy: { retryLimit: 1 } }));
+    h.step();
+    const first = h.op.status!.childRef!.name;
+    h.setChild({ phase: 'Failed' });
+    const d = h.step();
+    expect(d.failureSeen).toBe(true);
+    expect(d.requeueAfterMs).toBe(retryBackoffMs(1));
+    expect(d.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'AttemptFailed' })]);
+    expect(h.op.status?.phase).toBe('Running');
+    h.clock.advanceSync(retryBackoffMs(1) - 1);
+    expect(h.step().create).toBeUndefined();
+    h.clock.advanceSync(1);
+    const retry = h.step();
+    expect(retry.create).toHaveLength(1);
+    expect(h.op.status).toMatchObject({ attempts: 2, startedAt: '2025-01-01T00:00:00Z' });
+    expect(h.op.status!.childRef!.name).not.toBe(first);
+    expect(h.op.status!.childRef!.name).toBe(fakeChildName(h.op, 2));
+    h.failureSeenAt = undefined;
+    h.setChild({ phase: 'Failed' });
+    h.step();
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'RetryLimitExceeded' });
+  });
+
+  it('a permanent engine failure ends at once with the engine reason verbatim', () => {
+    const h = new Harness(operation('b', { policy: { retryLimit: 3 } }));
+    h.step();
+    h.setChild({ phase: 'Failed', retryable: 'false' });
+    h.step();
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'JobFailed' });
+  });
+
+  it('activeDeadlineSeconds: DeadlineExceeded exactly at the deadline, child cancelled', () => {
+    const h = new Harness(operation('b', { policy: { activeDeadlineSeconds: 60 } }));
+    expect(h.step().requeueAfterMs).toBe(60_000);
+    h.clock.advanceSync(59_999);
+    expect(h.step().requeueAfterMs).toBe(1);
+    h.clock.advanceSync(1);
+    const d = h.step();
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'DeadlineExceeded' });
+    expect(d.cancel).toEqual([expect.objectContaining({ kind: 'delete' })]);
+  });
+
+  it('cancel: Blocked ends at once; Running stops the child, then Cancelled', () => {
+    const blocked = new Harness(operation('b', { policy: { requiresApproval: true } }));
+    blocked.step();
+    blocked.op = { ...blocked.op, spec: { ...blocked.op.spec, cancel: true } };
+    blocked.step();
+    expect(blocked.op.status?.phase).toBe('Cancelled');
+    expect(blocked.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'Cancelled' });
+
+    const running = new Harness(operation('c'));
+    running.step();
+    running.op = { ...running.op, spec: { ...running.op.spec, cancel: true } };
+    const d = running.step();
+    expect(d.cancel).toEqual([expect.objectContaining({ kind: 'delete' })]);
+    // The fake cancel deleted the child; the next reconcile sees it gone.
+    running.step();
+    expect(running.op.status?.phase).toBe('Cancelled');
+    expect(running.last.events).toEqual([expect.objectContaining({ reason: 'Cancelled' })]);
+  });
+
+  it('ttlSecondsAfterFinished: requeue until then, then delete the Operation', () => {
+    const h = new Harness(operation('b', { policy: { ttlSecondsAfterFinished: 30, dryRun: true } }));
+    expect(h.step().requeueAfterMs).toBe(30_000);
+    h.clock.advanceSync(29_000);
+    expect(h.step()).toMatchObject({ requeueAfterMs: 1000 });
+    h.clock.advanceSync(1000);
+    expect(h.step().deleteOperation).toBe(true);
+  });
+
+  it('ops.vworkspace.io/reconcile re-runs retry-exhausted and fixable failures once; never permanent ones', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { target: instance('app', { capabilities: {} }) };
+    h.step();
+    expect(h.op.status?.phase).toBe('Failed');
+    h.factsOver = {};
+    h.annotate({ 'ops.vworkspace.io/reconcile': '1' });
+    const d = h.step();
+    expect(d.reconcileHandled).toBe('1');
+    expect(d.create).toHaveLength(1);
+    expect(h.op.status?.phase).toBe('Running');
+    expect(h.op.status?.finishedAt).toBeUndefined();
+    // The same value again does nothing.
+    expect(h.step().reconcileHandled).toBeUndefined();
+
+    const bad = new Harness(operation('c', { parameters: { ttl: 'x' } }));
+    bad.step();
+    bad.annotate({ 'ops.vworkspace.io/reconcile': 'now' });
+    const ignored = bad.step();
+    expect(ignored.reconcileHandled).toBe('now');
+    expect(bad.op.status?.phase).toBe('Failed');
+    expect(ignored.events).toEqual([expect.objectContaining({ reason: 'ReconcileIgnored' })]);
+  });
+});
