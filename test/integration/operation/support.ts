@@ -1,0 +1,192 @@
+// Helpers for the Operation controller's integration tests: an in-process controller (Manager with
+// leader election off and no ports), object helpers on the real API server, and test templates that run
+// every type on the `workflow` engine so a fake adapter (ConfigMap children) can stand in for it.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { APPLICATION_INSTANCE, OPERATION } from '../../../operator/src/api/constants.ts';
+import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
+import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
+import { standardPreconditions, type Template } from '../../../operator/src/catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
+import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
+import { createOperationController } from '../../../operator/src/operation/controller.ts';
+import {
+  EventRecorder,
+  type KubeClient,
+  Manager,
+  ObjectWriter,
+  PATCH_TYPES,
+  RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  resourcePath,
+  silentLogger,
+} from '../../../operator/src/runtime/index.ts';
+
+export { eventually } from '../runtime/support.ts';
+
+/** Test templates: <type>/workflow for every type but Runbook (the built-in covers it). */
+export const FAKE_TEMPLATES: Template[] = (['Backup', 'Restore', 'Upgrade'] as OperationType[]).map(
+  (type) => ({
+    name: `fake-${type.toLowerCase()}`,
+    type,
+    engine: 'workflow',
+    inputSchema: { type: 'object', properties: { note: { type: 'string' } } },
+    rbacProfile: 'runbook.workflow',
+    preconditions: standardPreconditions(),
+  }),
+);
+
+export interface RunningController {
+  manager: Manager;
+  metrics: RuntimeMetrics;
+  stop(): Promise<void>;
+}
+
+export function startController(
+  kc: KubeConfig,
+  adapterFor: (e: Engine) => EngineAdapter | undefined,
+  opts: { veleroNamespace?: string; graceMs?: number } = {},
+): RunningController {
+  const client = new RestClient(kc);
+  const mapper = new RestMapper(client);
+  const metrics = new RuntimeMetrics();
+  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
+  const ctl = createOperationController({
+    kc,
+    client,
+    mapper,
+    writer: new ObjectWriter(client, mapper),
+    events: new EventRecorder({ client }),
+    logger: silentLogger,
+    metrics,
+    adapterFor,
+    templates: { templates: () => [...BUILTIN_TEMPLATES, ...FAKE_TEMPLATES] },
+    ...(opts.veleroNamespace ? { veleroNamespace: opts.veleroNamespace } : {}),
+    ...(opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}),
+  });
+  for (const i of ctl.informers) manager.addInformer(i);
+  manager.addController(ctl.controller);
+  manager.add(ctl.runnable);
+  const running = manager.start();
+  return {
+    manager,
+    metrics,
+    async stop() {
+      await manager.stop();
+      await running;
+    },
+  };
+}
+
+export class Api {
+  readonly client: KubeClient;
+  constructor(kc: KubeConfig) {
+    this.client = new RestClient(kc);
+  }
+
+  opPath(ns: string, name?: string, sub?: string) {
+    return resourcePath({ ...OPERATION, namespace: ns }, name, sub);
+  }
+  instancePath(ns: string, name?: string, sub?: string) {
+    return resourcePath({ ...APPLICATION_INSTANCE, namespace: ns }, name, sub);
+  }
+
+  async createInstance(
+    ns: string,
+    name: string,
+    capabilities: Record<string, string>,
+    ready?: boolean,
+  ): Promise<void> {
+    await this.client.request({
+      method: 'POST',
+      path: this.instancePath(ns),
+      body: {
+        apiVersion: APPLICATION_INSTANCE.apiVersion,
+        kind: APPLICATION_INSTANCE.kind,
+        metadata: {
+          name,
+          annotations: Object.fromEntries(
+            Object.entries(capabilities).map(([v, e]) => [`ops.vworkspace.io/${v}`, e]),
+          ),
+        },
+        spec: {
+          appRef: {
+            catalogId: 'demo',
+            chart: { sourceType: 'oci', url: 'oci://example.com/charts', name: 'demo', version: '1.0.0' },
+          },
+          release: { name },
+        },
+      },
+    });
+    if (ready !== undefined) await this.setReady(ns, name, ready);
+  }
+
+  async setReady(ns: string, name: string, ready: boolean): Promise<void> {
+    await this.client.request({
+      method: 'PATCH',
+      path: this.instancePath(ns, name, 'status'),
+      contentType: PATCH_TYPES.merge,
+      body: {
+        status: {
+          conditions: [
+            {
+              type: 'Ready',
+              status: ready ? 'True' : 'False',
+              reason: ready ? 'ReleaseDeployed' : 'ReleasePending',
+              message: ready ? 'deployed' : 'pending-upgrade',
+              lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+            },
+          ],
+        },
+      },
+    });
+  }
+
+  async createOperation(ns: string, name: string, spec: Partial<OperationSpec>): Promise<void> {
+    await this.client.request({
+      method: 'POST',
+      path: this.opPath(ns),
+      body: {
+        apiVersion: OPERATION.apiVersion,
+        kind: OPERATION.kind,
+        metadata: { name },
+        spec: { type: 'Backup', engine: 'workflow', targetRef: { name: 'app' }, ...spec },
+      },
+    });
+  }
+
+  getOperation(ns: string, name: string): Promise<Operation> {
+    return this.client.request<Operation>({ method: 'GET', path: this.opPath(ns, name) });
+  }
+
+  async patchOperation(ns: string, name: string, patch: unknown): Promise<void> {
+    await this.client.request({
+      method: 'PATCH',
+      path: this.opPath(ns, name),
+      contentType: PATCH_TYPES.merge,
+      body: patch,
+    });
+  }
+
+  async configMaps(ns: string): Promise<KubernetesObject[]> {
+    const list = await this.client.request<{ items: KubernetesObject[] }>({
+      method: 'GET',
+      path: resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }),
+      query: { labelSelector: 'ops.vworkspace.io/operation' },
+    });
+    return list.items;
+  }
+
+  async setChild(ns: string, name: string, data: Record<string, string>): Promise<void> {
+    await this.client.request({
+      method: 'PATCH',
+      path: resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }, name),
+      contentType: PATCH_TYPES.merge,
+      body: { data },
+    });
+  }
+}
+
+export function cond(op: Operation, type: string) {
+  return op.status?.conditions?.find((c) => c.type === type);
+}
