@@ -171,6 +171,20 @@ describe('simulator', () => {
   });
 });
 
+describe('strict creation', () => {
+  it('refuses a field the real schema does not know, so an accepted child means a valid one', async () => {
+    const r = await run('Backup', 'velero', {});
+    const child = r.children[0];
+    if (!child) throw new Error('no child');
+    const misspelt: ChildManifest = {
+      ...child,
+      metadata: { ...child.metadata, name: `${child.metadata.name.slice(0, 50)}-bad` },
+      spec: { ...(child.spec as object), includeNamespaces: ['typo'] },
+    };
+    await expect(create(misspelt)).rejects.toThrow(/includeNamespaces/);
+  });
+});
+
 describe('velero children on the real CRDs', () => {
   it('Backup (with quiesce hooks and every parameter) ⇒ VeleroBackupInProgress, then VeleroBackupCompleted', async () => {
     const r = await run(
