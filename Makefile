@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.vws-installed
 
-.PHONY: deps tools test test-unit test-integration demo generate check-generated lint format local-cluster clean
+.PHONY: deps tools test test-unit test-integration demo generate check-generated bundle catalog-validate lint format local-cluster clean
 
 # `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
 # platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
@@ -39,6 +39,15 @@ generate: deps
 
 check-generated: deps
 	npm run check:generated
+
+# make bundle [VERSION=x.y.z] [IMG=<repo>@sha256:<digest>]: the OLM bundle (CSV, metadata, bundle.Dockerfile)
+# for package.json's version (or VERSION) and the pinned operator image (or IMG); see docs/upgrade.md.
+bundle: deps
+	VERSION=$(VERSION) IMG=$(IMG) npm run --silent bundle
+
+# opm validate catalog/ and operator-sdk bundle validate, failing on any warning (also run by make test).
+catalog-validate: deps
+	hack/build-tools.sh olm && npx vitest run --project unit hack/catalog.test.ts hack/bundle.test.ts
 
 lint: deps
 	npm run lint && npm run typecheck
