@@ -25,7 +25,7 @@ export function readCrds(files: string[]): V1CustomResourceDefinition[] {
 export async function installCrds(
   kubeconfigPath: string,
   files: string[],
-  timeoutMs = 60_000,
+  timeoutMs = 180_000,
 ): Promise<string[]> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);

@@ -1,0 +1,96 @@
+// A kwok cluster on the binary runtime with the locally built binaries (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok): a real control plane whose controllers run Jobs
+// while kwok plays the kubelet (pods become Running, Job pods complete with exit 0). Used where a
+// test or the demo needs Job completion, and by e2e (OLM) later. Nothing is downloaded.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { BIN } from './controlplane.ts';
+import { installCrds } from './crds.ts';
+
+const run = promisify(execFile);
+
+export interface KwokCluster {
+  name: string;
+  kubeconfigPath: string;
+  workdir: string;
+  stop(): Promise<void>;
+}
+
+export interface KwokOptions {
+  name?: string;
+  nodes?: number;
+  /** CRD files to install once the cluster is ready. */
+  crdFiles?: string[];
+  keep?: boolean;
+}
+
+// etcd's default request limit is below the size of Argo's full Workflow CRD.
+const CONFIG = `kind: KwokctlConfiguration
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+componentsPatches:
+- name: etcd
+  extraArgs:
+  - key: max-request-bytes
+    value: "16777216"
+`;
+
+function bin(name: string): string {
+  const p = join(BIN, name);
+  if (!existsSync(p)) throw new Error(`${p} is missing: run \`make tools\` (hack/build-tools.sh cluster)`);
+  return p;
+}
+
+export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokCluster> {
+  const name = opts.name ?? `vws-${process.pid}-${Date.now().toString(36)}`;
+  const workdir = await mkdtemp(join(tmpdir(), 'vws-kwok-'));
+  const kubeconfigPath = join(workdir, 'kubeconfig');
+  const configPath = join(workdir, 'kwokctl.yaml');
+  await writeFile(configPath, CONFIG);
+  const env = { ...process.env, KWOK_WORKDIR: workdir };
+  const kwokctl = (args: string[]) => run(bin('kwokctl'), args, { env, maxBuffer: 16 * 1024 * 1024 });
+
+  const stop = async () => {
+    await kwokctl(['delete', 'cluster', '--name', name]).catch(() => undefined);
+    if (!(opts.keep ?? process.env.VWS_KEEP_CLUSTER === '1'))
+      await rm(workdir, { recursive: true, force: true });
+  };
+  try {
+    await kwokctl([
+      'create',
+      'cluster',
+      '--name',
+      name,
+      '--runtime',
+      'binary',
+      '--config',
+      configPath,
+      '--kubeconfig',
+      kubeconfigPath,
+      '--etcd-binary',
+      bin('etcd'),
+      '--kube-apiserver-binary',
+      bin('kube-apiserver'),
+      '--kube-controller-manager-binary',
+      bin('kube-controller-manager'),
+      '--kube-scheduler-binary',
+      bin('kube-scheduler'),
+      '--kwok-controller-binary',
+      bin('kwok'),
+      '--wait',
+      '120s',
+    ]);
+    await kwokctl(['scale', 'node', '--replicas', String(opts.nodes ?? 1), '--name', name]);
+    if (opts.crdFiles?.length) await installCrds(kubeconfigPath, opts.crdFiles);
+  } catch (err) {
+    await stop();
+    const e = err as { stderr?: string; message?: string };
+    throw new Error(
+      `kwok cluster ${name} failed to start: ${e.message ?? String(err)}\n${(e.stderr ?? '').slice(-3000)}`,
+    );
+  }
+  return { name, kubeconfigPath, workdir, stop };
+}
