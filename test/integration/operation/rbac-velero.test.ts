@@ -1,0 +1,191 @@
+// 1. RbacProfileMissing: the controller runs as a ServiceAccount holding only the operator's declared
+//    cluster-wide rules (operator/src/rbac/operator.ts); an Operation waits Accepted=False/RbacProfileMissing
+//    until the profile's ClusterRole (generated from profiles.ts) is bound in the namespace, and then
+//    starts on the RoleBinding's watch event.
+// 2. The real velero adapter: a velero.io Backup child in the Velero namespace, moved by the engine
+//    simulator; the Operation ends Succeeded with outputs.backupName.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adapterFor } from '../../../operator/src/engines/index.ts';
+import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
+import { profileClusterRole } from '../../../operator/src/rbac/clusterroles.ts';
+import { OPERATOR_CLUSTER_RULES } from '../../../operator/src/rbac/operator.ts';
+import { profileClusterRoleName, rbacProfile } from '../../../operator/src/rbac/profiles.ts';
+import { PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
+import { EngineSimulator } from '../../support/simulator.ts';
+import { adminKubeConfig, createNamespace } from '../support/kube.ts';
+import { Api, cond, eventually, type RunningController, startController } from './support.ts';
+
+async function apply(api: Api, path: string, body: unknown) {
+  await api.client.request({
+    method: 'PATCH',
+    path,
+    query: { fieldManager: 'operation-test', force: true },
+    contentType: PATCH_TYPES.apply,
+    body,
+  });
+}
+
+/** A KubeConfig for a ServiceAccount (TokenRequest) bound to the operator's cluster-wide rules. */
+async function operatorIdentity(admin: KubeConfig, api: Api, ns: string): Promise<KubeConfig> {
+  const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+  await apply(
+    api,
+    resourcePath({ group: '', version: 'v1', plural: 'serviceaccounts', namespace: ns }, 'operator'),
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'operator', namespace: ns },
+    },
+  );
+  const role = `vworkspace-operator-test-${ns}`;
+  await apply(api, resourcePath({ ...rbac, plural: 'clusterroles' }, role), {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: role },
+    rules: OPERATOR_CLUSTER_RULES.map((r) => ({
+      apiGroups: r.apiGroups,
+      resources: r.resources,
+      verbs: r.verbs,
+    })),
+  });
+  await apply(api, resourcePath({ ...rbac, plural: 'clusterrolebindings' }, role), {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: role },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+    subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: ns }],
+  });
+  const tr = await api.client.request<{ status: { token: string } }>({
+    method: 'POST',
+    path: resourcePath(
+      { group: '', version: 'v1', plural: 'serviceaccounts', namespace: ns },
+      'operator',
+      'token',
+    ),
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  });
+  const cluster = admin.getCurrentCluster()!;
+  const kc = new (admin.constructor as new () => KubeConfig)();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: 'operator', token: tr.status.token }],
+    contexts: [{ name: 'operator', cluster: cluster.name, user: 'operator' }],
+    currentContext: 'operator',
+  });
+  return kc;
+}
+
+describe('RbacProfileMissing with a least-privilege identity', () => {
+  const admin = adminKubeConfig();
+  const api = new Api(admin);
+  let ctl: RunningController;
+  let ns: string;
+
+  beforeAll(async () => {
+    ns = await createNamespace(admin, 'oprbac');
+    const kc = await operatorIdentity(admin, api, ns);
+    const fake = fakeAdapter('workflow');
+    ctl = startController(kc, (e) => (e === 'workflow' ? fake : undefined), { graceMs: 600_000 });
+  });
+  afterAll(async () => {
+    await ctl.stop();
+  });
+
+  it('waits Accepted=False/RbacProfileMissing, then starts once the profile is bound', async () => {
+    await api.createInstance(ns, 'app', { backup: 'workflow' }, true);
+    await api.createOperation(ns, 'needs-grant', { type: 'Backup' });
+    const waiting = await eventually('RbacProfileMissing', async () => {
+      const op = await api.getOperation(ns, 'needs-grant');
+      return cond(op, 'Accepted')?.reason === 'RbacProfileMissing' ? op : undefined;
+    });
+    expect(waiting.status?.phase).toBe('Pending');
+    expect(cond(waiting, 'Succeeded')).toMatchObject({ status: 'Unknown', reason: 'RbacProfileMissing' });
+    expect(cond(waiting, 'Accepted')?.message).toContain('vworkspace-profile-runbook-workflow');
+    expect(await api.configMaps(ns)).toEqual([]);
+
+    // The test templates run the runbook.workflow profile; the fake child is a ConfigMap, so the grant
+    // adds that to the profile role for this test.
+    const profile = profileClusterRole(rbacProfile('runbook.workflow')!);
+    const rules = [
+      ...(profile.rules as object[]),
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
+      },
+    ];
+    const name = profileClusterRoleName('runbook.workflow');
+    const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+    await apply(api, resourcePath({ ...rbac, plural: 'clusterroles' }, name), { ...profile, rules });
+    await apply(api, resourcePath({ ...rbac, plural: 'rolebindings', namespace: ns }, 'vworkspace-runbook'), {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'vworkspace-runbook', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: ns }],
+    });
+    const running = await eventually('Running after the grant', async () => {
+      const op = await api.getOperation(ns, 'needs-grant');
+      return op.status?.phase === 'Running' ? op : undefined;
+    });
+    expect(cond(running, 'Accepted')).toMatchObject({ status: 'True', reason: 'TemplateValidated' });
+    expect((await api.configMaps(ns)).length).toBe(1);
+  });
+});
+
+describe('the real velero adapter with the engine simulator', () => {
+  const admin = adminKubeConfig();
+  const api = new Api(admin);
+  let ctl: RunningController;
+  let sim: EngineSimulator;
+  let ns: string;
+  let veleroNs: string;
+
+  beforeAll(async () => {
+    ns = await createNamespace(admin, 'opvel');
+    veleroNs = await createNamespace(admin, 'velero');
+    ctl = startController(admin, adapterFor, { veleroNamespace: veleroNs });
+    sim = new EngineSimulator(api.client, { namespaces: [veleroNs], intervalMs: 100 });
+    sim.start();
+  });
+  afterAll(async () => {
+    await sim.stop();
+    await ctl.stop();
+  });
+
+  it('a Backup Operation creates a velero.io Backup in the Velero namespace and ends Succeeded with backupName', async () => {
+    await api.createInstance(ns, 'app', { backup: 'velero' }, true);
+    await api.createOperation(ns, 'vb', { type: 'Backup', engine: 'velero', parameters: { ttl: '24h' } });
+    const done = await eventually(
+      'Succeeded',
+      async () => {
+        const op = await api.getOperation(ns, 'vb');
+        return op.status?.phase === 'Succeeded' ? op : undefined;
+      },
+      60_000,
+    );
+    expect(done.status?.childRef).toMatchObject({
+      apiVersion: 'velero.io/v1',
+      kind: 'Backup',
+      namespace: veleroNs,
+    });
+    expect(cond(done, 'Succeeded')).toMatchObject({ status: 'True', reason: 'VeleroBackupCompleted' });
+    expect(done.status?.outputs).toMatchObject({ backupName: done.status?.childRef?.name });
+    const backup = await api.client.request<{
+      metadata: { labels: Record<string, string> };
+      spec: { includedNamespaces: string[] };
+    }>({
+      method: 'GET',
+      path: resourcePath(
+        { group: 'velero.io', version: 'v1', plural: 'backups', namespace: veleroNs },
+        done.status!.childRef!.name,
+      ),
+    });
+    expect(backup.metadata.labels).toMatchObject({
+      'ops.vworkspace.io/operation': 'vb',
+      'ops.vworkspace.io/operation-namespace': ns,
+    });
+    expect(backup.spec.includedNamespaces).toEqual([ns]);
+  });
+});
