@@ -136,6 +136,11 @@ describe('job observe', () => {
     expect(observe({ conditions: [jobCondition('Failed', 'DeadlineExceeded')] }).retryable).toBe(false);
   });
 
+  it('reads a Job listed without kind (List items of built-in kinds carry none)', () => {
+    const { kind: _k, ...listed } = withStatus(jobOf().job, { conditions: [jobCondition('Complete')] });
+    expect(jobAdapter.observe([listed], input()).reason).toBe('JobSucceeded');
+  });
+
   it('ignores conditions that are not True', () => {
     expect(observe({ active: 1, conditions: [{ type: 'Failed', status: 'False' }] }).phase).toBe('Running');
   });

@@ -47,9 +47,12 @@ export function stringArray(v: unknown): string[] {
   return arr(v).filter((x): x is string => typeof x === 'string');
 }
 
-/** Children of one kind, sorted by name so observations do not depend on list order. */
+/**
+ * Children of one kind, sorted by name so observations do not depend on list order. An object without
+ * `kind` counts as the kind asked for: items of a List of built-in kinds (Jobs) arrive without it.
+ */
 export function ofKind(children: readonly KubernetesObject[], kind: string): KubernetesObject[] {
-  return children.filter((c) => kindOf(c) === kind).sort((a, b) => nameOf(a).localeCompare(nameOf(b)));
+  return children.filter((c) => (c.kind ?? kind) === kind).sort((a, b) => nameOf(a).localeCompare(nameOf(b)));
 }
 
 /** A child as read back, narrowed to the manifest shape CancelAction carries. */

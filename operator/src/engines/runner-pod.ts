@@ -5,7 +5,7 @@ import { LABEL_OPERATION } from '../api/annotations.ts';
 import type { Reason } from '../api/reasons.ts';
 import { effectivePolicy } from '../catalog/policy.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
-import { arr, asManifest, at, isRecord, type Json, num, str } from './object.ts';
+import { arr, asManifest, at, isRecord, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import type { ChildManifest, EngineEnvironment, MaterializeInput, Observation } from './types.ts';
 
@@ -97,7 +97,7 @@ export function observeJob(
   reasons: JobReasons,
   what: string,
 ): Observation {
-  const job = jobs.find((j) => j.kind === 'Job');
+  const job = ofKind(jobs, 'Job')[0];
   if (!job) return running(reasons.running, `waiting for the ${what} Job to appear`);
   const name = job.metadata?.name ?? '';
   const outputs = { jobName: name };
@@ -128,7 +128,7 @@ export function observeJob(
 /** Cancel for Job children: delete in the foreground so the pods go first and nothing keeps running. */
 export function cancelJobs(children: readonly KubernetesObject[]) {
   return children
-    .filter((c) => c.kind === 'Job')
+    .filter((c) => (c.kind ?? 'Job') === 'Job')
     .map((child) => ({
       kind: 'delete' as const,
       child: asManifest(child),

@@ -151,7 +151,8 @@ describe('velero observe', () => {
   });
 
   it('is Running while the child is not visible yet', () => {
-    expect(veleroAdapter.observe([], backupInput()).phase).toBe('Running');
+    expect(veleroAdapter.observe([], backupInput()).reason).toBe('VeleroBackupInProgress');
+    expect(veleroAdapter.observe([], restoreInput()).reason).toBe('VeleroRestoreInProgress');
   });
 });
 

@@ -150,11 +150,14 @@ function progress(child: KubernetesObject): string {
   return done !== undefined && total !== undefined ? ` (${done}/${total} items)` : '';
 }
 
-function observe(children: readonly KubernetesObject[]): ReturnType<EngineAdapter['observe']> {
-  const child = ofKind(children, 'Backup')[0] ?? ofKind(children, 'Restore')[0];
-  if (!child) return running('VeleroBackupInProgress', 'waiting for the velero.io object to appear');
-  const kind: Kind = child.kind === 'Restore' ? 'Restore' : 'Backup';
+function observe(
+  children: readonly KubernetesObject[],
+  input: Pick<MaterializeInput, 'op'>,
+): ReturnType<EngineAdapter['observe']> {
+  const kind: Kind = input.op.spec.type === 'Restore' ? 'Restore' : 'Backup';
   const r = reasonsFor(kind);
+  const child = ofKind(children, kind)[0];
+  if (!child) return running(r.progress, `waiting for the velero.io ${kind} to appear`);
   const name = child.metadata?.name ?? '';
   const ns = child.metadata?.namespace ?? '';
   const outputs: Record<string, string> =
