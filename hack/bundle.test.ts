@@ -1,0 +1,310 @@
+// The OLM bundle: generated files are fresh, the CSV is consistent with the bundle's CRDs, webhooks,
+// images and RBAC tables, and operator-sdk's validators (operatorframework suite) report nothing at all.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+import { profileClusterRole } from '../operator/src/rbac/clusterroles.ts';
+import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../operator/src/rbac/operator.ts';
+import { RBAC_PROFILE_LIST } from '../operator/src/rbac/profiles.ts';
+import {
+  bundleFiles,
+  CSV_PATH,
+  createdAtFor,
+  ROOT,
+  readRepoFile,
+  resolveOptions,
+  staleFiles,
+  writeBundleDir,
+} from './bundle.ts';
+import { generatedFiles } from './generate.ts';
+import {
+  almExampleProblems,
+  bundleSizeProblems,
+  clusterWriteProblems,
+  containers,
+  deployments,
+  descriptorProblems,
+  ownedCrdProblems,
+  type Rule,
+  rbacProblems,
+  relatedImageProblems,
+  webhookProblems,
+} from './packaging/checks.ts';
+import { bundleAnnotations } from './packaging/manifests.ts';
+import { runTool, sdkFindings } from './packaging/tools.ts';
+
+type Obj = Record<string, unknown>;
+
+const opts = resolveOptions({});
+const manifestNames = readdirSync(join(ROOT, 'bundle/manifests'));
+const manifests = manifestNames.map((n) => YAML.parse(readRepoFile(`bundle/manifests/${n}`)!) as Obj);
+const crds = manifests.filter((m) => m.kind === 'CustomResourceDefinition');
+
+/** A fresh copy of the generated CSV, to break in one place per test. */
+function csv(): Obj {
+  const text = bundleFiles(opts).find((f) => f.path === CSV_PATH)!.content;
+  return YAML.parse(text) as Obj;
+}
+const spec = (c: Obj) => c.spec as Obj & { install: { spec: Obj & { deployments: Obj[] } } };
+
+describe('generated bundle files', () => {
+  it('are committed up to date (run `npm run bundle` when this fails)', () => {
+    expect(staleFiles(opts)).toEqual([]);
+  });
+
+  it('names a hand-edited or missing file', () => {
+    const edited = (p: string) => (p === CSV_PATH ? `${readRepoFile(p)}# edit\n` : readRepoFile(p));
+    expect(staleFiles(opts, edited)).toEqual([CSV_PATH]);
+    const gone = (p: string) => (p === 'bundle/metadata/annotations.yaml' ? undefined : readRepoFile(p));
+    expect(staleFiles(opts, gone)).toEqual(['bundle/metadata/annotations.yaml']);
+  });
+
+  it('are reproducible: createdAt comes from the version, not the clock', () => {
+    expect(bundleFiles(opts)).toEqual(bundleFiles(opts));
+    expect(opts.createdAt).toBe('2026-11-22T00:00:00Z');
+    expect(createdAtFor('1.0.0', '"1.0.0": "2027-01-02T03:04:05Z"\n')).toBe('2027-01-02T03:04:05Z');
+    expect(createdAtFor('1.0.0', '', '1700000000')).toBe('2023-11-14T22:13:20Z');
+    expect(() => createdAtFor('9.9.9', '"1.0.0": "2027-01-02T00:00:00Z"\n')).toThrow(/no date for 9.9.9/);
+  });
+
+  it('take the version and the operator image from the environment, by digest only', () => {
+    const img = `quay.io/x/op@sha256:${'a'.repeat(64)}`;
+    const o = resolveOptions({ VERSION: '0.0.9', IMG: img });
+    expect(o).toMatchObject({ version: '0.0.9', images: { operator: img } });
+    const c = YAML.parse(bundleFiles(o).find((f) => f.path === CSV_PATH)!.content) as Obj;
+    expect((c.metadata as Obj).name).toBe('vworkspace-operator.v0.0.9');
+    expect(((c.metadata as Obj).annotations as Obj).containerImage).toBe(img);
+    expect(() => resolveOptions({ IMG: 'quay.io/x/op:latest' })).toThrow(/sha256/);
+    expect(() => resolveOptions({ VERSION: 'v1' })).toThrow(/semver/);
+  });
+
+  it('leave no stray file in bundle/manifests (each comes from hack/generate.ts or hack/bundle.ts)', () => {
+    const known = new Set([...generatedFiles(readRepoFile), ...bundleFiles(opts)].map((f) => f.path));
+    expect(manifestNames.map((n) => `bundle/manifests/${n}`).filter((p) => !known.has(p))).toEqual([]);
+  });
+
+  it('mirror annotations.yaml in the bundle image labels', () => {
+    const dockerfile = bundleFiles(opts).find((f) => f.path === 'bundle.Dockerfile')!.content;
+    const labels = Object.fromEntries(
+      [...dockerfile.matchAll(/^LABEL (\S+)=(\S+)$/gm)].map((m) => [m[1], m[2]]),
+    );
+    const annotations = YAML.parse(readRepoFile('bundle/metadata/annotations.yaml')!).annotations;
+    expect(labels).toEqual(annotations);
+    expect(annotations).toEqual(bundleAnnotations());
+    expect(dockerfile).toMatch(/^FROM scratch$/m);
+  });
+});
+
+describe('CSV consistency', () => {
+  it('owns every CRD in the bundle and nothing else', () => {
+    expect(ownedCrdProblems(csv(), crds)).toEqual([]);
+    expect(crds).toHaveLength(4);
+  });
+
+  it('fails when an owned CRD is missing from the bundle', () => {
+    const without = crds.filter((c) => (c.metadata as Obj).name !== 'cronoperations.ops.vworkspace.io');
+    expect(ownedCrdProblems(csv(), without)).toEqual([
+      'owned CRD cronoperations.ops.vworkspace.io is not in bundle/manifests',
+    ]);
+  });
+
+  it('has descriptors whose paths exist in the CRD schemas', () => {
+    expect(descriptorProblems(csv(), crds)).toEqual([]);
+    const c = csv();
+    const owned = (spec(c).customresourcedefinitions as { owned: Obj[] }).owned;
+    (owned[1]!.specDescriptors as Obj[]).push({ path: 'nope.deeper', displayName: 'x' });
+    expect(descriptorProblems(c, crds)).toEqual([
+      'Operation specDescriptors: spec.nope.deeper is not in the schema',
+    ]);
+  });
+
+  it('has one alm-example per owned kind', () => {
+    expect(almExampleProblems(csv())).toEqual([]);
+    const c = csv();
+    const ann = (c.metadata as Obj).annotations as Obj;
+    ann['alm-examples'] = JSON.stringify(JSON.parse(String(ann['alm-examples'])).slice(1));
+    expect(almExampleProblems(c)).toEqual(['alm-examples has 0 ApplicationInstance examples, want 1']);
+  });
+
+  it('registers webhooks only for owned resources, on the CSV deployment', () => {
+    const c = csv();
+    expect(webhookProblems(c)).toEqual([]);
+    const hooks = spec(c).webhookdefinitions as Obj[];
+    expect(hooks.map((h) => h.webhookPath).sort()).toEqual([
+      '/mutate-operation',
+      '/validate-cronoperation',
+      '/validate-operation',
+      '/validate-watchoperation',
+    ]);
+    (hooks[0]!.rules as Obj[]).push({
+      apiGroups: [''],
+      apiVersions: ['v1'],
+      operations: ['CREATE'],
+      resources: ['pods'],
+    });
+    hooks[1]!.deploymentName = 'other';
+    expect(webhookProblems(c)).toEqual([
+      'webhook moperation.ops.vworkspace.io: rule on pods., which the CSV does not own',
+      'webhook voperation.ops.vworkspace.io: deploymentName other is not a CSV deployment',
+    ]);
+  });
+
+  it('lists every RELATED_IMAGE_* and container image in relatedImages, by digest', () => {
+    expect(relatedImageProblems(csv())).toEqual([]);
+    const c = csv();
+    const container = containers(c)[0]!;
+    (container.env as Obj[]).push({
+      name: 'RELATED_IMAGE_KUBECTL',
+      value: `quay.io/x/kubectl@sha256:${'b'.repeat(64)}`,
+    });
+    (container.env as Obj[]).push({ name: 'RELATED_IMAGE_TAGGED', value: 'quay.io/x/tagged:1.0' });
+    expect(relatedImageProblems(c)).toEqual([
+      `RELATED_IMAGE_KUBECTL: quay.io/x/kubectl@sha256:${'b'.repeat(64)} has no relatedImages entry`,
+      'RELATED_IMAGE_TAGGED: quay.io/x/tagged:1.0 is not by digest',
+    ]);
+  });
+
+  it('runs the Deployment hardened: 2 replicas, probes, requests and limits, non-root, read-only, no capabilities', () => {
+    const c = csv();
+    const d = deployments(c)[0]!;
+    expect((d.spec as Obj).replicas).toBe(2);
+    const pod = ((d.spec as Obj).template as Obj).spec as Obj;
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    const m = containers(c)[0]! as Obj & { resources: { requests: Obj; limits: Obj } };
+    expect(Object.keys(m.resources.requests).sort()).toEqual(['cpu', 'memory']);
+    expect(Object.keys(m.resources.limits).sort()).toEqual(['cpu', 'memory']);
+    expect(m.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(m.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 8081 } });
+    expect(m.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 8081 } });
+    const env = Object.fromEntries((m.env as Obj[]).map((e) => [e.name, e.value ?? e.valueFrom]));
+    expect(env).toMatchObject({
+      OPERATOR_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+      LEADER_ELECT: 'true',
+      RELATED_IMAGE_HELM: opts.images.helm,
+    });
+  });
+});
+
+describe('RBAC', () => {
+  const perms = (c: Obj, key: 'permissions' | 'clusterPermissions') =>
+    (spec(c).install.spec[key] as { rules: Rule[] }[]).flatMap((p) => p.rules);
+
+  it('grants exactly the declared operator rules (operator/src/rbac/operator.ts), nothing broader', () => {
+    const c = csv();
+    expect(
+      rbacProblems('clusterPermissions', perms(c, 'clusterPermissions'), OPERATOR_CLUSTER_RULES),
+    ).toEqual([]);
+    expect(rbacProblems('permissions', perms(c, 'permissions'), OPERATOR_NAMESPACE_RULES)).toEqual([]);
+    expect(
+      clusterWriteProblems(perms(c, 'clusterPermissions'), ['apps.vworkspace.io', 'ops.vworkspace.io']),
+    ).toEqual([]);
+  });
+
+  it('fails on a rule broader than the declared list', () => {
+    const c = csv();
+    const rules = perms(c, 'clusterPermissions');
+    rules.push({ apiGroups: [''], resources: ['secrets'], verbs: ['get'] });
+    rules.push({ apiGroups: ['batch'], resources: ['*'], verbs: ['create'] });
+    rules.push({
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['clusterroles'],
+      verbs: ['escalate'],
+    });
+    expect(rbacProblems('clusterPermissions', rules, OPERATOR_CLUSTER_RULES)).toEqual([
+      'clusterPermissions: get secrets. is not in the declared list',
+      'clusterPermissions: wildcard resource *.batch',
+      'clusterPermissions: create *.batch is not in the declared list',
+      'clusterPermissions: verb escalate on clusterroles.rbac.authorization.k8s.io',
+    ]);
+    expect(clusterWriteProblems(rules, ['apps.vworkspace.io', 'ops.vworkspace.io'])).toEqual([
+      'cluster-wide get secrets',
+      'cluster-wide create on *.batch',
+      'cluster-wide escalate on clusterroles.rbac.authorization.k8s.io',
+    ]);
+  });
+
+  it('ships every profile ClusterRole with no rule beyond its profile', () => {
+    const roles = manifests.filter((m) => m.kind === 'ClusterRole');
+    expect(roles.map((r) => (r.metadata as Obj).name).sort()).toEqual(
+      RBAC_PROFILE_LIST.map((p) => (profileClusterRole(p).metadata as Obj).name).sort(),
+    );
+    for (const p of RBAC_PROFILE_LIST) {
+      const declared = profileClusterRole(p) as { metadata: { name: string }; rules: Rule[] };
+      const shipped = roles.find((r) => (r.metadata as Obj).name === declared.metadata.name) as {
+        rules: Rule[];
+      };
+      expect(rbacProblems(declared.metadata.name, shipped.rules, declared.rules)).toEqual([]);
+    }
+  });
+});
+
+describe('bundle size', () => {
+  const files = () =>
+    manifestNames
+      .map((n) => ({ path: n, content: readRepoFile(`bundle/manifests/${n}`)! }))
+      .concat([{ path: 'annotations.yaml', content: readRepoFile('bundle/metadata/annotations.yaml')! }]);
+
+  it('is under the 1 MiB gzipped limit', () => {
+    expect(bundleSizeProblems(files())).toEqual([]);
+  });
+
+  it('fails over the limit', () => {
+    const big = { path: 'big.yaml', content: randomBytes(1200 * 1024).toString('base64') };
+    expect(bundleSizeProblems([...files(), big])).toEqual([expect.stringMatching(/over the 1048576 limit/)]);
+  });
+});
+
+describe('operator-sdk bundle validate --select-optional suite=operatorframework', () => {
+  const validate = (dir: string) =>
+    sdkFindings(
+      runTool(ROOT, 'operator-sdk', [
+        'bundle',
+        'validate',
+        dir,
+        '--select-optional',
+        'suite=operatorframework',
+        '--output',
+        'json-alpha1',
+      ]),
+    );
+
+  it('reports no error and no warning for bundle/', () => {
+    expect(validate('./bundle')).toEqual([]);
+  });
+
+  it('reports the warnings it finds (a container without resource requests)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vws-bundle-'));
+    try {
+      writeBundleDir(dir, opts);
+      const path = join(dir, 'manifests', 'vworkspace-operator.clusterserviceversion.yaml');
+      const c = csv();
+      delete (containers(c)[0] as Obj).resources;
+      writeFileSync(path, YAML.stringify(c));
+      const findings = validate(dir);
+      expect(findings.some((f) => f.level === 'warning' && /resource requests/.test(f.message))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('operator Dockerfile', () => {
+  const text = readRepoFile('Dockerfile')!;
+  it('pins every base image by digest, installs production deps only and runs as 65532', () => {
+    const froms = [...text.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]!);
+    expect(froms.length).toBeGreaterThanOrEqual(2);
+    for (const f of froms) expect(f).toMatch(/@sha256:[a-f0-9]{64}$/);
+    expect(text).toMatch(/npm ci --omit=dev/);
+    expect(text).toMatch(/^USER 65532/m);
+    expect(text).toMatch(/operator\/src\/main\.ts/);
+  });
+});
