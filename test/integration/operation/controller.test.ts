@@ -9,11 +9,12 @@ describe('Operation controller (fake adapter, admin identity)', () => {
   const kc = adminKubeConfig();
   const api = new Api(kc);
   const fake = fakeAdapter('workflow');
+  const fakeJob = fakeAdapter('job');
   let ctl: RunningController;
   let ns: string;
 
   beforeAll(async () => {
-    ctl = startController(kc, (e) => (e === 'workflow' ? fake : undefined));
+    ctl = startController(kc, (e) => (e === 'workflow' ? fake : e === 'job' ? fakeJob : undefined));
   });
   afterAll(async () => {
     await ctl.stop();
@@ -123,5 +124,24 @@ describe('Operation controller (fake adapter, admin identity)', () => {
       metadata: { annotations: { 'ops.vworkspace.io/approve': 'true' } },
     });
     await eventually('Running', phase('ask', 'Running'));
+  });
+
+  it('MissingServiceAccount is released when the runner ServiceAccount appears (narrow watch)', async () => {
+    ns = await createNamespace(kc, 'op');
+    await api.createInstance(ns, 'app', { runcommand: 'job' }, true);
+    await api.createOperation(ns, 'cmd', {
+      type: 'RunCommand',
+      engine: 'job',
+      parameters: { command: ['true'] },
+    });
+    const op = await eventually('Blocked', phase('cmd', 'Blocked'));
+    expect(cond(op, 'Blocked')).toMatchObject({ reason: 'MissingServiceAccount' });
+    expect(cond(op, 'Blocked')?.message).toContain('vworkspace-runner');
+    await api.client.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns}/serviceaccounts`,
+      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'vworkspace-runner' } },
+    });
+    await eventually('Running', phase('cmd', 'Running'));
   });
 });
