@@ -101,7 +101,7 @@ describe('catalog/ in git', () => {
     }
   });
 
-  it("holds the current version's olm.bundle as `opm render bundle/` renders it today (else: npm run catalog render)", () => {
+  it("holds the current version's olm.bundle as `opm render bundle/` renders it today (else: npm run bundle)", () => {
     expect(readRepoFile(bundlePath(version))).toBe(renderBundle('bundle'));
   });
 });
