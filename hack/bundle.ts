@@ -3,7 +3,7 @@
 //   bundle/manifests/vworkspace-operator-metrics_v1_service.yaml
 //   bundle/metadata/annotations.yaml, bundle/metadata/dependencies.yaml
 //   bundle.Dockerfile
-//   packaging/monitoring/servicemonitor.yaml   (beside the bundle, not in it: see docs/adr/0003)
+//   packaging/monitoring/servicemonitor.yaml   (beside the bundle, not in it: see docs/adr/0004-olm-packaging.md)
 // The CRDs and the RBAC profile ClusterRoles in bundle/manifests/ come from hack/generate.ts.
 //
 //   node hack/bundle.ts                          write the files for package.json's version
