@@ -16,6 +16,7 @@ import {
   maxNameLength,
   ObservedGeneration,
   RootSchema,
+  StringEnum,
 } from './schema-helpers.ts';
 
 /** Five fields or a macro; CronJob's `TZ=` prefix is refused (spec.timeZone says it). */
@@ -56,7 +57,12 @@ export const CronOperationSpecSchema = Type.Object(
           'How late (seconds after the scheduled time) an Operation may still be created, e.g. after operator downtime. A slot missed by more is not run: it is recorded in status.missedSlots and as an Event, and the schedule moves on. After downtime only the most recent missed slot runs, never a burst. Unset: no deadline.',
       }),
     ),
-    concurrencyPolicy: Type.Optional(concurrencyPolicyField('a run is due')),
+    concurrencyPolicy: Type.Optional(
+      concurrencyPolicyField(
+        'a run is due',
+        'the slot is skipped, with an Event and an entry in status.missedSlots (reason ConcurrencyForbidden), and the schedule moves on',
+      ),
+    ),
     ...historyFields,
     operationTemplate: CronOperationTemplateSchema,
   },
@@ -80,12 +86,20 @@ export const NextRunSchema = Type.Object(
 );
 export type NextRun = Static<typeof NextRunSchema>;
 
+export const MISSED_SLOT_REASONS = ['StartingDeadlineExceeded', 'ConcurrencyForbidden'] as const;
+
 export const MissedSlotSchema = Type.Object(
   {
     scheduledTime: DateTime({ description: 'The slot that was not run.' }),
-    detectedAt: DateTime({ description: 'When the operator noticed it was past startingDeadlineSeconds.' }),
+    detectedAt: DateTime({ description: 'When the operator decided not to run it.' }),
+    reason: Type.Optional(
+      StringEnum(MISSED_SLOT_REASONS, {
+        description:
+          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late) or ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running).',
+      }),
+    ),
   },
-  { description: 'A scheduled run that was not created because it was too late.' },
+  { description: 'A scheduled run that was not created.' },
 );
 export type MissedSlot = Static<typeof MissedSlotSchema>;
 
@@ -114,7 +128,8 @@ export const CronOperationStatusSchema = Type.Object(
     ),
     missedSlots: Type.Optional(
       Type.Array(MissedSlotSchema, {
-        description: 'The most recent slots missed past startingDeadlineSeconds (at most 10, oldest first).',
+        description:
+          'The most recent slots that were not run (past startingDeadlineSeconds, or skipped under concurrencyPolicy Forbid), at most 10, oldest first.',
         maxItems: 10,
       }),
     ),

@@ -51,9 +51,10 @@ export const WatchOperationTemplateSchema = Type.Object(
 );
 export type WatchOperationTemplate = Static<typeof WatchOperationTemplateSchema>;
 
-export function concurrencyPolicyField(subject: string) {
+/** `forbid` says what Forbid does with the run it does not start now (CronOperation skips it, WatchOperation keeps it). */
+export function concurrencyPolicyField(subject: string, forbid: string) {
   return StringEnum(CONCURRENCY_POLICIES, {
-    description: `What to do when ${subject} while an Operation it created is still running: Allow (create another; per-target conflicts still queue it), Forbid (do not create one now; the latest request is kept and runs after the running one finishes, never dropped) or Replace (cancel the running one, then create the new one).`,
+    description: `What to do when ${subject} while an Operation it created is still running: Allow (create another; per-target conflicts still queue it), Forbid (do not create one now; ${forbid}) or Replace (cancel the running one gracefully through its spec.cancel, then create the new one).`,
     default: 'Allow',
   });
 }

@@ -74,7 +74,12 @@ export const WatchOperationSpecSchema = Type.Object(
       ),
     ),
     triggers: WatchTriggersSchema,
-    concurrencyPolicy: Type.Optional(concurrencyPolicyField('a watched instance changes')),
+    concurrencyPolicy: Type.Optional(
+      concurrencyPolicyField(
+        'a watched instance changes',
+        'the latest change is kept and runs after the running one finishes, never dropped',
+      ),
+    ),
     ...historyFields,
     operationTemplate: WatchOperationTemplateSchema,
   },

@@ -182,7 +182,11 @@ describe('decideCron: creating Operations', () => {
       expect.objectContaining({ type: 'Warning', reason: CRON_EVENT.MissedSchedule }),
     ]);
     expect(w.cron.status?.missedSlots).toEqual([
-      { scheduledTime: '2025-06-01T01:00:00Z', detectedAt: '2025-06-01T01:30:00Z' },
+      {
+        scheduledTime: '2025-06-01T01:00:00Z',
+        detectedAt: '2025-06-01T01:30:00Z',
+        reason: 'StartingDeadlineExceeded',
+      },
     ]);
     expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
     // Reported once, not on every reconcile.
@@ -239,34 +243,50 @@ describe('decideCron: concurrency', () => {
     expect(w.ops.every((o) => o.spec.cancel !== true)).toBe(true);
   });
 
-  it('Forbid defers the due run while one is running and runs the latest one when it finishes', () => {
+  it('Forbid skips a run due while one is running: Event, recorded, and the schedule moves on', () => {
     const w = running('Forbid');
     w.run(HOUR); // 02:00 due, 01:00 still running
     expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z')]);
-    expect(w.plans.at(-1)?.events.map((e) => e.reason)).toContain(CRON_EVENT.RunDeferred);
-    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
-    w.run(HOUR); // 03:00 due too: it supersedes 02:00
+    expect(w.plans.at(-1)?.events.map((e) => e.reason)).toContain(CRON_EVENT.RunSkippedForbidden);
+    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T02:00:00Z');
+    expect(w.cron.status?.missedSlots).toEqual([
+      {
+        scheduledTime: '2025-06-01T02:00:00Z',
+        detectedAt: expect.any(String),
+        reason: 'ConcurrencyForbidden',
+      },
+    ]);
+    // finishing the running one does not bring the skipped slot back
     w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
-    w.reconcile();
+    expect(w.reconcile().create).toBeUndefined();
+    w.run(HOUR); // 03:00 runs normally
     expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z'), slotName('2025-06-01T03:00:00Z')]);
-    expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T03:00:00Z');
-    expect(w.cron.status?.lastSuccessfulTime).toBe('2025-06-01T03:01:00.000Z');
+    expect(w.cron.status?.missedSlots?.map((m) => m.scheduledTime)).toEqual(['2025-06-01T02:00:00Z']);
   });
 
-  it('Forbid: a deferred run that is past the deadline when the running one finishes is recorded as missed', () => {
-    const w = new World(
-      cronOp({ concurrencyPolicy: 'Forbid', startingDeadlineSeconds: 300 }),
-      '2025-06-01T00:30:00Z',
-    );
-    w.run(31 * MIN);
-    w.run(HOUR); // 02:00 deferred
-    w.clock.advanceSync(10 * MIN);
-    w.finish(slotName('2025-06-01T01:00:00Z'), 'Failed');
-    const plan = w.reconcile();
-    expect(plan.create).toBeUndefined();
-    expect(w.cron.status?.missedSlots?.map((m) => m.scheduledTime)).toEqual(['2025-06-01T02:00:00Z']);
+  it('Forbid records each skipped slot once, across repeated reconciles', () => {
+    const w = running('Forbid');
     w.run(HOUR);
-    expect(w.names()).toContain(slotName('2025-06-01T03:00:00Z'));
+    w.reconcile();
+    w.reconcile();
+    expect(w.cron.status?.missedSlots).toHaveLength(1);
+    expect(
+      w.plans.filter((p) => p.events.some((e) => e.reason === CRON_EVENT.RunSkippedForbidden)),
+    ).toHaveLength(1);
+  });
+
+  it('a slot missed past its deadline is recorded with reason StartingDeadlineExceeded', () => {
+    const w = new World(cronOp({ startingDeadlineSeconds: 300 }), '2025-06-01T00:30:00Z');
+    w.clock.advanceSync(40 * MIN); // 01:00 is now 10 min late
+    w.reconcile();
+    expect(w.names()).toEqual([]);
+    expect(w.cron.status?.missedSlots).toEqual([
+      {
+        scheduledTime: '2025-06-01T01:00:00Z',
+        detectedAt: expect.any(String),
+        reason: 'StartingDeadlineExceeded',
+      },
+    ]);
   });
 
   it('Replace cancels the running one (spec.cancel, never deleted) and starts the new one', () => {

@@ -32,7 +32,7 @@ export const CRON_EVENT = {
   MissedSchedule: 'MissedSchedule',
   TooManyMissedSchedules: 'TooManyMissedSchedules',
   RunSkipped: 'RunSkipped',
-  RunDeferred: 'RunDeferred',
+  RunSkippedForbidden: 'RunSkippedForbidden',
   ReplacingOperation: 'ReplacingOperation',
   InvalidSchedule: 'InvalidSchedule',
   InvalidTimeZone: 'InvalidTimeZone',
@@ -200,7 +200,10 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
       handled = slot;
       const at = formatTime(slot);
       if (!missed.some((m) => m.scheduledTime === at)) {
-        missed = [...missed, { scheduledTime: at, detectedAt: formatTime(now) }].slice(-MAX_MISSED_SLOTS);
+        missed = [
+          ...missed,
+          { scheduledTime: at, detectedAt: formatTime(now), reason: 'StartingDeadlineExceeded' as const },
+        ].slice(-MAX_MISSED_SLOTS);
         events.push({
           type: 'Warning',
           reason: CRON_EVENT.MissedSchedule,
@@ -225,12 +228,19 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
           note: `the run scheduled for ${at} was skipped (${ANNOTATION_SKIP_NEXT}); the annotation is removed`,
         });
       } else if (others.length > 0 && spec.concurrencyPolicy === 'Forbid') {
-        // Not handled: the slot stays due and runs when the running one finishes (if still within
-        // startingDeadlineSeconds); a later slot supersedes it, so only the latest is kept.
+        // Skipped, like CronJob's Forbid: the slot counts as handled (the schedule moves on), is
+        // recorded in status.missedSlots, and gets an Event saying which Operation held it up.
+        handled = slot;
+        if (!missed.some((m) => m.scheduledTime === at)) {
+          missed = [
+            ...missed,
+            { scheduledTime: at, detectedAt: formatTime(now), reason: 'ConcurrencyForbidden' as const },
+          ].slice(-MAX_MISSED_SLOTS);
+        }
         events.push({
-          type: 'Normal',
-          reason: CRON_EVENT.RunDeferred,
-          note: `the run scheduled for ${at} waits: concurrencyPolicy is Forbid and ${others
+          type: 'Warning',
+          reason: CRON_EVENT.RunSkippedForbidden,
+          note: `the run scheduled for ${at} was skipped: concurrencyPolicy is Forbid and ${others
             .map((o) => o.metadata.name)
             .join(', ')} is still running`,
         });

@@ -194,7 +194,7 @@ describe('CronOperation controller', () => {
     expect(await opNames(ns)).toHaveLength(1);
   });
 
-  it('Forbid: a slot due while an Operation runs waits, and runs once that one is marked finished', async () => {
+  it('Forbid: a slot due while an Operation runs is skipped, recorded, and the next slot still runs', async () => {
     const ns = await createNamespace(kc, 'cron');
     const clock = new FakeClock(Date.now());
     const op = startOperator(clock);
@@ -206,26 +206,34 @@ describe('CronOperation controller', () => {
     await eventually('first Operation', async () => (await opNames(ns)).includes(name1));
     await eventually('active', async () => (await getCron(ns, 'exclusive')).status?.active?.length === 1);
 
-    // The next slot comes while the first still runs: deferred, not created.
+    // The next slot comes while the first still runs: skipped with an Event and recorded.
     await clock.advance(HOUR);
-    await eventually('RunDeferred event', async () =>
+    await eventually('RunSkippedForbidden event', async () =>
       (await eventsAbout(raw, ns, 'CronOperation', 'exclusive')).some(
-        (e) => e.reason === CRON_EVENT.RunDeferred,
+        (e) => e.reason === CRON_EVENT.RunSkippedForbidden,
       ),
     );
-    expect(await opNames(ns)).toEqual([name1]);
-    expect(Date.parse((await getCron(ns, 'exclusive')).status?.lastScheduleTime ?? '')).toBe(slot1);
-
-    // The first finishes: the deferred slot runs now.
-    await finishOperation(raw, ns, name1, 'Succeeded');
-    const name2 = operationNameForSlot('exclusive', new Date(slot1 + HOUR));
-    await eventually('deferred slot runs', async () => (await opNames(ns)).includes(name2));
-    const status = await eventually('status after', async () => {
+    const skipped = await eventually('skip recorded', async () => {
       const s = (await getCron(ns, 'exclusive')).status;
-      return s?.lastSuccessfulTime && s.active?.length === 1 ? s : undefined;
+      return s?.missedSlots?.length ? s : undefined;
     });
-    expect(status.active).toEqual([{ name: name2, target: 'shop' }]);
-    expect(await opNames(ns)).toEqual([name1, name2].sort());
+    expect(skipped.missedSlots?.map((m) => [Date.parse(m.scheduledTime), m.reason])).toEqual([
+      [slot1 + HOUR, 'ConcurrencyForbidden'],
+    ]);
+    expect(Date.parse(skipped.lastScheduleTime ?? '')).toBe(slot1 + HOUR);
+    expect(await opNames(ns)).toEqual([name1]);
+
+    // The first finishes: the skipped slot does not come back; the following slot runs.
+    await finishOperation(raw, ns, name1, 'Succeeded');
+    await eventually(
+      'first no longer active',
+      async () => !(await getCron(ns, 'exclusive')).status?.active?.length,
+    );
+    expect(await opNames(ns)).toEqual([name1]);
+    await clock.advance(HOUR);
+    const name3 = operationNameForSlot('exclusive', new Date(slot1 + 2 * HOUR));
+    await eventually('following slot runs', async () => (await opNames(ns)).includes(name3));
+    expect(await opNames(ns)).toEqual([name1, name3].sort());
   });
 
   it('an invalid time zone (written before the webhook existed) sets Ready=False/InvalidTimeZone and creates nothing', async () => {
