@@ -145,8 +145,16 @@ function main(argv: readonly string[]): number {
     return 0;
   }
   if (cmd === 'render') {
+    // Only the current version's entry follows bundle/; a bundle built for another VERSION (make bundle
+    // VERSION=...) is not the catalog's, and a version not yet in the catalog is added with `add`.
     const pkg = JSON.parse(readRepoFile('package.json') ?? '{}') as { version: string };
-    write(bundlePath(pkg.version), renderBundle('bundle'));
+    const rendered = renderBundle('bundle');
+    const got = renderedVersion(rendered);
+    if (got !== pkg.version || readRepoFile(bundlePath(got)) === undefined) {
+      console.log(`catalog: bundle/ is ${got}; not re-rendered (current ${pkg.version}; new versions: add)`);
+      return 0;
+    }
+    write(bundlePath(got), rendered);
     return 0;
   }
   if (cmd === 'package') {
