@@ -1,7 +1,7 @@
 // The bundle's other manifests and metadata, pure: the metrics Service, bundle/metadata/annotations.yaml
 // and dependencies.yaml, the bundle image labels, and the ServiceMonitor we ship BESIDE the bundle
 // (a ServiceMonitor inside a registry+v1 bundle fails the whole InstallPlan on clusters without the
-// Prometheus Operator CRDs; see docs/adr/0003-olm-packaging.md).
+// Prometheus Operator CRDs; see docs/adr/0004-olm-packaging.md).
 import { PACKAGE_NAME, POD_LABELS, PORTS } from './csv.ts';
 
 /** Channel names follow the good-practices rule (candidate/fast/stable prefix) and carry the major. */
