@@ -6,12 +6,12 @@
 // other value. A user who writes either annotation themselves is refused rather than silently
 // overwritten, so a forgery attempt is visible. An update that merely leaves a stamped annotation out
 // (kubectl replace with an old manifest) gets it restored, not refused. Pure.
-import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY, OPS_GROUP } from '../api/index.ts';
+
+import { ANNOTATION_CREATED_BY } from '../api/annotations.ts';
+import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY } from '../api/index.ts';
 import { annotationsOf, isRecord } from './decision.ts';
 import { type AdmissionRequest, type JsonPatchOp, pointerSegment } from './review.ts';
-
-/** Written by the mutating webhook at CREATE: the requesting user. Users cannot set or change it. */
-export const ANNOTATION_CREATED_BY = `${OPS_GROUP}/created-by`;
+export { ANNOTATION_CREATED_BY };
 
 export interface StampExpectation {
   key: string;

@@ -146,7 +146,9 @@ const verb = fc.constantFrom<'CREATE' | 'UPDATE' | 'DELETE'>(
   'DELETE',
 );
 
-describe('admission decisions on random input', () => {
+// 10,000 bodies in all: a few seconds alone, far more on a loaded 2-core CI machine, so the time limit
+// is generous (this is a correctness test, not a speed test).
+describe('admission decisions on random input', { timeout: 120_000 }, () => {
   it('Operation: never throws; every denial names field paths', () => {
     fc.assert(
       fc.property(verb, operation, operation, user, factsArb, (op, obj, old, u, f) => {

@@ -53,5 +53,27 @@ export function watchProcessedAnnotation(watchOperationName: string): string {
   return `${WATCH_PROCESSED_ANNOTATION_PREFIX}${watchOperationName}`;
 }
 
+/** Written by the mutating webhook at CREATE on an Operation: the requesting user. Users cannot set or change it. */
+export const ANNOTATION_CREATED_BY = `${OPS_GROUP}/created-by`;
+/**
+ * Written by the operator on an Operation: the last ops.vworkspace.io/reconcile value it acted on, so
+ * each new value is acted on exactly once (also across restarts).
+ */
+export const ANNOTATION_RECONCILE_HANDLED = `${OPS_GROUP}/reconcile-handled`;
+/** On every engine child: the attempt (1 + retries) it belongs to. */
+export const ANNOTATION_ATTEMPT = `${OPS_GROUP}/attempt`;
+/**
+ * On per-PVC engine children (snapshot, volsync): the PersistentVolumeClaim they copy or restore (an
+ * annotation, not a label: PVC names may be longer than a label value).
+ */
+export const ANNOTATION_PVC = `${OPS_GROUP}/pvc`;
+/** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */
+export const LABEL_QUIESCE = `${OPS_GROUP}/quiesce`;
+/** On every generated RBAC profile ClusterRole: the profile id. */
+export const LABEL_RBAC_PROFILE = `${OPS_GROUP}/rbac-profile`;
+/** Standard label on every engine child, value MANAGED_BY. */
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'vworkspace-operator';
+
 /** The label engines select release objects by (Velero label selector, PVC lookup). */
 export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';

@@ -2,17 +2,11 @@
 // of the Operation's identity, the attempt and (for per-PVC engines) the PVC, so a reconciler that
 // restarts mid-way re-derives the same name and finds (or adopts) what it already created.
 import { createHash } from 'node:crypto';
+import { ANNOTATION_ATTEMPT, ANNOTATION_PVC, LABEL_MANAGED_BY, MANAGED_BY } from '../api/annotations.ts';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE, OPERATION } from '../api/index.ts';
 import type { Operation } from '../api/operation.ts';
 import type { ChildManifest } from './types.ts';
-
-/** Annotation on every child: the attempt (1 + retries) it belongs to. */
-export const ANNOTATION_ATTEMPT = 'ops.vworkspace.io/attempt';
-/** Annotation on per-PVC children (snapshot, volsync): the PersistentVolumeClaim they copy or restore
- * (an annotation, not a label: PVC names may be longer than a label value). */
-export const ANNOTATION_PVC = 'ops.vworkspace.io/pvc';
-export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'vworkspace-operator';
+export { ANNOTATION_ATTEMPT, ANNOTATION_PVC, LABEL_MANAGED_BY, MANAGED_BY };
 
 /** Longest name each child kind tolerates (see docs/engines.md for why each limit is what it is). */
 export const NAME_LIMITS = {

@@ -23,7 +23,8 @@ export const VELERO_API_VERSION = 'velero.io/v1';
  * Velero runs the first before backing the pod up (a failure fails the backup: no inconsistent copy)
  * and the second afterwards (a failure only warns: the data is already safe).
  */
-export const QUIESCE_POD_LABEL = 'ops.vworkspace.io/quiesce';
+import { LABEL_QUIESCE as QUIESCE_POD_LABEL } from '../api/annotations.ts';
+export { QUIESCE_POD_LABEL };
 export const QUIESCE_COMMAND = ['/vworkspace/hooks/quiesce'];
 export const UNQUIESCE_COMMAND = ['/vworkspace/hooks/unquiesce'];
 export const QUIESCE_HOOK_TIMEOUT = '5m';

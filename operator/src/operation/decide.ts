@@ -12,9 +12,13 @@
 //   (DeadlineExceeded at the exact instant), spec.cancel, dryRun (status.plan, nothing created),
 //   ttlSecondsAfterFinished (the Operation is deleted).
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { ANNOTATION_RECONCILE, LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
+import {
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_HANDLED,
+  LABEL_OPERATION,
+  LABEL_OPERATION_NAMESPACE,
+} from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { OPS_GROUP } from '../api/constants.ts';
 import type { OperationPhase } from '../api/enums.ts';
 import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
 import {
@@ -36,12 +40,7 @@ import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
 import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { evaluatePreconditions, type PreconditionFacts, resolveOperation } from './preconditions.ts';
-
-/**
- * Annotation the operator writes on an Operation with the last ops.vworkspace.io/reconcile value it
- * acted on, so each new value is acted on exactly once (also across restarts).
- */
-export const ANNOTATION_RECONCILE_HANDLED = `${OPS_GROUP}/reconcile-handled`;
+export { ANNOTATION_RECONCILE_HANDLED };
 
 /** Accepted=False reasons that may be fixed by creating something: waited for before failing. */
 export const GRACE_REASONS = ['TargetNotFound', 'RbacProfileMissing'] as const;

@@ -27,8 +27,8 @@ export interface RbacProfile {
   rules: readonly ProfileRule[];
 }
 
-/** Label on every generated profile ClusterRole: the profile id. */
-export const LABEL_RBAC_PROFILE = 'ops.vworkspace.io/rbac-profile';
+import { LABEL_RBAC_PROFILE } from '../api/annotations.ts';
+export { LABEL_RBAC_PROFILE };
 
 // Server-side apply needs `patch`, and `create` when the apply creates the object; `delete` cancels
 // (Jobs) and cleans up; get/list/watch read the children back.
