@@ -14,6 +14,7 @@ describe('loadConfig', () => {
         webhookPort: 9443,
         webhookCertDir: '/tmp/k8s-webhook-server/serving-certs',
         logLevel: 'info',
+        veleroNamespace: 'velero',
       },
     });
   });
@@ -29,6 +30,7 @@ describe('loadConfig', () => {
       WEBHOOK_CERT_DIR: '/certs',
       LOG_LEVEL: 'debug',
       RELATED_IMAGE_HELM: 'registry.example/helm@sha256:abc',
+      VELERO_NAMESPACE: 'backup-system',
     });
     expect(r.ok && r.config).toMatchObject({
       namespace: 'ops',
@@ -39,6 +41,7 @@ describe('loadConfig', () => {
       webhookCertDir: '/certs',
       logLevel: 'debug',
       helmImage: 'registry.example/helm@sha256:abc',
+      veleroNamespace: 'backup-system',
     });
   });
 

@@ -13,6 +13,8 @@ export interface OperatorConfig {
   logLevel: string;
   /** The helm CLI image (RELATED_IMAGE_HELM), used by the helm engine's runner Jobs. */
   helmImage?: string;
+  /** Namespace where Velero runs and its Backup/Restore objects live. */
+  veleroNamespace: string;
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -55,6 +57,7 @@ export function loadConfig(
     webhookPort: port('WEBHOOK_PORT', 9443),
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,
+    veleroNamespace: env.VELERO_NAMESPACE || 'velero',
     ...(env.RELATED_IMAGE_HELM ? { helmImage: env.RELATED_IMAGE_HELM } : {}),
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };

@@ -70,6 +70,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     metrics,
     adapterFor,
     templates: catalog,
+    veleroNamespace: config.veleroNamespace,
     ...(config.helmImage ? { helmImage: config.helmImage } : {}),
   });
   for (const i of operations.informers) manager.addInformer(i);
