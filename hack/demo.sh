@@ -4,6 +4,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export PATH="$ROOT/node_modules/.bin:$PATH"
-hack/build-tools.sh core helm
+hack/build-tools.sh cluster
 hack/fetch-crds.sh
 exec node hack/demo.ts

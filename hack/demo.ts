@@ -1,24 +1,31 @@
-// `make demo`: the main job on an embedded local control plane.
+// `make demo`: the main job, end to end, on an embedded local cluster.
 //
-// Starts a real etcd + kube-apiserver with the project's and the upstream CRDs, runs the
-// operator as its own process (as it runs in a pod: settings from the environment, a webhook
-// certificate in the OLM layout), installs a tiny chart with the real helm CLI, creates an
-// ApplicationInstance for it and shows what the operator reports, then shuts everything down
-// gracefully and checks that the operator released its leader Lease.
+// A kwok cluster (real etcd, kube-apiserver, controller-manager and scheduler; kwok plays the
+// kubelet, so Jobs really run to completion) with the project's and the upstream CRDs; the
+// operator as its own process, exactly as in a pod (settings from the environment, webhook
+// certificate in OLM's layout, webhooks registered from the bundle's CSV by URL); a sample
+// ApplicationInstance backed by a real Helm release of a tiny chart; then a RunCommand (a real Job)
+// and a velero Backup (Velero does not run here: a documented simulator moves the real velero.io
+// Backup's status the way Velero does, and the demo says so). It ends by stopping the operator
+// gracefully and deleting the cluster.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
+import { type KubeStatus, RestClient, statusCode } from '../operator/src/runtime/index.ts';
 import { helm, TINY_CHART } from '../test/support/helm.ts';
+import { EngineSimulator } from '../test/support/simulator.ts';
 import { makeServingCert } from './lib/certs.ts';
-import { type ControlPlane, freePort, ROOT, startControlPlane } from './lib/controlplane.ts';
+import { defaultCrdFiles, freePort, ROOT } from './lib/controlplane.ts';
+import { type KwokCluster, startKwokCluster } from './lib/kwok-cluster.ts';
+import { applyWebhookConfigurations, csvWebhookDefinitions, webhookConfigurations } from './lib/webhooks.ts';
 
 const started = Date.now();
 const say = (msg: string) =>
   process.stdout.write(`[demo ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}\n`);
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < end) {
@@ -33,30 +40,54 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutM
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
 
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Obj {
+  metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  status?: {
+    phase?: string;
+    conditions?: Condition[];
+    outputs?: Record<string, string>;
+    childRef?: { kind: string; name: string; namespace?: string };
+    release?: Record<string, unknown>;
+  };
+}
+
+const OPS = '/apis/ops.vworkspace.io/v1alpha1/namespaces/shop/operations';
+const AIS = '/apis/apps.vworkspace.io/v1alpha1/namespaces/shop/applicationinstances';
+
 const dir = join(ROOT, '.cache/demo');
 await rm(dir, { recursive: true, force: true });
 await mkdir(dir, { recursive: true });
-let cp: ControlPlane | undefined;
+let cluster: KwokCluster | undefined;
 let operator: ChildProcess | undefined;
+let simulator: EngineSimulator | undefined;
+const opLog: string[] = [];
 try {
-  say('starting etcd + kube-apiserver (real binaries from bin/) and installing CRDs ...');
-  cp = await startControlPlane({ dir: join(dir, 'cluster') });
-  say(`control plane ready at ${cp.server}; KUBECONFIG=${cp.kubeconfigPath}`);
+  say(
+    'starting a kwok cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok: binaries built from source) ...',
+  );
+  cluster = await startKwokCluster({ name: 'vworkspace-demo', crdFiles: defaultCrdFiles() });
+  say(`cluster ready with the project's and the upstream CRDs; KUBECONFIG=${cluster.kubeconfigPath}`);
   const kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  const core = kc.makeApiClient(CoreV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
+  kc.loadFromFile(cluster.kubeconfigPath);
+  const api = new RestClient(kc);
+  for (const name of ['vworkspace-system', 'shop', 'velero']) {
+    await api.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name } } });
+  }
 
-  await core.createNamespace({ body: { metadata: { name: 'vworkspace-system' } } });
-  await core.createNamespace({ body: { metadata: { name: 'shop' } } });
   const certs = makeServingCert(join(dir, 'serving-certs'));
   const [metricsPort, probePort, webhookPort] = [await freePort(), await freePort(), await freePort()];
-
-  say('starting the operator (node operator/src/main.ts) ...');
+  say('starting the operator (node operator/src/main.ts, settings from the environment, as in its pod) ...');
   operator = spawn(process.execPath, [join(ROOT, 'operator/src/main.ts')], {
     env: {
       ...process.env,
-      KUBECONFIG: cp.kubeconfigPath,
+      KUBECONFIG: cluster.kubeconfigPath,
       OPERATOR_NAMESPACE: 'vworkspace-system',
       METRICS_PORT: String(metricsPort),
       PROBE_PORT: String(probePort),
@@ -66,40 +97,46 @@ try {
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const opLog: string[] = [];
   const keep = (d: Buffer) => opLog.push(...String(d).split('\n').filter(Boolean));
   operator.stdout?.on('data', keep);
   operator.stderr?.on('data', keep);
   const exited = new Promise<number | null>((ok) => operator?.on('exit', (code) => ok(code)));
-
   await until('operator readiness (/readyz)', async () =>
     (await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined))?.ok ? true : undefined,
   );
-  say(`operator ready: http://127.0.0.1:${probePort}/readyz = 200`);
-  const coord = kc.makeApiClient(CoordinationV1Api);
   const lease = await until('leader Lease', async () => {
-    const l = await coord.readNamespacedLease({
-      name: 'vworkspace-operator',
-      namespace: 'vworkspace-system',
+    const l = await api.request<{ spec?: { holderIdentity?: string } }>({
+      method: 'GET',
+      path: '/apis/coordination.k8s.io/v1/namespaces/vworkspace-system/leases/vworkspace-operator',
     });
-    return l.spec?.holderIdentity ? l : undefined;
+    return l.spec?.holderIdentity;
   });
-  say(`leader elected: Lease vworkspace-system/vworkspace-operator held by ${lease.spec?.holderIdentity}`);
-  const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const master = metrics.split('\n').find((l) => l.startsWith('leader_election_master_status'));
-  say(`metrics: ${master ?? '(leader_election_master_status missing)'}`);
+  say(`operator ready (/readyz 200) and leading (Lease held by ${lease})`);
 
-  say('installing a tiny chart with the real helm CLI (release "web" in namespace shop) ...');
-  await helm(cp.kubeconfigPath, ['install', 'web', TINY_CHART, '-n', 'shop']);
-  await custom.createNamespacedCustomObject({
-    group: 'apps.vworkspace.io',
-    version: 'v1alpha1',
-    namespace: 'shop',
-    plural: 'applicationinstances',
+  const defs = csvWebhookDefinitions();
+  await applyWebhookConfigurations(
+    api,
+    webhookConfigurations(defs, `https://127.0.0.1:${webhookPort}`, certs.caPem),
+  );
+  say(`admission webhooks registered from the bundle's CSV (${defs.map((d) => d.generateName).join(', ')})`);
+
+  say('installing the tiny chart with the real helm CLI (release "web" in namespace shop) ...');
+  await helm(cluster.kubeconfigPath, ['install', 'web', TINY_CHART, '-n', 'shop']);
+  await api.request({
+    method: 'POST',
+    path: '/api/v1/namespaces/shop/serviceaccounts',
+    body: { metadata: { name: 'vworkspace-runner' } },
+  });
+  await api.request({
+    method: 'POST',
+    path: AIS,
     body: {
       apiVersion: 'apps.vworkspace.io/v1alpha1',
       kind: 'ApplicationInstance',
-      metadata: { name: 'web', annotations: { 'ops.vworkspace.io/backup': 'velero' } },
+      metadata: {
+        name: 'web',
+        annotations: { 'ops.vworkspace.io/backup': 'velero', 'ops.vworkspace.io/runcommand': 'job' },
+      },
       spec: {
         appRef: {
           catalogId: 'tiny',
@@ -114,56 +151,129 @@ try {
       },
     },
   });
-  say('ApplicationInstance shop/web created; waiting for the operator to read the Helm release record ...');
-  interface Ai {
-    status?: {
-      conditions?: { type: string; status: string; reason: string; message: string }[];
-      release?: { revision: number; status: string; chartVersion: string; appVersion: string };
-    };
-  }
-  const readAi = async () =>
-    (await custom.getNamespacedCustomObject({
-      group: 'apps.vworkspace.io',
-      version: 'v1alpha1',
-      namespace: 'shop',
-      plural: 'applicationinstances',
-      name: 'web',
-    })) as Ai;
   const ready = await until('ApplicationInstance Ready', async () => {
-    const ai = await readAi();
+    const ai = await api.request<Obj>({ method: 'GET', path: `${AIS}/web` });
     const c = ai.status?.conditions?.find((x) => x.type === 'Ready');
-    return c?.status === 'True' ? { c, release: ai.status?.release } : undefined;
+    return c?.status === 'True' ? c : undefined;
   });
-  say(`shop/web Ready=${ready.c.status} reason=${ready.c.reason}: ${ready.c.message}`);
-  say(`shop/web status.release: ${JSON.stringify(ready.release)}`);
+  say(`ApplicationInstance shop/web: Ready=${ready.status} ${ready.reason} — ${ready.message}`);
 
-  say('helm upgrade with a broken manifest (the release fails) ...');
-  await helm(cp.kubeconfigPath, ['upgrade', 'web', TINY_CHART, '-n', 'shop', '--set', 'broken=true']).catch(
-    () => undefined,
+  say('asking for a Backup with a bad parameter (the webhook answers) ...');
+  const bad = await api
+    .request({
+      method: 'POST',
+      path: OPS,
+      body: {
+        apiVersion: 'ops.vworkspace.io/v1alpha1',
+        kind: 'Operation',
+        metadata: { name: 'bad-backup' },
+        spec: {
+          type: 'Backup',
+          engine: 'velero',
+          targetRef: { name: 'web' },
+          parameters: { ttl: 'forever' },
+        },
+      },
+    })
+    .then(
+      () => 'admitted (unexpected)',
+      (err: unknown) => {
+        const body = (err as { body?: KubeStatus | string }).body;
+        const status = typeof body === 'string' ? (JSON.parse(body) as KubeStatus) : body;
+        return `HTTP ${statusCode(err)}: ${status?.message ?? String(err)}`;
+      },
+    );
+  say(`  denied: ${bad}`);
+
+  say('Velero does not run here: a simulator moves the real velero.io Backup through the phases Velero uses');
+  simulator = new EngineSimulator(api, { intervalMs: 500 });
+  simulator.start();
+
+  const operations = [
+    {
+      name: 'hello',
+      spec: {
+        type: 'RunCommand',
+        engine: 'job',
+        targetRef: { name: 'web' },
+        parameters: {
+          image: 'docker.io/library/busybox:1.37.0',
+          command: ['sh', '-c', 'echo hello from shop/web'],
+        },
+      },
+    },
+    {
+      name: 'nightly',
+      spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'web' }, parameters: { ttl: '72h' } },
+    },
+  ];
+  for (const o of operations) {
+    await api.request({
+      method: 'POST',
+      path: OPS,
+      body: {
+        apiVersion: 'ops.vworkspace.io/v1alpha1',
+        kind: 'Operation',
+        metadata: { name: o.name },
+        spec: o.spec,
+      },
+    });
+    say(`submitted Operation shop/${o.name}: ${o.spec.type} via ${o.spec.engine}`);
+  }
+
+  const seen = new Map<string, string>();
+  const finished = await until(
+    'both Operations to finish',
+    async () => {
+      const done: Obj[] = [];
+      for (const o of operations) {
+        const op = await api.request<Obj>({ method: 'GET', path: `${OPS}/${o.name}` });
+        const reason =
+          op.status?.conditions?.find((c) => c.type === 'Succeeded')?.reason ??
+          op.status?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True')?.reason ??
+          op.status?.conditions?.find((c) => c.type === 'Accepted')?.reason ??
+          '';
+        const line = `${op.status?.phase ?? 'Pending'}${reason ? ` (${reason})` : ''}`;
+        if (seen.get(o.name) !== line) {
+          seen.set(o.name, line);
+          const child = op.status?.childRef
+            ? ` child ${op.status.childRef.kind}/${op.status.childRef.name}`
+            : '';
+          say(`  ${o.name.padEnd(8)} ${line}${child}`);
+        }
+        if (['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '')) done.push(op);
+      }
+      return done.length === operations.length ? done : undefined;
+    },
+    180_000,
   );
-  const failed = await until('ApplicationInstance ReleaseFailed', async () => {
-    const c = (await readAi()).status?.conditions?.find((x) => x.type === 'Ready');
-    return c?.reason === 'ReleaseFailed' ? c : undefined;
-  });
-  say(`shop/web Ready=${failed.status} reason=${failed.reason}: ${failed.message}`);
+  for (const op of finished) {
+    say(
+      `Operation shop/${op.metadata.name}: ${op.status?.phase}; outputs ${JSON.stringify(op.status?.outputs ?? {})}`,
+    );
+  }
+  if (finished.some((op) => op.status?.phase !== 'Succeeded'))
+    throw new Error('an Operation did not succeed');
 
-  say('stopping the operator with SIGTERM (graceful shutdown releases the Lease) ...');
+  say('stopping the operator with SIGTERM (graceful: drains, releases the Lease) ...');
   operator.kill('SIGTERM');
   const code = await exited;
-  const after = await coord.readNamespacedLease({
-    name: 'vworkspace-operator',
-    namespace: 'vworkspace-system',
+  const after = await api.request<{ spec?: { holderIdentity?: string } }>({
+    method: 'GET',
+    path: '/apis/coordination.k8s.io/v1/namespaces/vworkspace-system/leases/vworkspace-operator',
   });
   say(
     `operator exited with code ${code}; Lease holder now ${JSON.stringify(after.spec?.holderIdentity ?? '')}`,
   );
-  if (code !== 0)
-    throw new Error(`operator exited with ${code}; last log lines:\n${opLog.slice(-20).join('\n')}`);
+  if (code !== 0) throw new Error(`operator exited with ${code}`);
   say('demo finished');
 } catch (err) {
   process.stderr.write(`demo failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  if (opLog.length) process.stderr.write(`last operator log lines:\n${opLog.slice(-25).join('\n')}\n`);
   process.exitCode = 1;
 } finally {
+  await simulator?.stop();
   if (operator && operator.exitCode === null) operator.kill('SIGKILL');
-  await cp?.stop();
+  say('deleting the cluster ...');
+  await cluster?.stop();
 }
