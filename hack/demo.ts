@@ -11,9 +11,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type KubeStatus, RestClient, statusCode } from '../operator/src/runtime/index.ts';
+import { eventually } from '../test/support/eventually.ts';
 import { helm, TINY_CHART } from '../test/support/helm.ts';
 import { EngineSimulator } from '../test/support/simulator.ts';
 import { makeServingCert } from './lib/certs.ts';
@@ -24,21 +24,6 @@ import { applyWebhookConfigurations, csvWebhookDefinitions, webhookConfiguration
 const started = Date.now();
 const say = (msg: string) =>
   process.stdout.write(`[demo ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}\n`);
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
 
 interface Condition {
   type: string;
@@ -58,6 +43,8 @@ interface Obj {
   };
 }
 
+/** Generous limits: a cold first run shares two cores with the cluster it just started. */
+const WAIT = 120_000;
 const OPS = '/apis/ops.vworkspace.io/v1alpha1/namespaces/shop/operations';
 const AIS = '/apis/apps.vworkspace.io/v1alpha1/namespaces/shop/applicationinstances';
 
@@ -101,16 +88,23 @@ try {
   operator.stdout?.on('data', keep);
   operator.stderr?.on('data', keep);
   const exited = new Promise<number | null>((ok) => operator?.on('exit', (code) => ok(code)));
-  await until('operator readiness (/readyz)', async () =>
-    (await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined))?.ok ? true : undefined,
+  await eventually(
+    'operator readiness (/readyz)',
+    async () =>
+      (await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined))?.ok ? true : undefined,
+    WAIT,
   );
-  const lease = await until('leader Lease', async () => {
-    const l = await api.request<{ spec?: { holderIdentity?: string } }>({
-      method: 'GET',
-      path: '/apis/coordination.k8s.io/v1/namespaces/vworkspace-system/leases/vworkspace-operator',
-    });
-    return l.spec?.holderIdentity;
-  });
+  const lease = await eventually(
+    'leader Lease',
+    async () => {
+      const l = await api.request<{ spec?: { holderIdentity?: string } }>({
+        method: 'GET',
+        path: '/apis/coordination.k8s.io/v1/namespaces/vworkspace-system/leases/vworkspace-operator',
+      });
+      return l.spec?.holderIdentity;
+    },
+    WAIT,
+  );
   say(`operator ready (/readyz 200) and leading (Lease held by ${lease})`);
 
   const defs = csvWebhookDefinitions();
@@ -151,11 +145,15 @@ try {
       },
     },
   });
-  const ready = await until('ApplicationInstance Ready', async () => {
-    const ai = await api.request<Obj>({ method: 'GET', path: `${AIS}/web` });
-    const c = ai.status?.conditions?.find((x) => x.type === 'Ready');
-    return c?.status === 'True' ? c : undefined;
-  });
+  const ready = await eventually(
+    'ApplicationInstance Ready',
+    async () => {
+      const ai = await api.request<Obj>({ method: 'GET', path: `${AIS}/web` });
+      const c = ai.status?.conditions?.find((x) => x.type === 'Ready');
+      return c?.status === 'True' ? c : undefined;
+    },
+    WAIT,
+  );
   say(`ApplicationInstance shop/web: Ready=${ready.status} ${ready.reason} — ${ready.message}`);
 
   say('asking for a Backup with a bad parameter (the webhook answers) ...');
@@ -222,7 +220,7 @@ try {
   }
 
   const seen = new Map<string, string>();
-  const finished = await until(
+  const finished = await eventually(
     'both Operations to finish',
     async () => {
       const done: Obj[] = [];

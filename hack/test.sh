@@ -24,7 +24,7 @@ check() { # check NAME CMD...: a static check counted as one test
   if "$@"; then checks_passed=$((checks_passed + 1)); else checks_failed=$((checks_failed + 1)); failed_stages+=("$name"); fi
 }
 
-check "lint (biome)" biome check .
+check "lint (biome, warnings are errors)" biome check --error-on-warnings .
 check "typecheck (tsc --noEmit)" tsc -p tsconfig.json
 if grep -q '"check:generated"' package.json; then
   check "generated files are fresh" npm run --silent check:generated

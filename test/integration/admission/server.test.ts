@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeServingCert } from '../../../hack/lib/certs.ts';
 import { allow, deny } from '../../../operator/src/admission/review.ts';
 import { startWebhookServer, type WebhookServer } from '../../../operator/src/admission/server.ts';
+import { eventually } from '../../support/eventually.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 
 const quietLog = { info: () => {}, warn: () => {}, error: () => {} };
@@ -64,18 +65,6 @@ describe('admission webhook server', () => {
       .makeApiClient(CoreV1Api)
       .createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data } as V1ConfigMap });
 
-  async function eventually<T>(fn: () => Promise<T>, ms = 30_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (Date.now() > end) throw err;
-        await new Promise((r) => setTimeout(r, 300));
-      }
-    }
-  }
-
   beforeAll(async () => {
     ns = await createNamespace(kc, 'webhook');
     server = await startWebhookServer({
@@ -103,7 +92,7 @@ describe('admission webhook server', () => {
 
   it('relays a denial with its field path through the API server', async () => {
     // the webhook configuration takes effect asynchronously: wait until a denial comes back
-    const err = await eventually(async () => {
+    const err = await eventually('the webhook to deny', async () => {
       try {
         await createCm(`bad-${Date.now()}`, { forbidden: 'x' });
       } catch (e) {
@@ -124,7 +113,9 @@ describe('admission webhook server', () => {
   it('serves a rotated certificate without a restart', async () => {
     cert = makeServingCert(certDir); // new CA and pair in place, like an OLM rotation
     await register(cert.caPem); // the API server now trusts only the new CA
-    await eventually(() => createCm(`after-rotation-${Date.now()}`, { fine: 'x' }));
+    await eventually('a create through the rotated certificate', () =>
+      createCm(`after-rotation-${Date.now()}`, { fine: 'x' }),
+    );
     expect(await server.reloadCertificates()).toBe(false); // the poll already took the new pair
   });
 });

@@ -19,6 +19,7 @@ import {
 } from '../../../operator/src/catalog/store.ts';
 import { EventRecorder } from '../../../operator/src/runtime/events.ts';
 import { KubeApiError, type KubeStatus, RestClient } from '../../../operator/src/runtime/kube-client.ts';
+import { eventually } from '../../support/eventually.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 
 const quietLog = { info: () => {}, warn: () => {}, error: () => {} };
@@ -37,18 +38,6 @@ function impersonating(admin: KubeConfig, user: string): RestClient {
     currentContext: user,
   });
   return new RestClient(kc);
-}
-
-async function eventually<T>(fn: () => Promise<T>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > end) throw err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
 }
 
 /** The API server's Status for a failed call. */
@@ -235,9 +224,9 @@ describe('admission webhooks', () => {
     ]);
     await registerWebhooks();
     // The configuration takes effect asynchronously: wait until the mutating webhook stamps.
-    await eventually(async () => {
+    await eventually('the mutating webhook to stamp created-by', async () => {
       const op = await create(alice, 'operations', operation('warmup', {}), true);
-      if (!op.metadata.annotations?.[ANNOTATION_CREATED_BY]) throw new Error('webhook not active yet');
+      return op.metadata.annotations?.[ANNOTATION_CREATED_BY] !== undefined;
     });
   });
 
@@ -370,9 +359,9 @@ describe('admission webhooks', () => {
         },
       ],
     });
-    await eventually(async () => {
-      await create(alice, 'operations', operation('guarded', { template: 'guarded-backup' }));
-    });
+    await eventually('the catalog template guarded-backup', () =>
+      create(alice, 'operations', operation('guarded', { template: 'guarded-backup' })),
+    );
     const forged = await failure(annotate(alice, 'guarded', { [APPROVED_BY]: 'bob' }));
     expect(forged.causes.map((c) => c.field)).toEqual([`metadata.annotations[${APPROVED_BY}]`]);
     const self = await failure(annotate(alice, 'guarded', { [APPROVE]: 'true' }));
@@ -413,8 +402,8 @@ describe('admission webhooks', () => {
         { name: 'broken-entry', type: 'Backup', engine: 'teleport' },
       ],
     });
-    await eventually(() => create(alice, 'operations', wikiBackup));
-    const events = await eventually(async () => {
+    await eventually('the hot-reloaded template', () => create(alice, 'operations', wikiBackup));
+    const events = await eventually('a CatalogEntrySkipped event', async () => {
       const list = await client.request<{
         items: { reason: string; type: string; note: string; regarding: { name: string } }[];
       }>({

@@ -21,6 +21,7 @@ import {
   resourcePath,
   silentLogger,
 } from '../../../operator/src/runtime/index.ts';
+import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 
@@ -34,23 +35,6 @@ class CountingClient implements KubeClient {
   request<T>(req: KubeRequest): Promise<T> {
     if (req.method === 'PATCH' && req.path.endsWith('/status')) this.statusWrites++;
     return this.#inner.request<T>(req);
-  }
-}
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-      last = undefined;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(200);
   }
 }
 

@@ -4,31 +4,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { RestClient } from '../../../operator/src/runtime/kube-client.ts';
 
-/** Polls `check` until it returns truthy (generous timeouts only: this box is slow and shared). */
-export async function eventually<T>(
-  what: string,
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(intervalMs);
-  }
-}
+export { eventually } from '../../support/eventually.ts';
 
 export function loadKubeConfig(path: string, server?: string): KubeConfig {
   const kc = new KubeConfig();

@@ -1,5 +1,4 @@
 // Helpers for the scheduling controllers' integration tests: polling, REST paths, Operation status.
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   APPLICATION_INSTANCE,
   CRON_OPERATION,
@@ -16,27 +15,7 @@ import {
   resourcePath,
 } from '../../../operator/src/runtime/index.ts';
 
-/** Polls `check` (real time: this waits for the API server and informers, never for a schedule). */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-      last = undefined;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
+export { eventually } from '../../support/eventually.ts';
 
 export function pathOf(r: ResourceId, namespace: string, name?: string, sub?: string): string {
   return resourcePath({ group: r.group, version: r.version, plural: r.plural, namespace }, name, sub);
