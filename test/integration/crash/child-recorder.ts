@@ -36,6 +36,8 @@ export interface SeenChild {
   operation: string;
   attempt: string | undefined;
   pvc: string | undefined;
+  /** ms since the epoch (the API server's clock, second precision). */
+  created: number;
   deleted: boolean;
 }
 
@@ -83,6 +85,7 @@ export class ChildRecorder {
       operation: `${m.labels?.[LABEL_OPERATION_NAMESPACE] ?? m.namespace}/${m.labels?.[LABEL_OPERATION]}`,
       attempt: m.annotations?.[ANNOTATION_ATTEMPT],
       pvc: m.annotations?.[ANNOTATION_PVC],
+      created: Date.parse(String(m.creationTimestamp)),
       deleted: deleted || (prev?.deleted ?? false),
     });
   }

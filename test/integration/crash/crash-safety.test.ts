@@ -13,7 +13,10 @@
 // After a SIGKILL the Lease is not released: each new process waits out the lease (15 s) before it
 // leads, as a real replacement Pod does; the test waits for leader_election_master_status 1 and kills
 // at a random moment within KILL_WINDOW_MS after creating the cycle's Operations, so every kill lands
-// while the process is reconciling. Seeded: CRASH_SEED=<n> replays the plan; CRASH_KILLS sets the
+// while the process is reconciling. The replacement starts as a standby as soon as the leader leads,
+// like a second replica. Twice per five cycles two releases are broken (a failed helm upgrade:
+// Ready=False) and two cycles later fixed, so Upgrades waiting for Ready and Backups competing for the
+// same target reshuffle the conflict queue under the crashes. Seeded: CRASH_SEED=<n> replays the plan; CRASH_KILLS sets the
 // number of kills (at least 20 by default).
 import { randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -27,6 +30,7 @@ import { OPERATION } from '../../../operator/src/api/constants.ts';
 import { TERMINAL_PHASES } from '../../../operator/src/api/enums.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { typesConflict } from '../../../operator/src/operation/conflicts.ts';
+import { helm, TINY_CHART } from '../../support/helm.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { eventually } from '../operation/support.ts';
 import { ChildRecorder, type SeenChild } from './child-recorder.ts';
@@ -39,7 +43,15 @@ import {
   type World,
 } from './fixture.ts';
 import { OperatorProcess, tail } from './operator-process.ts';
-import { HELD, INSTANCES, type PlannedOperation, planOperations, planSchedule, prng } from './plan.ts';
+import {
+  HELD,
+  INSTANCES,
+  type PlannedOperation,
+  planOperations,
+  planSchedule,
+  prng,
+  TOGGLED,
+} from './plan.ts';
 
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : randomInt(2 ** 31);
 const KILLS = process.env.CRASH_KILLS ? Number(process.env.CRASH_KILLS) : 20;
@@ -94,11 +106,10 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
     'every Operation ends, with exactly one child per attempt and none where preconditions never passed',
     async () => {
       const started = Date.now();
-      const logPath = join(logDir, 'operator.log');
       const settings = {
         kubeconfigPath: cluster!.kubeconfigPath,
         namespace: OPERATOR_NAMESPACE,
-        logPath,
+        logDir,
         helmImage: 'docker.io/alpine/helm:3.19.0',
       };
       const random = prng(SEED);
@@ -129,6 +140,11 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
         await api.patchOperation(NAMESPACES[held.side], held.name, { spec: { cancel: true } });
         return true;
       };
+      const lastLogs = (lines: number) =>
+        procs
+          .slice(-2)
+          .map((p) => `--- ${p.logPath} ---\n${tail(p.logPath, lines)}`)
+          .join('\n');
       const dump = async (keys: Iterable<string>) => {
         const lines: string[] = [];
         for (const k of keys) {
@@ -137,25 +153,34 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
           const op = await get(p).catch(() => undefined);
           lines.push(`${k}: ${JSON.stringify(op?.status ?? null)}`);
         }
-        return `${lines.join('\n')}\n--- last operator log lines ---\n${tail(logPath, 60)}`;
+        return `${lines.join('\n')}\n${lastLogs(60)}`;
       };
 
       let kills = 0;
       try {
         await createAll(schedule.initial);
+        let leader = await OperatorProcess.start(settings, 'process 1');
+        procs.push(leader);
         for (const [i, cycle] of schedule.cycles.entries()) {
-          const p = await OperatorProcess.start(settings, `process ${i + 1}`);
-          procs.push(p);
-          await p.waitLeader(120_000);
+          await leader.waitLeader(120_000);
+          // The replacement starts as a standby (a Deployment's second replica): it watches the Lease
+          // and takes over once the killed leader's lease has run out.
+          const next = await OperatorProcess.start(
+            settings,
+            i + 1 < schedule.cycles.length ? `process ${i + 2}` : 'final process',
+          );
+          procs.push(next);
           await createAll(cycle.create);
+          const readiness = schedule.readiness.get(i);
+          if (readiness) await toggleReleases(cluster!.kubeconfigPath, readiness);
           if (i >= schedule.cancelHeldAtCycle && !heldCancelled) heldCancelled = await cancelHeldIfRunning();
           await sleep(cycle.killAfterMs);
-          if (p.crashed) throw new Error(`operator process ${i + 1} exited on its own`);
-          await p.kill();
+          if (leader.crashed) throw new Error(`operator process ${i + 1} exited on its own`);
+          await leader.kill();
           kills++;
+          leader = next;
         }
-        const last = await OperatorProcess.start(settings, 'final process');
-        procs.push(last);
+        const last = leader;
         await last.waitLeader(120_000);
         if (!heldCancelled) {
           await eventually('held Operation running', cancelHeldIfRunning, 300_000, 1000);
@@ -219,7 +244,7 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
         await last.stop();
         if (last.crashed) throw new Error('the final operator process exited on its own');
       } catch (err) {
-        console.log(`crash-safety failed after ${kills} kills (seed ${SEED}):\n${tail(logPath, 80)}`);
+        console.log(`crash-safety failed after ${kills} kills (seed ${SEED}):\n${lastLogs(80)}`);
         throw err;
       }
 
@@ -285,8 +310,9 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
       for (const [n, list] of byName)
         if (list.length > 1) problem(list[0]!.operation, `${n} created ${list.length} times`);
 
-      // Operations that conflict on one target never ran at the same time (status timestamps, one clock).
       const ran = plan.filter((p) => final.get(key(p))?.status?.startedAt);
+      // Operations that conflict on one target never ran at the same time: each runs from its first
+      // child's creation (API server clock) or startedAt to finishedAt (operator clock; one machine).
       for (const [i, a] of ran.entries()) {
         for (const b of ran.slice(i + 1)) {
           if (a.side !== b.side || a.spec.targetRef.name !== b.spec.targetRef.name) continue;
@@ -324,6 +350,15 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
     40 * 60_000,
   );
 });
+
+/** Breaks (a failed helm upgrade: Ready=False, ReleaseFailed) or fixes the TOGGLED releases. */
+async function toggleReleases(kubeconfig: string, to: 'break' | 'fix'): Promise<void> {
+  for (const [side, release] of TOGGLED) {
+    const args = ['upgrade', release, TINY_CHART, '-n', NAMESPACES[side], '--set', 'persistence=true'];
+    if (to === 'fix') await helm(kubeconfig, args);
+    else await helm(kubeconfig, [...args, '--set', 'broken=true']).catch(() => undefined); // fails, as meant
+  }
+}
 
 function names(children: readonly SeenChild[]): string {
   return children

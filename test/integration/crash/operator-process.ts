@@ -2,14 +2,15 @@
 // with SIGKILL (no graceful shutdown, the Lease is not released) and started again by the test.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, ROOT } from '../../../hack/lib/controlplane.ts';
 
 export interface OperatorSettings {
   kubeconfigPath: string;
   namespace: string;
-  /** Every process appends its output here, after a header line. */
-  logPath: string;
+  /** Each process writes its output to `<logDir>/<label>.log`. */
+  logDir: string;
   helmImage: string;
 }
 
@@ -22,12 +23,14 @@ process.once('exit', () => {
 export class OperatorProcess {
   readonly child: ChildProcess;
   readonly metricsPort: number;
+  readonly logPath: string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #killedByUs = false;
 
-  private constructor(child: ChildProcess, metricsPort: number, log: WriteStream) {
+  private constructor(child: ChildProcess, metricsPort: number, log: WriteStream, logPath: string) {
     this.child = child;
     this.metricsPort = metricsPort;
+    this.logPath = logPath;
     live.add(child);
     this.exited = new Promise((ok) =>
       child.once('exit', (code, signal) => {
@@ -40,7 +43,8 @@ export class OperatorProcess {
 
   static async start(s: OperatorSettings, label: string): Promise<OperatorProcess> {
     const [metricsPort, probePort] = [await freePort(), await freePort()];
-    const log = createWriteStream(s.logPath, { flags: 'a' });
+    const logPath = join(s.logDir, `${label.replaceAll(' ', '-')}.log`);
+    const log = createWriteStream(logPath);
     log.write(`===== ${label} (${new Date().toISOString()}) =====\n`);
     const child = spawn(process.execPath, ['operator/src/main.ts'], {
       cwd: ROOT,
@@ -60,7 +64,7 @@ export class OperatorProcess {
     });
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
-    return new OperatorProcess(child, metricsPort, log);
+    return new OperatorProcess(child, metricsPort, log, logPath);
   }
 
   /** Whether it exited on its own (a crash), as opposed to by our signal. */

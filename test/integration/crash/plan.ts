@@ -93,7 +93,7 @@ const UPGRADE: Kind = { type: 'Upgrade', engine: 'helm', parameters: { version: 
 
 /** Kinds that run, with how many of each; spread round-robin over the four capable instances. */
 const RUNNING_MIX: readonly [string, Kind, number, Expectation?, Record<string, string>?][] = [
-  ['vb', VELERO, 10],
+  ['vb', VELERO, 8],
   // Velero fails both attempts: attempt 2 after the backoff, then RetryLimitExceeded.
   ['vf', VELERO, 2, ok(['Failed'], 2), { [ANNOTATION_OUTCOME]: 'Failed' }],
   ['sn', SNAPSHOT, 6],
@@ -102,7 +102,8 @@ const RUNNING_MIX: readonly [string, Kind, number, Expectation?, Record<string, 
   ['rb', RUNBOOK, 6],
   // Argo reports a failed node: retryLimit 0 ends with the engine's reason.
   ['rf', RUNBOOK, 1, ok(['Failed']), { [ANNOTATION_OUTCOME]: 'Failed' }],
-  ['up', UPGRADE, 3],
+  // Upgrade conflicts with everything on its target and waits for Ready (toggled during the run).
+  ['up', UPGRADE, 5],
 ];
 
 export const HELD = 'held';
@@ -209,7 +210,19 @@ export interface CrashSchedule {
   cycles: { create: PlannedOperation[]; killAfterMs: number }[];
   /** From this cycle on, the held Operation is cancelled as soon as it runs. */
   cancelHeldAtCycle: number;
+  /**
+   * Cycles at which the TOGGLED instances' releases break (a failed helm upgrade: Ready=False, so
+   * Upgrades there wait while Backups run) or are fixed again: the conflict queue then changes under
+   * the crashes. The last one is always a fix.
+   */
+  readiness: Map<number, 'break' | 'fix'>;
 }
+
+/** Instances whose release is broken and fixed during the run. */
+export const TOGGLED: readonly [Side, string][] = [
+  ['a', 'alpha'],
+  ['b', 'gamma'],
+];
 
 /**
  * Spreads the Operations over the kill cycles so that every leader meets fresh work: the kill lands
@@ -233,5 +246,10 @@ export function planSchedule(
       killAfterMs: Math.round(lo + random() * (hi - lo)),
     });
   }
-  return { initial, cycles, cancelHeldAtCycle: Math.floor(kills / 2) };
+  const readiness = new Map<number, 'break' | 'fix'>();
+  for (let c = 1; c + 2 < kills; c += 5) {
+    readiness.set(c, 'break');
+    readiness.set(c + 2, 'fix');
+  }
+  return { initial, cycles, cancelHeldAtCycle: Math.floor(kills / 2), readiness };
 }
