@@ -64,6 +64,7 @@ import {
   refOf,
 } from './decide.ts';
 import { OperationMetrics } from './metrics.ts';
+import { type OwnWrite, withOwnWrites } from './own-writes.ts';
 import { type PreconditionFacts, resolveOperation } from './preconditions.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
@@ -201,8 +202,11 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   });
   /** When this replica first saw an attempt fail: `<uid>/<attempt>` → ms. */
   const failureSeen = new Map<string, number>();
-  /** Phase this replica last wrote per Operation, so events/metrics fire once even if the cache lags. */
-  const written = new Map<string, { uid: string; phase?: string }>();
+  /**
+   * Status this replica last wrote per Operation: events/metrics fire once even if the cache lags, and
+   * the conflict queue sees the other Operations' latest state (own-writes.ts).
+   */
+  const written = new Map<string, OwnWrite>();
 
   async function environment(op: Operation, target: ApplicationInstance | undefined, signal: AbortSignal) {
     const env: EngineEnvironment = {
@@ -275,7 +279,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       now: new Date(clock.now()),
       target,
       rbac,
-      operations: operations.list(ns),
+      operations: withOwnWrites(operations.list(ns), written),
       secrets,
       serviceAccounts,
       ...(app?.maintenanceWindow ? { applicationWindow: app.maintenanceWindow } : {}),
@@ -405,7 +409,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const uid = op.metadata.uid ?? '';
     const mine = written.get(ctx.key);
     // Our own last write wins over a cache that has not seen it yet (we are the only status writer).
-    if (mine?.uid === uid && mine.phase !== undefined && mine.phase !== op.status?.phase) {
+    if (mine?.uid === uid && mine.status.phase !== undefined && mine.status.phase !== op.status?.phase) {
       // Wait for the cache to catch up rather than deciding on stale state.
       return { requeueAfterMs: 200 };
     }
@@ -456,7 +460,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     await deps.writer.applyStatusIfChanged({ ...identity(op), status: op.status }, status, {
       signal: ctx.signal,
     });
-    written.set(ctx.key, { uid, ...(status.phase ? { phase: status.phase } : {}) });
+    written.set(ctx.key, { uid, status });
     for (const e of d.events) await deps.events.event(op, e.type, e.reason, e.note);
     if (status.phase !== op.status?.phase) {
       ctx.log.info({ from: op.status?.phase, to: status.phase }, 'phase changed');
