@@ -14,10 +14,13 @@
 // leads, as a real replacement Pod does; the test waits for leader_election_master_status 1 and kills
 // at a random moment within KILL_WINDOW_MS after creating the cycle's Operations, so every kill lands
 // while the process is reconciling. The replacement starts as a standby as soon as the leader leads,
-// like a second replica. Twice per five cycles two releases are broken (a failed helm upgrade:
+// like a second replica. Every five cycles two releases are broken (a failed helm upgrade:
 // Ready=False) and two cycles later fixed, so Upgrades waiting for Ready and Backups competing for the
-// same target reshuffle the conflict queue under the crashes. Seeded: CRASH_SEED=<n> replays the plan; CRASH_KILLS sets the
-// number of kills (at least 20 by default).
+// same target reshuffle the conflict queue under the crashes.
+//
+// Seeded: CRASH_SEED=<n> replays the plan (the seed is printed); CRASH_KILLS sets the number of kills
+// (20 by default). A failed run prints the suspect Operations' status and the last operator log lines
+// and keeps every process's log (its directory is printed); VWS_KEEP_CLUSTER=1 keeps them always.
 import { randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -78,6 +81,7 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
   let simulator: EngineSimulator | undefined;
   let logDir: string;
   const procs: OperatorProcess[] = [];
+  let passed = false;
 
   beforeAll(async () => {
     console.log(`crash-safety: seed ${SEED} (replay with CRASH_SEED=${SEED}), ${KILLS} kills`);
@@ -99,7 +103,9 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
     await simulator?.stop();
     await recorder?.stop();
     await cluster?.stop();
-    if (logDir && process.env.VWS_KEEP_CLUSTER !== '1') await rm(logDir, { recursive: true, force: true });
+    if (!logDir) return;
+    if (passed && process.env.VWS_KEEP_CLUSTER !== '1') await rm(logDir, { recursive: true, force: true });
+    else console.log(`crash-safety: operator logs kept in ${logDir}`);
   }, 120_000);
 
   it(
@@ -346,6 +352,7 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
       expect(problems).toEqual([]);
       expect(kills).toBeGreaterThanOrEqual(Math.min(KILLS, 20));
       expect(plan.length).toBe(50);
+      passed = true;
     },
     40 * 60_000,
   );
