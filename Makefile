@@ -29,7 +29,7 @@ test-unit: deps
 	npx vitest run --project unit
 
 test-integration: deps
-	hack/build-tools.sh core helm && hack/fetch-crds.sh && npx vitest run --project integration
+	hack/build-tools.sh cluster && hack/fetch-crds.sh && npx vitest run --project integration
 
 demo: deps
 	hack/demo.sh

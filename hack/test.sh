@@ -30,8 +30,8 @@ if grep -q '"check:generated"' package.json; then
   check "generated files are fresh" npm run --silent check:generated
 fi
 
-stage "tools (hack/build-tools.sh core helm olm, hack/fetch-crds.sh)"
-if ! { hack/build-tools.sh core helm olm && hack/fetch-crds.sh; }; then
+stage "tools (hack/build-tools.sh all, hack/fetch-crds.sh)"
+if ! { hack/build-tools.sh all && hack/fetch-crds.sh; }; then
   echo "FATAL: building the test tools failed (see above)" >&2
   failed_stages+=("tools")
 fi

@@ -46,12 +46,16 @@ function bin(name: string): string {
 
 export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokCluster> {
   const name = opts.name ?? `vws-${process.pid}-${Date.now().toString(36)}`;
+  // Fail with the make target to run before anything is created (a missing binary used to surface
+  // as an unrelated error thrown from the cleanup path).
+  const kwokctlBin = bin('kwokctl');
+  for (const tool of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok']) bin(tool);
   const workdir = await mkdtemp(join(tmpdir(), 'vws-kwok-'));
   const kubeconfigPath = join(workdir, 'kubeconfig');
   const configPath = join(workdir, 'kwokctl.yaml');
   await writeFile(configPath, CONFIG);
   const env = { ...process.env, KWOK_WORKDIR: workdir };
-  const kwokctl = (args: string[]) => run(bin('kwokctl'), args, { env, maxBuffer: 16 * 1024 * 1024 });
+  const kwokctl = (args: string[]) => run(kwokctlBin, args, { env, maxBuffer: 16 * 1024 * 1024 });
 
   const stop = async () => {
     await kwokctl(['delete', 'cluster', '--name', name]).catch(() => undefined);
