@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` is pure code (fast, no I/O); `integration` runs against a real
-// kube-apiserver + etcd started once by the global setup (test/integration/setup.ts).
+// Three projects: `unit` is pure code (fast, no I/O); `integration` runs against a real
+// kube-apiserver + etcd started once by the global setup (test/integration/setup.ts); `e2e` runs the
+// user journeys (OLM on a kwok cluster, image mirroring), each file bringing up what it needs.
 export default defineConfig({
   test: {
     projects: [
@@ -21,6 +22,17 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           // One API server is shared; files run one after another to keep the 2-core machine calm.
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+          // Each journey starts its own cluster or registries; one at a time on 2 cores.
           fileParallelism: false,
         },
       },

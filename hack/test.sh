@@ -4,7 +4,8 @@
 # shows everything that is broken; the exit code is non-zero when anything failed.
 #
 # Stages: static checks (biome, tsc, generated files: each counted as one test), tool build
-# (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd).
+# (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
+# vitest e2e (OLM on a kwok cluster, image mirroring).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -43,7 +44,10 @@ run_vitest() { # run_vitest PROJECT
   fi
 }
 run_vitest unit
-if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then run_vitest integration; fi
+if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
+  run_vitest integration
+  run_vitest e2e
+fi
 
 stage "summary"
 node hack/test-summary.ts "$OUT" "$checks_passed" "$checks_failed" "${failed_stages[@]}"
