@@ -49,7 +49,8 @@ export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokClus
   // Fail with the make target to run before anything is created (a missing binary used to surface
   // as an unrelated error thrown from the cleanup path).
   const kwokctlBin = bin('kwokctl');
-  for (const tool of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok']) bin(tool);
+  for (const tool of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok'])
+    bin(tool);
   const workdir = await mkdtemp(join(tmpdir(), 'vws-kwok-'));
   const kubeconfigPath = join(workdir, 'kubeconfig');
   const configPath = join(workdir, 'kwokctl.yaml');
