@@ -9,6 +9,9 @@ describe('loadConfig', () => {
       config: {
         namespace: 'vworkspace-system',
         leaderElection: true,
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
         metricsPort: 8080,
         probePort: 8081,
         webhookPort: 9443,
@@ -31,8 +34,14 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       RELATED_IMAGE_HELM: 'registry.example/helm@sha256:abc',
       VELERO_NAMESPACE: 'backup-system',
+      LEASE_DURATION: '6s',
+      RENEW_DEADLINE: '4s',
+      RETRY_PERIOD: '500ms',
     });
     expect(r.ok && r.config).toMatchObject({
+      leaseDurationMs: 6_000,
+      renewDeadlineMs: 4_000,
+      retryPeriodMs: 500,
       namespace: 'ops',
       leaderElection: false,
       metricsPort: 0,
@@ -54,5 +63,16 @@ describe('loadConfig', () => {
     expect(r.problems.join('\n')).toMatch(/METRICS_PORT="eighty" is not a port number/);
     expect(r.problems.join('\n')).toMatch(/LEADER_ELECT="yes" must be true or false/);
     expect(r.problems.join('\n')).toMatch(/LOG_LEVEL="loud"/);
+  });
+
+  it('rejects leader-election timings that are not durations or not ordered', () => {
+    const bad = loadConfig({ POD_NAMESPACE: 'ops', LEASE_DURATION: '15' });
+    expect(!bad.ok && bad.problems).toEqual([
+      expect.stringMatching(/^LEASE_DURATION: invalid duration "15": missing unit/),
+    ]);
+    const unordered = loadConfig({ POD_NAMESPACE: 'ops', LEASE_DURATION: '5s', RENEW_DEADLINE: '10s' });
+    expect(!unordered.ok && unordered.problems).toEqual([
+      expect.stringMatching(/LEASE_DURATION \(5000 ms\) must be greater than RENEW_DEADLINE \(10000 ms\)/),
+    ]);
   });
 });

@@ -1,10 +1,16 @@
 // The operator's settings, from the environment (the CSV's Deployment sets them). Pure: a
 // function of an env map, returning either a config or every problem at once.
 
+import { parsePositiveDuration } from './schedule/duration.ts';
+
 export interface OperatorConfig {
   /** Namespace of the operator: the leader-election Lease and the catalog ConfigMaps live here. */
   namespace: string;
   leaderElection: boolean;
+  /** Leader-election timing (controller-runtime's defaults: 15s, 10s, 2s). */
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
   metricsPort: number;
   probePort: number;
   webhookPort: number;
@@ -41,6 +47,16 @@ export function loadConfig(
     problems.push(`${name}=${JSON.stringify(env[name])} must be true or false`);
     return dflt;
   };
+  const duration = (name: string, dflt: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return dflt;
+    const d = parsePositiveDuration(raw);
+    if (!d.ok) {
+      problems.push(`${name}: ${d.message}`);
+      return dflt;
+    }
+    return d.ms;
+  };
   const namespace = env.OPERATOR_NAMESPACE || env.POD_NAMESPACE || '';
   if (!namespace)
     problems.push(
@@ -49,9 +65,20 @@ export function loadConfig(
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of ${LEVELS.join(', ')}`);
+  const leaseDurationMs = duration('LEASE_DURATION', 15_000);
+  const renewDeadlineMs = duration('RENEW_DEADLINE', 10_000);
+  const retryPeriodMs = duration('RETRY_PERIOD', 2_000);
+  // The same ordering client-go's leader election insists on.
+  if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs))
+    problems.push(
+      `LEASE_DURATION (${leaseDurationMs} ms) must be greater than RENEW_DEADLINE (${renewDeadlineMs} ms), which must be greater than RETRY_PERIOD (${retryPeriodMs} ms)`,
+    );
   const config: OperatorConfig = {
     namespace,
     leaderElection: bool('LEADER_ELECT', true),
+    leaseDurationMs,
+    renewDeadlineMs,
+    retryPeriodMs,
     metricsPort: port('METRICS_PORT', 8080),
     probePort: port('PROBE_PORT', 8081),
     webhookPort: port('WEBHOOK_PORT', 9443),

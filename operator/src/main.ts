@@ -39,7 +39,14 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const metrics = new RuntimeMetrics();
   const manager = new Manager({
     client,
-    leaderElection: config.leaderElection ? { namespace: config.namespace } : false,
+    leaderElection: config.leaderElection
+      ? {
+          namespace: config.namespace,
+          leaseDurationMs: config.leaseDurationMs,
+          renewDeadlineMs: config.renewDeadlineMs,
+          retryPeriodMs: config.retryPeriodMs,
+        }
+      : false,
     metricsPort: config.metricsPort,
     probePort: config.probePort,
     logger: log,
@@ -57,7 +64,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   });
   manager.addInformer(catalog.informer);
   // Controllers register here, each with its informers: manager.addInformer(i); manager.addController(c).
-  const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics });
+  const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics, catalog });
   for (const i of instances.informers) manager.addInformer(i);
   manager.addController(instances.controller);
   const operations = createOperationController({

@@ -10,7 +10,7 @@
 // passes: least privilege is tested elsewhere (test/integration/operation/rbac-velero.test.ts), this
 // test is about crashes.
 //
-// After a SIGKILL the Lease is not released: each new process waits out the lease (15 s) before it
+// After a SIGKILL the Lease is not released: each new process waits out the lease (LEASE_DURATION=6s) before it
 // leads, as a real replacement Pod does; the test waits for leader_election_master_status 1 and kills
 // at a random moment within KILL_WINDOW_MS after creating the cycle's Operations, so every kill lands
 // while the process is reconciling. The replacement starts as a standby as soon as the leader leads,
