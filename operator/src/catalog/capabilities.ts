@@ -1,6 +1,6 @@
-// Effective capabilities of an ApplicationInstance (DESIGN §1): the catalog entry first, then the chart's
-// annotations where the entry opts in, then annotations set on the instance by hand (or by Push/GitOps
-// tooling). Never from workloads.
+// The capabilities the catalog wants an ApplicationInstance to advertise (DESIGN §1): the catalog
+// entry first, then the chart's annotations where the entry opts in. Never from workloads. What the
+// instance finally advertises also depends on who owns each annotation: instance/capabilities.ts.
 
 import { CAPABILITY_ANNOTATION_PREFIX } from '../api/annotations.ts';
 import type { EffectiveCapability } from '../api/applicationinstance.ts';
@@ -21,7 +21,7 @@ export interface IgnoredCapability {
 }
 
 export interface CapabilityResult {
-  /** One entry per verb, in CAPABILITY_VERBS order: the shape of ApplicationInstance.status.capabilities. */
+  /** One entry per verb, in CAPABILITY_VERBS order, sources catalog or chart. */
   capabilities: EffectiveCapability[];
   /** Annotations that were not used, and why (for an Event or a log line). */
   ignored: IgnoredCapability[];
@@ -31,7 +31,7 @@ const isVerb = (v: string): v is CapabilityVerb => (CAPABILITY_VERBS as readonly
 const isEngine = (v: string): v is CapabilityEngine => (CAPABILITY_ENGINES as readonly string[]).includes(v);
 
 /** `ops.vworkspace.io/<verb>` annotations → [verb, value]; other keys (paused, approve, ...) are not capabilities. */
-function capabilityAnnotations(
+export function capabilityAnnotations(
   annotations: Readonly<Record<string, string>> | undefined,
 ): [CapabilityVerb, string][] {
   const out: [CapabilityVerb, string][] = [];
@@ -43,8 +43,10 @@ function capabilityAnnotations(
   return out;
 }
 
-export function effectiveCapabilities(
-  instanceAnnotations: Readonly<Record<string, string>> | undefined,
+export const isCapabilityEngine = isEngine;
+
+/** Catalog entry, then opted-in chart annotations for the verbs the entry does not set. */
+export function desiredCapabilities(
   catalogEntry: Pick<ApplicationEntry, 'capabilities' | 'chartAnnotations'> | undefined,
   chartAnnotations: Readonly<Record<string, string>> | undefined,
 ): CapabilityResult {
@@ -94,7 +96,6 @@ export function effectiveCapabilities(
       });
     }
   }
-  for (const [verb, value] of capabilityAnnotations(instanceAnnotations)) consider(verb, value, 'manual');
 
   const capabilities = CAPABILITY_VERBS.flatMap((v) => {
     const c = chosen.get(v);

@@ -1,9 +1,12 @@
 // The ApplicationInstance controller: keeps status.conditions[Ready], status.release and
-// status.observedGeneration in line with the Helm release record of each instance.
+// status.observedGeneration in line with the Helm release record of each instance, and in Pull mode
+// projects the catalog's capabilities onto the instance's annotations (capabilities.ts) and reports
+// the effective set in status.capabilities.
 //
 // Watch-driven, no polling: it reconciles an instance when the instance changes and when a Helm
 // release Secret of its release is added, updated or deleted (helm install/upgrade/rollback/
-// uninstall all write those Secrets). It never installs anything.
+// uninstall all write those Secrets), and every instance when the catalog reloads. It never installs
+// anything.
 //
 // RBAC: the Secret informer needs cluster-wide `list` and `watch` on core Secrets (read-only, no
 // `get` of other Secrets, no writes), narrowed on the wire to Helm's records by field selector
@@ -13,6 +16,7 @@
 
 import type { KubeConfig, KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import type { Catalog } from '../catalog/catalog-schema.ts';
 import {
   type Clock,
   Controller,
@@ -29,6 +33,7 @@ import {
   type RuntimeMetrics,
   realClock,
 } from '../runtime/index.ts';
+import { planCapabilities } from './capabilities.ts';
 import { HELM_RELEASE_SECRET_TYPE, latestRelease, type ReadyReason } from './helm-release.ts';
 import { computeInstanceStatus, eventTypeFor, READY, readyReason, releaseRef } from './status.ts';
 
@@ -40,6 +45,15 @@ export const HELM_SECRET_LABEL_SELECTOR = 'owner=helm';
 
 /** Event reason when a release record cannot be decoded (Ready then comes from the next readable one). */
 export const RELEASE_RECORD_UNREADABLE = 'ReleaseRecordUnreadable';
+/** Event reason when another field manager owns a capability annotation the catalog wants otherwise. */
+export const CAPABILITY_NOT_PROJECTED = 'CapabilityNotProjected';
+
+/** The catalog as the controller needs it (CatalogStore). */
+export interface CatalogSource {
+  catalog(): Catalog;
+  /** Called after every reload; returns an unsubscribe function. */
+  onChange(fn: () => void): () => void;
+}
 
 export type HelmSecret = V1Secret & KubernetesObject;
 
@@ -52,6 +66,8 @@ export interface InstanceControllerDeps {
   metrics: RuntimeMetrics;
   clock?: Clock;
   workers?: number;
+  /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
+  catalog?: CatalogSource;
   /** Tests: list/watch from memory instead of the API server. */
   listerWatchers?: {
     instances: ListerWatcher<ApplicationInstance>;
@@ -121,7 +137,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   // What this replica last announced per instance, so a reconcile that runs on a cache that has
   // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
   // a deleted and recreated instance starts afresh.
-  const announced = new Map<string, { uid: string; ready?: string; problems?: string }>();
+  const announced = new Map<string, { uid: string; ready?: string; problems?: string; held?: string }>();
 
   async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
     const instance = instances.getByKey(ctx.key);
@@ -150,7 +166,44 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       delete seen.problems;
     }
 
-    const status = computeInstanceStatus(instance, record, clock.now());
+    // Pull mode: project first, so the status below describes the annotations as they will be.
+    const catalogId = instance.spec.appRef?.catalogId;
+    const entry = catalogId ? deps.catalog?.catalog().applications[catalogId] : undefined;
+    const plan = planCapabilities(instance, entry, record?.chartAnnotations, deps.writer.fieldManager);
+    if (plan.apply) {
+      // No force: an annotation another manager owns stays theirs (a race with one is a 409 and a retry).
+      await deps.writer.apply(
+        {
+          apiVersion: APPLICATION_INSTANCE.apiVersion,
+          kind: APPLICATION_INSTANCE.kind,
+          metadata: { name: ctx.name, namespace: ctx.namespace ?? '', annotations: plan.apply },
+        },
+        { force: false, signal: ctx.signal },
+      );
+      ctx.log.info({ capabilities: Object.keys(plan.apply).length }, 'capabilities projected');
+    }
+    const heldNote = plan.held
+      .map(
+        (h) =>
+          `${h.verb}: the catalog wants ${h.wanted.engine} (${h.wanted.source}) but ${h.managers.join(', ')} set ${h.current}, which stays`,
+      )
+      .join('; ');
+    if (heldNote && seen.held !== heldNote) {
+      await deps.events.event(
+        instance,
+        'Warning',
+        CAPABILITY_NOT_PROJECTED,
+        `${heldNote}. Another manager (Push or GitOps) owns the annotation; change it there, or remove it to let the catalog's value apply.`,
+      );
+    }
+    if (heldNote) seen.held = heldNote;
+    else delete seen.held;
+
+    const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
+    const status = {
+      ...computed,
+      ...(plan.capabilities.length > 0 ? { capabilities: plan.capabilities } : {}),
+    };
     const wrote = await deps.writer.applyStatusIfChanged(
       {
         apiVersion: APPLICATION_INSTANCE.apiVersion,
@@ -185,6 +238,10 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   controller.watch(instances);
   controller.watch(secrets, {
     map: (secret) => instanceKeysForSecret(secret, instances.list()),
+  });
+  // A catalog reload may change any instance's projection.
+  deps.catalog?.onChange(() => {
+    for (const i of instances.list()) controller.enqueue(objectKey(i));
   });
   return { controller, informers: [instances, secrets] };
 }

@@ -2,8 +2,9 @@
 // record. Pure: the controller reads the caches, this decides, the controller writes.
 //
 // The operator writes an instance's status as one server-side apply under one field manager, so
-// the computed status is COMPLETE: a field left out would be removed. Fields this controller does
-// not decide (status.capabilities, conditions other than Ready) are carried over unchanged.
+// the computed status is COMPLETE: a field left out would be removed. Fields this function does
+// not decide (status.capabilities, which the controller sets from the capability plan, conditions
+// other than Ready) are carried over unchanged.
 
 import type { ApplicationInstance, ApplicationInstanceStatus } from '../api/index.ts';
 import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';

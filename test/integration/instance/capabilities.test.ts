@@ -1,0 +1,202 @@
+// Pull mode against the real API server: the instance controller projects the catalog entry's
+// capabilities (and the chart's own annotations, where the entry opts in) onto ApplicationInstances
+// with server-side apply under its field manager, never overrides an annotation another manager
+// (GitOps) owns, follows catalog reloads, and reports the effective set in status.capabilities.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import YAML from 'yaml';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
+import { CatalogStore, createCatalogInformer } from '../../../operator/src/catalog/store.ts';
+import {
+  CAPABILITY_NOT_PROJECTED,
+  createInstanceController,
+} from '../../../operator/src/instance/controller.ts';
+import {
+  EventRecorder,
+  FIELD_MANAGER,
+  Manager,
+  ObjectWriter,
+  PATCH_TYPES,
+  RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  resourcePath,
+  silentLogger,
+} from '../../../operator/src/runtime/index.ts';
+import { eventually } from '../../support/eventually.ts';
+import { helm, TINY_CHART } from '../../support/helm.ts';
+import { adminKubeConfig, createNamespace } from '../support/kube.ts';
+
+const a = (verb: string) => `ops.vworkspace.io/${verb}`;
+
+describe('ApplicationInstance capabilities (Pull mode)', () => {
+  const kubeconfig = inject('kubeconfig');
+  const kc = adminKubeConfig();
+  const client = new RestClient(kc);
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
+    metrics: new RuntimeMetrics(),
+  });
+  let running: Promise<void>;
+  let ns: string;
+  let operatorNs: string;
+  let store: CatalogStore;
+
+  const instancePath = (name?: string) =>
+    resourcePath(
+      {
+        group: APPLICATION_INSTANCE.group,
+        version: APPLICATION_INSTANCE.version,
+        plural: APPLICATION_INSTANCE.plural,
+        namespace: ns,
+      },
+      name,
+    );
+  const getInstance = (name: string) =>
+    client.request<ApplicationInstance>({ method: 'GET', path: instancePath(name) });
+
+  const putCatalog = async (applications: unknown) => {
+    const before = store.generation;
+    await client.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${operatorNs}/configmaps/catalog`,
+      query: { fieldManager: 'platform-team', force: true },
+      contentType: PATCH_TYPES.apply,
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'catalog', namespace: operatorNs, labels: { 'ops.vworkspace.io/catalog': 'true' } },
+        data: { 'catalog.yaml': YAML.stringify({ applications }) },
+      },
+    });
+    await eventually('the catalog reload', async () => store.generation > before || undefined);
+  };
+
+  /** Creates an instance by server-side apply as `fieldManager` (GitOps tooling applies this way). */
+  const applyInstance = (name: string, fieldManager: string, annotations: Record<string, string> = {}) =>
+    client.request({
+      method: 'PATCH',
+      path: instancePath(name),
+      query: { fieldManager, force: true },
+      contentType: PATCH_TYPES.apply,
+      body: {
+        apiVersion: APPLICATION_INSTANCE.apiVersion,
+        kind: APPLICATION_INSTANCE.kind,
+        metadata: { name, namespace: ns, annotations },
+        spec: { appRef: { catalogId: 'shop' }, release: { name: 'web' } },
+      },
+    });
+
+  const capabilityAnnotations = (i: ApplicationInstance) =>
+    Object.fromEntries(
+      Object.entries(i.metadata.annotations ?? {}).filter(([k]) => k.startsWith('ops.vworkspace.io/')),
+    );
+
+  beforeAll(async () => {
+    ns = await createNamespace(kc, 'pull');
+    operatorNs = await createNamespace(kc, 'pull-operator');
+    store = new CatalogStore({ informer: createCatalogInformer(kc, operatorNs, { client }) });
+    manager.addInformer(store.informer);
+    const events = new EventRecorder({ client });
+    const { controller, informers } = createInstanceController({
+      kc,
+      client,
+      writer: new ObjectWriter(client, new RestMapper(client)),
+      events,
+      logger: silentLogger,
+      metrics: new RuntimeMetrics(),
+      catalog: store,
+    });
+    for (const i of informers) manager.addInformer(i);
+    manager.addController(controller);
+    running = manager.start();
+    await eventually('the catalog informer synced', async () => store.hasSynced() || undefined);
+    // The tiny chart's Chart.yaml annotates backup: velero and runcommand: job.
+    await helm(kubeconfig, ['install', 'web', TINY_CHART, '-n', ns]);
+  });
+
+  afterAll(async () => {
+    await manager.stop();
+    await running;
+  });
+
+  it('projects the catalog entry and opted-in chart annotations under its field manager, and follows catalog changes', async () => {
+    await putCatalog({
+      shop: { capabilities: { backup: 'velero', restore: 'velero' }, chartAnnotations: true },
+    });
+    await applyInstance('pulled', 'platform-team');
+
+    const projected = await eventually('capabilities projected with sources in status', async () => {
+      const i = await getInstance('pulled');
+      return i.status?.capabilities?.length === 3 ? i : undefined;
+    });
+    expect(capabilityAnnotations(projected)).toEqual({
+      [a('backup')]: 'velero',
+      [a('restore')]: 'velero',
+      [a('runcommand')]: 'job',
+    });
+    expect(projected.status?.capabilities).toEqual([
+      { verb: 'backup', engine: 'velero', source: 'catalog' },
+      { verb: 'restore', engine: 'velero', source: 'catalog' },
+      { verb: 'runcommand', engine: 'job', source: 'chart' },
+    ]);
+    const applied = projected.metadata.managedFields?.find(
+      (m) => m.manager === FIELD_MANAGER && m.operation === 'Apply',
+    );
+    type Fields = { 'f:metadata'?: { 'f:annotations'?: Record<string, unknown> } };
+    const owned = (applied?.fieldsV1 as Fields | undefined)?.['f:metadata']?.['f:annotations'] ?? {};
+    expect(Object.keys(owned).sort()).toEqual([
+      `f:${a('backup')}`,
+      `f:${a('restore')}`,
+      `f:${a('runcommand')}`,
+    ]);
+    // The spec is still the platform team's: the operator only applied annotations.
+    expect(projected.spec).toEqual({ appRef: { catalogId: 'shop' }, release: { name: 'web' } });
+
+    // The entry drops restore and the chart opt-in: the projection shrinks with it.
+    await putCatalog({ shop: { capabilities: { backup: 'velero' } } });
+    const shrunk = await eventually('the projection follows the catalog', async () => {
+      const i = await getInstance('pulled');
+      return i.status?.capabilities?.length === 1 ? i : undefined;
+    });
+    expect(capabilityAnnotations(shrunk)).toEqual({ [a('backup')]: 'velero' });
+    expect(shrunk.status?.capabilities).toEqual([{ verb: 'backup', engine: 'velero', source: 'catalog' }]);
+  });
+
+  it('never overrides an annotation GitOps owns, says so with a Warning Event, and reports its value as manual', async () => {
+    await putCatalog({ shop: { capabilities: { backup: 'velero', restore: 'velero' } } });
+    await applyInstance('gitops', 'argocd-controller', { [a('backup')]: 'volsync' });
+
+    const inst = await eventually('restore projected beside the GitOps-owned backup', async () => {
+      const i = await getInstance('gitops');
+      return i.status?.capabilities?.length === 2 ? i : undefined;
+    });
+    expect(capabilityAnnotations(inst)).toEqual({ [a('backup')]: 'volsync', [a('restore')]: 'velero' });
+    expect(inst.status?.capabilities).toEqual([
+      { verb: 'backup', engine: 'volsync', source: 'manual' },
+      { verb: 'restore', engine: 'velero', source: 'catalog' },
+    ]);
+    const event = await eventually('a CapabilityNotProjected Warning', async () => {
+      const list = await client.request<{
+        items: { type?: string; reason?: string; note?: string; regarding?: { name?: string } }[];
+      }>({
+        method: 'GET',
+        path: resourcePath({ group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: ns }),
+      });
+      return list.items.find((e) => e.regarding?.name === 'gitops' && e.reason === CAPABILITY_NOT_PROJECTED);
+    });
+    expect(event.type).toBe('Warning');
+    expect(event.note).toContain(
+      'backup: the catalog wants velero (catalog) but argocd-controller set volsync',
+    );
+
+    // GitOps stops managing the annotation: the catalog's value applies.
+    await applyInstance('gitops', 'argocd-controller', {});
+    const after = await eventually('the catalog value once GitOps let go', async () => {
+      const i = await getInstance('gitops');
+      return i.status?.capabilities?.[0]?.source === 'catalog' ? i : undefined;
+    });
+    expect(capabilityAnnotations(after)).toEqual({ [a('backup')]: 'velero', [a('restore')]: 'velero' });
+  });
+});
