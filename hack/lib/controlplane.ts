@@ -2,11 +2,10 @@
 // loopback ports in a temp dir: used by the integration tests' global setup, by
 // hack/local-cluster.ts for people, and by tests that must restart the API server.
 //
-// Every child runs under hack/lib/reaper.sh, which kills it when this process disappears, so a
-// crashed or SIGKILLed test run never leaves an etcd or API server behind.
-import { type ChildProcess, spawn } from 'node:child_process';
+// Every child runs under hack/lib/reaper.sh (hack/lib/process.ts), which kills it when this process
+// disappears, so a crashed or SIGKILLed test run never leaves an etcd or API server behind.
 import { generateKeyPairSync } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
@@ -14,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { installCrds } from './crds.ts';
+import { type Proc, startProcess, stopProcess, tailFile } from './process.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const BIN = join(ROOT, 'bin');
-const REAPER = join(ROOT, 'hack/lib/reaper.sh');
 
 /** The admin identity: a static token in group system:masters. */
 export const ADMIN_TOKEN = 'vworkspace-admin-token';
@@ -63,39 +62,6 @@ function requireBinary(name: string): string {
     throw new Error(`${path} is missing: run \`make tools\` (hack/build-tools.sh core) to build it`);
   }
   return path;
-}
-
-interface Proc {
-  child: ChildProcess;
-  exited: Promise<number | null>;
-}
-
-function startProcess(name: string, bin: string, args: string[], logPath: string): Proc {
-  const log = createWriteStream(logPath, { flags: 'a' });
-  const child = spawn(REAPER, [String(process.pid), bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
-  child.on('error', (err) => log.write(`[controlplane] ${name} failed to start: ${err.message}\n`));
-  return { child, exited };
-}
-
-async function stopProcess(p: Proc | undefined, graceMs = 10_000): Promise<void> {
-  if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
-  p.child.kill('SIGTERM');
-  const done = await Promise.race([p.exited.then(() => true), sleep(graceMs).then(() => false)]);
-  if (!done) {
-    p.child.kill('SIGKILL');
-    await p.exited;
-  }
-}
-
-function tailFile(path: string, lines = 30): string {
-  try {
-    return readFileSync(path, 'utf8').split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
 }
 
 /** GET an API server path with the admin token; resolves with the status code (0 on connection error). */
