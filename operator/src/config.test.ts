@@ -30,6 +30,7 @@ describe('loadConfig', () => {
       METRICS_PORT: '0',
       PROBE_PORT: '18081',
       WEBHOOK_PORT: '19443',
+      WEBHOOK_HOST: '127.0.0.2',
       WEBHOOK_CERT_DIR: '/certs',
       LOG_LEVEL: 'debug',
       RELATED_IMAGE_HELM: 'registry.example/helm@sha256:abc',
@@ -47,6 +48,7 @@ describe('loadConfig', () => {
       metricsPort: 0,
       probePort: 18081,
       webhookPort: 19443,
+      webhookHost: '127.0.0.2',
       webhookCertDir: '/certs',
       logLevel: 'debug',
       helmImage: 'registry.example/helm@sha256:abc',
@@ -55,14 +57,20 @@ describe('loadConfig', () => {
   });
 
   it('reports every problem at once, naming the variable', () => {
-    const r = loadConfig({ METRICS_PORT: 'eighty', LEADER_ELECT: 'yes', LOG_LEVEL: 'loud' });
+    const r = loadConfig({
+      METRICS_PORT: 'eighty',
+      LEADER_ELECT: 'yes',
+      LOG_LEVEL: 'loud',
+      WEBHOOK_HOST: 'pod.local',
+    });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.problems).toHaveLength(4);
+    expect(r.problems).toHaveLength(5);
     expect(r.problems.join('\n')).toMatch(/OPERATOR_NAMESPACE/);
     expect(r.problems.join('\n')).toMatch(/METRICS_PORT="eighty" is not a port number/);
     expect(r.problems.join('\n')).toMatch(/LEADER_ELECT="yes" must be true or false/);
     expect(r.problems.join('\n')).toMatch(/LOG_LEVEL="loud"/);
+    expect(r.problems.join('\n')).toMatch(/WEBHOOK_HOST="pod.local" must be an IP address/);
   });
 
   it('rejects leader-election timings that are not durations or not ordered', () => {

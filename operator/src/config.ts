@@ -1,6 +1,6 @@
 // The operator's settings, from the environment (the CSV's Deployment sets them). Pure: a
 // function of an env map, returning either a config or every problem at once.
-
+import { isIP } from 'node:net';
 import { parsePositiveDuration } from './schedule/duration.ts';
 
 export interface OperatorConfig {
@@ -14,6 +14,8 @@ export interface OperatorConfig {
   metricsPort: number;
   probePort: number;
   webhookPort: number;
+  /** Address the webhook server listens on; unset: every interface. */
+  webhookHost?: string;
   /** Directory with tls.crt/tls.key; the webhook is served when it exists. */
   webhookCertDir: string;
   logLevel: string;
@@ -62,6 +64,11 @@ export function loadConfig(
     problems.push(
       'OPERATOR_NAMESPACE (or POD_NAMESPACE from the downward API) must name the operator namespace',
     );
+  const webhookHost = env.WEBHOOK_HOST || undefined;
+  if (webhookHost !== undefined && isIP(webhookHost) === 0)
+    problems.push(
+      `WEBHOOK_HOST=${JSON.stringify(webhookHost)} must be an IP address (unset: every interface)`,
+    );
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of ${LEVELS.join(', ')}`);
@@ -82,6 +89,7 @@ export function loadConfig(
     metricsPort: port('METRICS_PORT', 8080),
     probePort: port('PROBE_PORT', 8081),
     webhookPort: port('WEBHOOK_PORT', 9443),
+    ...(webhookHost ? { webhookHost } : {}),
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,
     veleroNamespace: env.VELERO_NAMESPACE || 'velero',

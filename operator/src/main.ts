@@ -99,6 +99,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       async start(signal) {
         const server = await startWebhookServer({
           port: config.webhookPort,
+          ...(config.webhookHost ? { host: config.webhookHost } : {}),
           certDir: config.webhookCertDir,
           handlers: createAdmissionHandlers({ client, templates: catalog }),
           log,
