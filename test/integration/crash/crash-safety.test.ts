@@ -34,6 +34,7 @@ import { TERMINAL_PHASES } from '../../../operator/src/api/enums.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { typesConflict } from '../../../operator/src/operation/conflicts.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
+import { OperatorProcess, tail } from '../../support/operator-process.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { eventually } from '../operation/support.ts';
 import { ChildRecorder, type SeenChild } from './child-recorder.ts';
@@ -45,7 +46,6 @@ import {
   VELERO_NAMESPACE,
   type World,
 } from './fixture.ts';
-import { OperatorProcess, tail } from './operator-process.ts';
 import {
   HELD,
   INSTANCES,

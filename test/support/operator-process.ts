@@ -1,17 +1,22 @@
-// The operator as a separate OS process (`node operator/src/main.ts`), as it runs in its Pod: killed
-// with SIGKILL (no graceful shutdown, the Lease is not released) and started again by the test.
+// The operator as a separate OS process (`node operator/src/main.ts`), as it runs in its Pod: the
+// crash-safety test kills it with SIGKILL (no graceful shutdown, the Lease is not released) and starts
+// it again; the e2e tests run one per Pod of the Deployment OLM created, with that Deployment's
+// environment and the ServiceAccount token OLM's RBAC applies to.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, ROOT } from '../../../hack/lib/controlplane.ts';
+import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
 
 export interface OperatorSettings {
   kubeconfigPath: string;
   namespace: string;
   /** Each process writes its output to `<logDir>/<label>.log`. */
   logDir: string;
-  helmImage: string;
+  /** RELATED_IMAGE_HELM, unless `env` sets it. */
+  helmImage?: string;
+  /** Further settings over the defaults (e.g. a Deployment's env, WEBHOOK_HOST, WEBHOOK_CERT_DIR). */
+  env?: Record<string, string>;
 }
 
 /** Every process started by this module, so a failing test never leaves one behind. */
@@ -23,13 +28,20 @@ process.once('exit', () => {
 export class OperatorProcess {
   readonly child: ChildProcess;
   readonly metricsPort: number;
+  readonly probePort: number;
   readonly logPath: string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #killedByUs = false;
 
-  private constructor(child: ChildProcess, metricsPort: number, log: WriteStream, logPath: string) {
+  private constructor(
+    child: ChildProcess,
+    ports: { metrics: number; probes: number },
+    log: WriteStream,
+    logPath: string,
+  ) {
     this.child = child;
-    this.metricsPort = metricsPort;
+    this.metricsPort = ports.metrics;
+    this.probePort = ports.probes;
     this.logPath = logPath;
     live.add(child);
     this.exited = new Promise((ok) =>
@@ -60,15 +72,16 @@ export class OperatorProcess {
         RETRY_PERIOD: '1s',
         METRICS_PORT: String(metricsPort),
         PROBE_PORT: String(probePort),
-        // No certificates there: the webhook is not served (admission is not what this test is about).
-        WEBHOOK_CERT_DIR: '/nonexistent/vworkspace-crash-test',
-        RELATED_IMAGE_HELM: s.helmImage,
+        // No certificates there: the webhook is not served unless `env` names a directory with them.
+        WEBHOOK_CERT_DIR: '/nonexistent/vworkspace-operator-process',
+        ...(s.helmImage ? { RELATED_IMAGE_HELM: s.helmImage } : {}),
         LOG_LEVEL: 'info',
+        ...s.env,
       },
     });
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
-    return new OperatorProcess(child, metricsPort, log, logPath);
+    return new OperatorProcess(child, { metrics: metricsPort, probes: probePort }, log, logPath);
   }
 
   /** Whether it exited on its own (a crash), as opposed to by our signal. */
@@ -76,23 +89,49 @@ export class OperatorProcess {
     return !this.#killedByUs && (this.child.exitCode !== null || this.child.signalCode !== null);
   }
 
+  #exitedError(what: string): Error | undefined {
+    if (this.child.exitCode === null && this.child.signalCode === null) return undefined;
+    return new Error(
+      `operator exited (code ${this.child.exitCode}, signal ${this.child.signalCode}) before ${what}; log ${this.logPath}:\n${tail(this.logPath, 30)}`,
+    );
+  }
+
+  /** Resolves once /readyz answers 200 (informers synced, webhook serving); throws if it exits first. */
+  async waitReady(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const exited = this.#exitedError('ready');
+      if (exited) throw exited;
+      const res = await fetch(`http://127.0.0.1:${this.probePort}/readyz`, {
+        signal: AbortSignal.timeout(2000),
+      }).catch(() => undefined);
+      if (res?.ok) return;
+      await sleep(200);
+    }
+    throw new Error(
+      `operator not ready within ${timeoutMs} ms; log ${this.logPath}:\n${tail(this.logPath, 30)}`,
+    );
+  }
+
+  /** Whether this process reports leader_election_master_status 1 now. */
+  async isLeader(): Promise<boolean> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      return /^leader_election_master_status\{[^}]*\} 1$/m.test(await res.text());
+    } catch {
+      return false; // not listening yet
+    }
+  }
+
   /** Resolves once this process reports leader_election_master_status 1; throws if it exits first. */
   async waitLeader(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (this.child.exitCode !== null || this.child.signalCode !== null)
-        throw new Error(
-          `operator exited (code ${this.child.exitCode}, signal ${this.child.signalCode}) before leading`,
-        );
-      try {
-        const res = await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, {
-          signal: AbortSignal.timeout(2000),
-        });
-        const text = await res.text();
-        if (/^leader_election_master_status\{[^}]*\} 1$/m.test(text)) return;
-      } catch {
-        // not listening yet
-      }
+      const exited = this.#exitedError('leading');
+      if (exited) throw exited;
+      if (await this.isLeader()) return;
       await sleep(100);
     }
     throw new Error(`operator did not become leader within ${timeoutMs} ms`);
