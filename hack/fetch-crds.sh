@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Copies the real upstream CRDs that the engines' children use (Velero, Argo Workflows, VolSync,
-# external-snapshotter) out of their pinned Go modules (hack/versions.env) into bin/crds/.
-# They are read at build/test time and never committed.
+# external-snapshotter) out of their pinned Go modules (hack/versions.env) into bin/crds/, and OLM's
+# own CRDs (operators.coreos.com) into bin/crds/olm/ for the e2e tests: those come from the
+# operator-framework/api module at the version OLM_VERSION's go.mod requires, so they always match
+# the olm and catalog operators hack/build-tools.sh builds. Read at build/test time, never committed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=versions.env
 source "$ROOT/hack/versions.env"
 OUT="$ROOT/bin/crds"
 STAMP="$OUT/.pins"
-PINS="$VELERO_VERSION $ARGO_WORKFLOWS_VERSION $VOLSYNC_VERSION $EXTERNAL_SNAPSHOTTER_CLIENT_VERSION"
+PINS="$VELERO_VERSION $ARGO_WORKFLOWS_VERSION $VOLSYNC_VERSION $EXTERNAL_SNAPSHOTTER_CLIENT_VERSION $OLM_VERSION"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$PINS" ]; then exit 0; fi
 rm -rf "$OUT" && mkdir -p "$OUT"
 
-moddir() { GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'; }
+# The module mirror here lacks checksum-database entries for some OLM releases (as in build-tools.sh).
+export GONOSUMDB=github.com/operator-framework/operator-lifecycle-manager
+modfield() { GOFLAGS=-mod=mod go mod download -json "$1" | sed -n "s/.*\"$2\": \"\(.*\)\",/\1/p"; }
+moddir() { modfield "$1" Dir; }
 
 velero=$(moddir "github.com/vmware-tanzu/velero@$VELERO_VERSION")
 for k in backups restores backupstoragelocations deletebackuprequests; do
@@ -30,6 +35,12 @@ snap=$(moddir "github.com/kubernetes-csi/external-snapshotter/client/v8@$EXTERNA
 for k in volumesnapshots volumesnapshotclasses volumesnapshotcontents; do
   cp "$snap/config/crd/snapshot.storage.k8s.io_$k.yaml" "$OUT/"
 done
-chmod 644 "$OUT"/*.yaml
+olm_gomod=$(modfield "github.com/operator-framework/operator-lifecycle-manager@$OLM_VERSION" GoMod)
+olm_api=$(awk '$1 == "github.com/operator-framework/api" { print $2; exit }' "$olm_gomod")
+[ -n "$olm_api" ] || { echo "[crds] no operator-framework/api requirement in OLM $OLM_VERSION's go.mod" >&2; exit 1; }
+api=$(moddir "github.com/operator-framework/api@$olm_api")
+mkdir -p "$OUT/olm"
+cp "$api"/crds/operators.coreos.com_*.yaml "$OUT/olm/"
+chmod 644 "$OUT"/*.yaml "$OUT"/olm/*.yaml
 echo "$PINS" > "$STAMP"
-echo "[crds] $(ls "$OUT"/*.yaml | wc -l) upstream CRDs in bin/crds/" >&2
+echo "[crds] $(ls "$OUT"/*.yaml | wc -l) upstream CRDs in bin/crds/, $(ls "$OUT"/olm/*.yaml | wc -l) OLM CRDs (operator-framework/api $olm_api) in bin/crds/olm/" >&2
