@@ -1,7 +1,7 @@
 // A kwok cluster on the binary runtime with the locally built binaries (etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kwok): a real control plane whose controllers run Jobs
 // while kwok plays the kubelet (pods become Running, Job pods complete with exit 0). Used where a
-// test or the demo needs Job completion, and by e2e (OLM) later. Nothing is downloaded.
+// test or the demo needs Job completion, and by the e2e tests (OLM). Nothing is downloaded.
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,17 +26,29 @@ export interface KwokOptions {
   /** CRD files to install once the cluster is ready. */
   crdFiles?: string[];
   keep?: boolean;
+  /** Extra kube-apiserver flags, name → value (e.g. `{ 'enable-aggregator-routing': 'true' }`). */
+  apiServerArgs?: Record<string, string>;
+  /**
+   * The first node's pod CIDR (node i gets the i-th range after it; kwok assigns pod IPs from them;
+   * default 10.0.0.0/24). A range in 127.0.0.0/8 makes pod IPs loopback addresses of this machine,
+   * where a host process can serve what the API server sends to a pod (e2e: webhooks called through
+   * their Service with --enable-aggregator-routing).
+   */
+  podCidr?: string;
 }
 
-// etcd's default request limit is below the size of Argo's full Workflow CRD.
-const CONFIG = `kind: KwokctlConfiguration
+/** The kwokctl configuration: etcd's request limit (below Argo's full Workflow CRD by default). Pure. */
+export function kwokctlConfig(apiServerArgs: Record<string, string> = {}): string {
+  const args = (pairs: [string, string][]) =>
+    pairs.map(([key, value]) => `  - key: ${key}\n    value: ${JSON.stringify(value)}\n`).join('');
+  const api = Object.entries(apiServerArgs);
+  return `kind: KwokctlConfiguration
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 componentsPatches:
 - name: etcd
   extraArgs:
-  - key: max-request-bytes
-    value: "16777216"
-`;
+${args([['max-request-bytes', '16777216']])}${api.length ? `- name: kube-apiserver\n  extraArgs:\n${args(api)}` : ''}`;
+}
 
 function bin(name: string): string {
   const p = join(BIN, name);
@@ -54,7 +66,7 @@ export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokClus
   const workdir = await mkdtemp(join(tmpdir(), 'vws-kwok-'));
   const kubeconfigPath = join(workdir, 'kubeconfig');
   const configPath = join(workdir, 'kwokctl.yaml');
-  await writeFile(configPath, CONFIG);
+  await writeFile(configPath, kwokctlConfig(opts.apiServerArgs));
   const env = { ...process.env, KWOK_WORKDIR: workdir };
   const kwokctl = (args: string[]) => run(kwokctlBin, args, { env, maxBuffer: 16 * 1024 * 1024 });
 
@@ -88,7 +100,15 @@ export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokClus
       '--wait',
       '120s',
     ]);
-    await kwokctl(['scale', 'node', '--replicas', String(opts.nodes ?? 1), '--name', name]);
+    await kwokctl([
+      'scale',
+      'node',
+      '--replicas',
+      String(opts.nodes ?? 1),
+      '--name',
+      name,
+      ...(opts.podCidr ? ['--param', `.podCIDRs=${JSON.stringify([opts.podCidr])}`] : []),
+    ]);
     if (opts.crdFiles?.length) await installCrds(kubeconfigPath, opts.crdFiles);
   } catch (err) {
     await stop();
