@@ -66,10 +66,6 @@ export class OperatorProcess {
         KUBECONFIG: s.kubeconfigPath,
         OPERATOR_NAMESPACE: s.namespace,
         LEADER_ELECT: 'true',
-        // A killed leader's lease runs out after 6 s instead of 15 s: 20 kills wait 3 minutes less.
-        LEASE_DURATION: '6s',
-        RENEW_DEADLINE: '4s',
-        RETRY_PERIOD: '1s',
         METRICS_PORT: String(metricsPort),
         PROBE_PORT: String(probePort),
         // No certificates there: the webhook is not served unless `env` names a directory with them.
