@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the project's tools from pinned Go modules (hack/versions.env) into bin/.
 #
-#   hack/build-tools.sh [group|tool ...]     groups: core cluster olm e2e all (default: all)
+#   hack/build-tools.sh [group|tool ...]     groups: core cluster olm e2e images all (default: all)
 #
 # No Docker and no binary downloads exist on these machines, so every tool is compiled from the
 # Go module proxy. Each tool becomes a throw-away Go module under the tool cache that requires the
@@ -157,16 +157,35 @@ tool_olm_operators() {
     github.com/operator-framework/operator-lifecycle-manager/cmd/catalog
 }
 
+# Images without a Docker daemon (hack/images.ts, the mirror journey): crane pushes and copies images
+# by digest; the CNCF distribution registry is the loopback registry they go to; grpc_health_probe goes
+# into the catalog image because OLM's catalog pods probe their registry container with it.
+tool_crane() {
+  build crane github.com/google/go-containerregistry "$CRANE_VERSION" "$CRANE_VERSION" \
+    "-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION" - \
+    github.com/google/go-containerregistry/cmd/crane
+}
+tool_registry() {
+  build registry github.com/distribution/distribution/v3 "$DISTRIBUTION_VERSION" "$DISTRIBUTION_VERSION" \
+    "-s -w -X github.com/distribution/distribution/v3/version.version=$DISTRIBUTION_VERSION" - \
+    github.com/distribution/distribution/v3/cmd/registry
+}
+tool_grpc_health_probe() {
+  build grpc-health-probe github.com/grpc-ecosystem/grpc-health-probe "$GRPC_HEALTH_PROBE_VERSION" "$GRPC_HEALTH_PROBE_VERSION" \
+    "-s -w -X main.versionTag=$GRPC_HEALTH_PROBE_VERSION" - github.com/grpc-ecosystem/grpc-health-probe
+}
+
 run_group() {
   case $1 in
     core) tool_etcd; tool_kube_apiserver ;;
     cluster) run_group core; tool_kube_cluster; tool_kwok; tool_helm ;;
     olm) tool_opm; tool_operator_sdk ;;
     e2e) run_group cluster; run_group olm; tool_olm_operators ;;
-    all) run_group e2e ;;
-    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators)
+    images) tool_crane; tool_registry; tool_grpc_health_probe ;;
+    all) run_group e2e; run_group images ;;
+    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe)
       "tool_$(echo "$1" | tr - _)" ;;
-    *) echo "unknown tool or group: $1 (groups: core cluster olm e2e all)" >&2; exit 2 ;;
+    *) echo "unknown tool or group: $1 (groups: core cluster olm e2e images all)" >&2; exit 2 ;;
   esac
 }
 
