@@ -9,64 +9,43 @@ import {
   type CronOperationSpec,
   LABEL_CRON_OPERATION,
 } from '../../../operator/src/api/index.ts';
-import {
-  EventRecorder,
-  FakeClock,
-  type KubeClient,
-  Manager,
-  ObjectWriter,
-  RestClient,
-  RestMapper,
-  RuntimeMetrics,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import { createCronController } from '../../../operator/src/schedule/cron-controller.ts';
+import { FakeClock, type KubeClient, RestClient } from '../../../operator/src/runtime/index.ts';
+import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { CRON_EVENT } from '../../../operator/src/schedule/cron-decide.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import {
+  advanceToNextSlot as advance,
+  create,
+  cronObject,
   eventsAbout,
   eventually,
   FaultyClient,
   finishOperation,
+  getObject,
   kinds,
   listOperations,
   mergePatch,
   pathOf,
+  startSchedulers,
 } from './support.ts';
 
 const HOUR = 3_600_000;
+const MINUTE = 60_000;
 const kc = adminKubeConfig();
 const raw = new RestClient(kc);
-
-/** One operator process (the cron controller only) on `clock`. */
-function startOperator(clock: FakeClock, client: KubeClient = raw) {
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const cron = createCronController({
-    kc,
-    client,
-    writer: new ObjectWriter(client, new RestMapper(raw)),
-    events: new EventRecorder({ client: raw }),
-    logger: silentLogger,
-    metrics,
-    clock,
-  });
-  for (const i of cron.informers) manager.addInformer(i);
-  manager.addController(cron.controller);
-  const running = manager.start();
-  return {
-    async stop() {
-      await manager.stop();
-      await running;
-    },
-  };
-}
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const s of stops.splice(0)) await s();
 });
+
+/** One operator process (the cron controller only) on `clock`; stopped after the test at the latest. */
+function startOperator(clock: FakeClock, client?: KubeClient) {
+  const op = startSchedulers(kc, clock, client ? { client } : {});
+  stops.push(() => op.stop());
+  return op;
+}
 
 async function createCron(
   ns: string,
@@ -74,44 +53,28 @@ async function createCron(
   spec: Partial<CronOperationSpec>,
   annotations?: Record<string, string>,
 ) {
-  await raw.request({
-    method: 'POST',
-    path: pathOf(kinds.cron, ns),
-    body: {
-      apiVersion: kinds.cron.apiVersion,
-      kind: kinds.cron.kind,
-      metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
-      spec: {
-        schedule: '0 * * * *',
-        operationTemplate: { spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } } },
-        ...spec,
-      },
-    },
-  });
+  await create(raw, cronObject(ns, name, spec, annotations));
   stops.push(async () => {
     await raw.request({ method: 'DELETE', path: pathOf(kinds.cron, ns, name) }).catch(() => undefined);
   });
 }
 
-const getCron = (ns: string, name: string) =>
-  raw.request<CronOperation>({ method: 'GET', path: pathOf(kinds.cron, ns, name) });
-
-/** Waits for the controller to plan the next slot, moves the clock to it and returns it. */
-async function advanceToNextSlot(
-  clock: FakeClock,
-  ns: string,
+/** A new namespace, an operator on a FakeClock at the real now, and the CronOperation `name` there. */
+async function scenario(
   name: string,
-  after?: number,
-): Promise<number> {
-  const next = await eventually('status.nextScheduleTime', async () => {
-    const t = (await getCron(ns, name)).status?.nextScheduleTime;
-    const ms = t ? Date.parse(t) : undefined;
-    return ms !== undefined && (after === undefined || ms > after) ? ms : undefined;
-  });
-  await clock.advance(next - clock.now());
-  return next;
+  spec: Partial<CronOperationSpec> = {},
+  annotations?: Record<string, string>,
+) {
+  const ns = await createNamespace(kc, 'cron');
+  const clock = new FakeClock(Date.now());
+  const operator = startOperator(clock);
+  await createCron(ns, name, spec, annotations);
+  return { ns, clock, operator };
 }
 
+const getCron = (ns: string, name: string) => getObject<CronOperation>(raw, kinds.cron, ns, name);
+const advanceToNextSlot = (clock: FakeClock, ns: string, name: string, after?: number) =>
+  advance(raw, clock, ns, name, after);
 const opNames = async (ns: string) => (await listOperations(raw, ns)).map((o) => o.metadata.name);
 
 describe('CronOperation controller', () => {
@@ -120,7 +83,6 @@ describe('CronOperation controller', () => {
     const clock = new FakeClock(Date.now());
     const faulty = new FaultyClient(raw);
     const first = startOperator(clock, faulty);
-    stops.push(() => first.stop());
     await createCron(ns, 'nightly', { timeZone: 'Europe/Berlin' });
 
     // The first process creates the slot's Operation, then "crashes" before recording the slot.
@@ -136,8 +98,7 @@ describe('CronOperation controller', () => {
     expect((await getCron(ns, 'nightly')).status?.lastScheduleTime).toBeUndefined();
 
     // A new process (no memory) decides the same slot again: it adopts, it does not run the slot twice.
-    const second = startOperator(clock);
-    stops.push(() => second.stop());
+    startOperator(clock);
     await eventually(
       'slot recorded',
       async () => (await getCron(ns, 'nightly')).status?.lastScheduleTime === slot1.replace('.000Z', 'Z'),
@@ -170,11 +131,7 @@ describe('CronOperation controller', () => {
   });
 
   it('skip-next skips exactly one slot and is removed', async () => {
-    const ns = await createNamespace(kc, 'cron');
-    const clock = new FakeClock(Date.now());
-    const op = startOperator(clock);
-    stops.push(() => op.stop());
-    await createCron(ns, 'skipper', {}, { [ANNOTATION_SKIP_NEXT]: 'true' });
+    const { ns, clock } = await scenario('skipper', {}, { [ANNOTATION_SKIP_NEXT]: 'true' });
 
     const slot1 = await advanceToNextSlot(clock, ns, 'skipper');
     const cron = await eventually('slot skipped', async () => {
@@ -195,11 +152,7 @@ describe('CronOperation controller', () => {
   });
 
   it('Forbid: a slot due while an Operation runs is skipped, recorded, and the next slot still runs', async () => {
-    const ns = await createNamespace(kc, 'cron');
-    const clock = new FakeClock(Date.now());
-    const op = startOperator(clock);
-    stops.push(() => op.stop());
-    await createCron(ns, 'exclusive', { concurrencyPolicy: 'Forbid' });
+    const { ns, clock } = await scenario('exclusive', { concurrencyPolicy: 'Forbid' });
 
     const slot1 = await advanceToNextSlot(clock, ns, 'exclusive');
     const name1 = operationNameForSlot('exclusive', new Date(slot1));
@@ -239,8 +192,7 @@ describe('CronOperation controller', () => {
   it('an invalid time zone (written before the webhook existed) sets Ready=False/InvalidTimeZone and creates nothing', async () => {
     const ns = await createNamespace(kc, 'cron');
     const clock = new FakeClock(Date.now());
-    const op = startOperator(clock);
-    stops.push(() => op.stop());
+    startOperator(clock);
     // The CRD pattern admits it; only the operator's own zone check knows Mars/Olympus does not exist.
     await createCron(ns, 'martian', { timeZone: 'Mars/Olympus' });
     const cron = await eventually('Ready=False', async () => {
@@ -251,5 +203,134 @@ describe('CronOperation controller', () => {
     await clock.advance(3 * HOUR);
     await mergePatch(raw, pathOf(kinds.cron, ns, 'martian'), { metadata: { labels: { poke: '1' } } });
     expect(await opNames(ns)).toEqual([]);
+  });
+
+  it('after downtime only the latest slot within startingDeadlineSeconds runs; one missed past it is recorded and the schedule moves on', async () => {
+    const { ns, clock: first, operator: a } = await scenario('hourly', { startingDeadlineSeconds: 600 });
+    const slot1 = await advanceToNextSlot(first, ns, 'hourly');
+    const name = (slot: number) => operationNameForSlot('hourly', new Date(slot));
+    await eventually(
+      'first slot recorded',
+      async () => Date.parse((await getCron(ns, 'hourly')).status?.lastScheduleTime ?? '') === slot1,
+    );
+    await a.stop();
+
+    // Down for three slots, back 5 minutes after the last one (deadline 10 minutes): only that one runs.
+    const second = new FakeClock(slot1 + 3 * HOUR + 5 * MINUTE);
+    const b = startOperator(second);
+    const caughtUp = await eventually('latest missed slot handled', async () => {
+      const s = (await getCron(ns, 'hourly')).status;
+      return Date.parse(s?.lastScheduleTime ?? '') === slot1 + 3 * HOUR ? s : undefined;
+    });
+    expect(await opNames(ns)).toEqual([name(slot1), name(slot1 + 3 * HOUR)]);
+    expect(Date.parse(caughtUp.nextScheduleTime ?? '')).toBe(slot1 + 4 * HOUR);
+    expect(caughtUp.missedSlots).toBeUndefined();
+    await b.stop();
+
+    // Down again, back 15 minutes after the latest slot: past the deadline. Not run, reported once, and
+    // the schedule carries on from it (the slot before it is never looked at).
+    const third = new FakeClock(slot1 + 5 * HOUR + 15 * MINUTE);
+    startOperator(third);
+    const missed = await eventually('missed slot recorded', async () => {
+      const s = (await getCron(ns, 'hourly')).status;
+      return s?.missedSlots?.length ? s : undefined;
+    });
+    expect(missed.missedSlots).toEqual([
+      {
+        scheduledTime: formatTime(slot1 + 5 * HOUR),
+        detectedAt: formatTime(third.now()),
+        reason: 'StartingDeadlineExceeded',
+      },
+    ]);
+    expect(Date.parse(missed.lastScheduleTime ?? '')).toBe(slot1 + 5 * HOUR);
+    expect(Date.parse(missed.nextScheduleTime ?? '')).toBe(slot1 + 6 * HOUR);
+    const warnings = await eventually('MissedSchedule event', async () => {
+      const events = await eventsAbout(raw, ns, 'CronOperation', 'hourly');
+      const w = events.filter((e) => e.reason === CRON_EVENT.MissedSchedule);
+      return w.length > 0 ? w : undefined;
+    });
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.type).toBe('Warning');
+    expect(warnings[0]?.note).toContain(missed.missedSlots?.[0]?.scheduledTime);
+    expect(await opNames(ns)).toEqual([name(slot1), name(slot1 + 3 * HOUR)]);
+
+    // The next slot runs on time.
+    await advanceToNextSlot(third, ns, 'hourly', slot1 + 5 * HOUR);
+    await eventually('next slot runs', async () => (await opNames(ns)).includes(name(slot1 + 6 * HOUR)));
+    expect(await opNames(ns)).toHaveLength(3);
+    expect((await getCron(ns, 'hourly')).status?.missedSlots).toHaveLength(1);
+  });
+
+  it('Replace: the running Operation gets spec.cancel, is not deleted, and the new slot runs at once', async () => {
+    const { ns, clock } = await scenario('replacer', { concurrencyPolicy: 'Replace' });
+
+    const slot1 = await advanceToNextSlot(clock, ns, 'replacer');
+    const name1 = operationNameForSlot('replacer', new Date(slot1));
+    await eventually(
+      'first active',
+      async () => (await getCron(ns, 'replacer')).status?.active?.length === 1,
+    );
+
+    await advanceToNextSlot(clock, ns, 'replacer', slot1);
+    const name2 = operationNameForSlot('replacer', new Date(slot1 + HOUR));
+    const ops = await eventually('second slot created', async () => {
+      const list = await listOperations(raw, ns);
+      return list.some((o) => o.metadata.name === name2) ? list : undefined;
+    });
+    const replaced = await eventually('cancel requested', async () => {
+      const op = (await listOperations(raw, ns)).find((o) => o.metadata.name === name1);
+      return op?.spec.cancel === true ? op : undefined;
+    });
+    expect(ops.map((o) => o.metadata.name)).toEqual([name1, name2]);
+    expect(replaced.metadata.deletionTimestamp).toBeUndefined();
+    const replacing = (await eventsAbout(raw, ns, 'CronOperation', 'replacer')).filter(
+      (e) => e.reason === CRON_EVENT.ReplacingOperation,
+    );
+    expect(replacing.map((e) => e.note)).toEqual([expect.stringContaining(name1)]);
+    // Both count as running until the Operation reconciler has stopped the first one.
+    expect((await getCron(ns, 'replacer')).status?.active?.map((a) => a.name)).toEqual([name1, name2]);
+
+    await finishOperation(raw, ns, name1, 'Cancelled', clock.now());
+    await eventually('only the new one active', async () => {
+      const active = (await getCron(ns, 'replacer')).status?.active;
+      return active?.length === 1 && active[0]?.name === name2;
+    });
+    expect(await opNames(ns)).toEqual([name1, name2]);
+  });
+
+  it('history limits delete the oldest finished Operations, never a running one', async () => {
+    const { ns, clock } = await scenario('keeper', { successfulHistoryLimit: 2, failedHistoryLimit: 1 });
+
+    // Six slots. The first Operation keeps running (the oldest of all); the others finish in turn.
+    const names: string[] = [];
+    let slot: number | undefined;
+    for (let i = 0; i < 6; i++) {
+      slot = await advanceToNextSlot(clock, ns, 'keeper', slot);
+      const name = operationNameForSlot('keeper', new Date(slot));
+      await eventually(`Operation ${i + 1}`, async () => (await opNames(ns)).includes(name));
+      names.push(name);
+    }
+    const [running, s1, s2, s3, f1, f2] = names as [string, string, string, string, string, string];
+    const finish = async (name: string, phase: string, expected: string[]) => {
+      await clock.advance(MINUTE);
+      const at = clock.now();
+      await finishOperation(raw, ns, name, phase, at);
+      await eventually(`${name} ${phase}; kept ${expected.join(', ')}`, async () => {
+        const now = await opNames(ns);
+        return now.length === expected.length && expected.every((n) => now.includes(n));
+      });
+      return at;
+    };
+    await finish(s1, 'Succeeded', names);
+    await finish(s2, 'Succeeded', names);
+    const lastSuccess = await finish(s3, 'Succeeded', [running, s2, s3, f1, f2]); // limit 2: s1 goes
+    await finish(f1, 'Failed', [running, s2, s3, f1, f2]);
+    await finish(f2, 'Cancelled', [running, s2, s3, f2]); // Cancelled counts as failed, limit 1: f1 goes
+
+    const status = (await getCron(ns, 'keeper')).status;
+    expect(status?.active).toEqual([{ name: running, target: 'shop' }]);
+    expect(status?.lastSuccessfulTime).toBe(formatTime(lastSuccess));
+    const remaining = await listOperations(raw, ns);
+    expect(remaining.find((o) => o.metadata.name === running)?.status?.phase).toBeUndefined();
   });
 });

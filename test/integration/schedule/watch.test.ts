@@ -5,113 +5,86 @@ import {
   ANNOTATION_TRIGGER,
   type ApplicationInstance,
   type WatchOperation,
+  type WatchOperationSpec,
   watchProcessedAnnotation,
 } from '../../../operator/src/api/index.ts';
-import {
-  EventRecorder,
-  FakeClock,
-  Manager,
-  ObjectWriter,
-  RestClient,
-  RestMapper,
-  RuntimeMetrics,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import {
-  createWatchController,
-  WATCH_CONTROLLER_NAME,
-} from '../../../operator/src/schedule/watch-controller.ts';
+import { FakeClock, RestClient } from '../../../operator/src/runtime/index.ts';
+import { formatTime } from '../../../operator/src/runtime/normalize.ts';
+import { WATCH_CONTROLLER_NAME } from '../../../operator/src/schedule/watch-controller.ts';
+import { fieldsHash, WATCH_EVENT } from '../../../operator/src/schedule/watch-decide.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
-import { eventually, finishOperation, kinds, listOperations, mergePatch, pathOf } from './support.ts';
+import {
+  create,
+  eventsAbout,
+  eventually,
+  finishOperation,
+  getObject,
+  instanceObject,
+  kinds,
+  listOperations,
+  mergePatch,
+  pathOf,
+  type Schedulers,
+  startSchedulers,
+  watchObject,
+} from './support.ts';
 
 const LABEL = 'maintenance.example.com/backup-now';
 const VERSION = 'spec.appRef.chart.version';
+const MINUTE = 60_000;
 
 describe('WatchOperation controller', () => {
   const kc = adminKubeConfig();
   const raw = new RestClient(kc);
-  const metrics = new RuntimeMetrics();
   const clock = new FakeClock(Date.now());
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  let running: Promise<void>;
+  let operator: Schedulers;
   let ns: string;
+  const watches: { ns: string; name: string }[] = [];
 
   beforeAll(async () => {
     ns = await createNamespace(kc, 'watch');
-    const w = createWatchController({
-      kc,
-      client: raw,
-      writer: new ObjectWriter(raw, new RestMapper(raw)),
-      events: new EventRecorder({ client: raw }),
-      logger: silentLogger,
-      metrics,
-      clock,
-    });
-    for (const i of w.informers) manager.addInformer(i);
-    manager.addController(w.controller);
-    running = manager.start();
+    operator = startSchedulers(kc, clock, { cron: false, watch: true });
   });
 
   afterAll(async () => {
-    await raw
-      .request({ method: 'DELETE', path: pathOf(kinds.watch, ns, 'pre-upgrade') })
-      .catch(() => undefined);
-    await manager.stop();
-    await running;
+    for (const w of watches)
+      await raw.request({ method: 'DELETE', path: pathOf(kinds.watch, w.ns, w.name) }).catch(() => undefined);
+    await operator.stop();
   });
 
+  /** Creates the WatchOperation (deleted after the file) in `namespace`. */
+  const createWatch = async (
+    namespace: string,
+    name: string,
+    spec: Partial<WatchOperationSpec> & Pick<WatchOperationSpec, 'triggers'>,
+  ) => {
+    await create(raw, watchObject(namespace, name, spec));
+    watches.push({ ns: namespace, name });
+  };
   const instancePath = (name?: string) => pathOf(kinds.instance, ns, name);
-  const getInstance = () => raw.request<ApplicationInstance>({ method: 'GET', path: instancePath('shop') });
-  const getWatch = () =>
-    raw.request<WatchOperation>({ method: 'GET', path: pathOf(kinds.watch, ns, 'pre-upgrade') });
-  const ops = () => listOperations(raw, ns);
+  const getInstance = (namespace = ns, name = 'shop') =>
+    getObject<ApplicationInstance>(raw, kinds.instance, namespace, name);
+  const getWatch = (namespace = ns, name = 'pre-upgrade') =>
+    getObject<WatchOperation>(raw, kinds.watch, namespace, name);
+  const ops = (namespace = ns) => listOperations(raw, namespace);
   const reconciles = async () =>
-    (await metrics.reconcileTotal.get()).values
+    (await operator.metrics.reconcileTotal.get()).values
       .filter((v) => v.labels.controller === WATCH_CONTROLLER_NAME)
       .reduce((n, v) => n + v.value, 0);
   /** Makes the controller look again (an unrelated label change) and waits until it has. */
-  const poke = async (n: number) => {
+  const poke = async (n: number, namespace = ns) => {
     const before = await reconciles();
-    await mergePatch(raw, instancePath('shop'), { metadata: { labels: { poke: String(n) } } });
+    await mergePatch(raw, pathOf(kinds.instance, namespace, 'shop'), {
+      metadata: { labels: { poke: String(n) } },
+    });
     await eventually('a reconcile after the poke', async () => (await reconciles()) > before);
   };
 
   it('fires once on a label, removes it when the Operation finished, fires on a chart version change, not on status', async () => {
-    await raw.request({
-      method: 'POST',
-      path: instancePath(),
-      body: {
-        apiVersion: kinds.instance.apiVersion,
-        kind: kinds.instance.kind,
-        metadata: { name: 'shop', namespace: ns, labels: { tier: 'prod' } },
-        spec: {
-          appRef: {
-            catalogId: 'shop',
-            chart: {
-              sourceType: 'oci',
-              url: 'oci://registry.example.com/charts',
-              name: 'shop',
-              version: '1.0.0',
-            },
-          },
-          release: { name: 'shop' },
-        },
-      },
-    });
-    await raw.request({
-      method: 'POST',
-      path: pathOf(kinds.watch, ns),
-      body: {
-        apiVersion: kinds.watch.apiVersion,
-        kind: kinds.watch.kind,
-        metadata: { name: 'pre-upgrade', namespace: ns },
-        spec: {
-          selector: { matchLabels: { tier: 'prod' } },
-          triggers: { labels: [LABEL], fieldPaths: [VERSION] },
-          concurrencyPolicy: 'Forbid',
-          operationTemplate: { spec: { type: 'Backup', engine: 'velero' } },
-        },
-      },
+    await create(raw, instanceObject(ns, 'shop', { labels: { tier: 'prod' } }));
+    await createWatch(ns, 'pre-upgrade', {
+      triggers: { labels: [LABEL], fieldPaths: [VERSION] },
+      concurrencyPolicy: 'Forbid',
     });
     // Baseline recorded: nothing fires for what was already there.
     await eventually('baseline', async () => (await getWatch()).status?.targets?.[0]?.fieldsHash);
@@ -183,5 +156,128 @@ describe('WatchOperation controller', () => {
     await eventually('pending cleared', async () => !(await getWatch()).status?.targets?.[0]?.pendingTrigger);
     await poke(6);
     expect(await ops()).toHaveLength(3);
+  });
+
+  it('Forbid coalesces changes that arrive while one runs into one pending trigger, the latest, and runs it afterwards', async () => {
+    const space = await createNamespace(kc, 'watch');
+    const path = pathOf(kinds.instance, space, 'shop');
+    await create(raw, instanceObject(space, 'shop', { labels: { tier: 'prod' } }));
+    await createWatch(space, 'coalesce', {
+      triggers: { labels: [LABEL], fieldPaths: [VERSION] },
+      concurrencyPolicy: 'Forbid',
+    });
+    const target = async () => (await getWatch(space, 'coalesce')).status?.targets?.[0];
+    const setVersion = (version: string) =>
+      mergePatch(raw, path, { spec: { appRef: { chart: { version } } } });
+    /** Waits until the WatchOperation has looked at the instance as it is now. */
+    const seen = async () => {
+      const hash = fieldsHash(await getInstance(space), [VERSION]);
+      return eventually('change seen', async () => {
+        const t = await target();
+        return t?.fieldsHash === hash ? t : undefined;
+      });
+    };
+    await seen();
+
+    await clock.advance(MINUTE);
+    await setVersion('1.1.0');
+    const [first] = await eventually('first Operation', async () => {
+      const list = await ops(space);
+      return list.length === 1 ? list : undefined;
+    });
+    const firstName = first?.metadata.name ?? '';
+
+    // While it runs: two more version changes, then the trigger label. The latest one is kept.
+    for (const version of ['1.2.0', '1.3.0']) {
+      await clock.advance(MINUTE);
+      await setVersion(version);
+      expect((await seen())?.pendingTrigger).toBe(`field:${VERSION}`);
+    }
+    await clock.advance(MINUTE);
+    await mergePatch(raw, path, { metadata: { labels: { [LABEL]: 'now' } } });
+    const pending = await eventually('label pending', async () => {
+      const t = await target();
+      return t?.pendingTrigger === `label:${LABEL}` ? t : undefined;
+    });
+    expect(pending.pendingSince).toBe(formatTime(clock.now()));
+    expect(await ops(space)).toHaveLength(1);
+    const waiting = (await eventsAbout(raw, space, 'WatchOperation', 'coalesce')).filter(
+      (e) => e.reason === WATCH_EVENT.TriggerPending,
+    );
+    expect(waiting.some((e) => e.note?.startsWith(`label:${LABEL} on shop waits for ${firstName}`))).toBe(
+      true,
+    );
+
+    // It finishes: exactly one Operation, for the latest trigger, on the instance as it is now.
+    await clock.advance(MINUTE);
+    await finishOperation(raw, space, firstName, 'Succeeded', clock.now());
+    const second = await eventually('the pending trigger runs', async () => {
+      const list = await ops(space);
+      return list.length === 2 ? list.find((o) => o.metadata.name !== firstName) : undefined;
+    });
+    expect(second.metadata.annotations?.[ANNOTATION_TRIGGER]).toBe(`label:${LABEL}`);
+    expect(second.spec.targetRef).toEqual({ name: 'shop' });
+    await eventually('pending cleared', async () => {
+      const t = await target();
+      return t && t.pendingTrigger === undefined && t.lastTrigger === `label:${LABEL}`;
+    });
+    await poke(1, space);
+    expect(await ops(space)).toHaveLength(2);
+
+    // When that one finishes the label goes, and nothing more runs: the version changes were in it.
+    await clock.advance(MINUTE);
+    await finishOperation(raw, space, second.metadata.name ?? '', 'Succeeded', clock.now());
+    await eventually(
+      'label removed',
+      async () => (await getInstance(space)).metadata.labels?.[LABEL] === undefined,
+    );
+    await poke(2, space);
+    expect(await ops(space)).toHaveLength(2);
+  });
+
+  it('history limits delete the oldest finished Operations across instances, never a running one', async () => {
+    const space = await createNamespace(kc, 'watch');
+    const instances = ['a', 'b', 'c', 'd', 'e'];
+    for (const name of instances)
+      await create(raw, instanceObject(space, name, { labels: { tier: 'prod' } }));
+    await createWatch(space, 'pruner', {
+      triggers: { labels: [LABEL] },
+      successfulHistoryLimit: 1,
+      failedHistoryLimit: 1,
+    });
+    await eventually(
+      'watching',
+      async () => (await getWatch(space, 'pruner')).status?.watchingResources === 5,
+    );
+    for (const name of instances)
+      await mergePatch(raw, pathOf(kinds.instance, space, name), {
+        metadata: { labels: { [LABEL]: 'now' } },
+      });
+    const byTarget = await eventually('one Operation per instance', async () => {
+      const list = await ops(space);
+      return list.length === 5
+        ? new Map(list.map((o) => [o.spec.targetRef.name, o.metadata.name ?? '']))
+        : undefined;
+    });
+    const op = (target: string) => byTarget.get(target) ?? '';
+    const targetsLeft = async () => (await ops(space)).map((o) => o.spec.targetRef.name).sort();
+
+    // a keeps running; b and c succeed, d fails, e is cancelled, one after the other.
+    const finish = async (target: string, phase: string, expected: string[]) => {
+      await clock.advance(MINUTE);
+      await finishOperation(raw, space, op(target), phase, clock.now());
+      await eventually(`${target} ${phase}: Operations of ${expected.join(', ')} left`, async () =>
+        JSON.stringify(await targetsLeft()) === JSON.stringify(expected) ? true : undefined,
+      );
+    };
+    await finish('b', 'Succeeded', ['a', 'b', 'c', 'd', 'e']);
+    await finish('c', 'Succeeded', ['a', 'c', 'd', 'e']);
+    await finish('d', 'Failed', ['a', 'c', 'd', 'e']);
+    await finish('e', 'Cancelled', ['a', 'c', 'e']);
+    const status = await eventually('status settled', async () => {
+      const s = (await getWatch(space, 'pruner')).status;
+      return s?.active?.length === 1 ? s : undefined;
+    });
+    expect(status.active).toEqual([{ name: op('a'), target: 'a' }]);
   });
 });
