@@ -57,6 +57,8 @@ describe('planCapabilities (Pull mode)', () => {
       { verb: 'restore', engine: 'velero', source: 'catalog' },
     ]);
     expect(plan.held).toEqual([]);
+    // Should the API server refuse the apply, the instance advertises what it has: nothing.
+    expect(plan.unchanged).toEqual([]);
   });
 
   it('writes nothing when the annotations it owns are already the projection', () => {

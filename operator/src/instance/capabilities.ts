@@ -34,6 +34,8 @@ export interface CapabilityPlan {
   apply?: Record<string, string>;
   /** What the instance advertises once `apply` is done: the value of status.capabilities. */
   capabilities: EffectiveCapability[];
+  /** What it advertises if the apply cannot be made (the API server refused it): the annotations as they are. */
+  unchanged: EffectiveCapability[];
   held: HeldCapability[];
   /** Annotations not used (unknown engine, chart annotations without opt-in, overridden by the catalog). */
   ignored: IgnoredCapability[];
@@ -107,8 +109,24 @@ export function planCapabilities(
     Object.keys(owned).length === Object.keys(apply).length &&
     Object.entries(apply).every(([k, v]) => owned[k] === v);
 
+  const described = describe(final, wanted);
+  return {
+    ...(upToDate ? {} : { apply }),
+    capabilities: described.capabilities,
+    unchanged: describe(annotations, wanted).capabilities,
+    held,
+    ignored: [...ignored, ...described.ignored],
+  };
+}
+
+/** The capabilities `annotations` advertise; a value equal to what the catalog wants keeps that source. */
+function describe(
+  annotations: Readonly<Record<string, string>>,
+  wanted: ReadonlyMap<CapabilityVerb, EffectiveCapability>,
+): { capabilities: EffectiveCapability[]; ignored: IgnoredCapability[] } {
+  const ignored: IgnoredCapability[] = [];
   const byVerb = new Map<CapabilityVerb, EffectiveCapability>();
-  for (const [verb, value] of capabilityAnnotations(final)) {
+  for (const [verb, value] of capabilityAnnotations(annotations)) {
     const w = wanted.get(verb);
     if (w && w.engine === value) {
       byVerb.set(verb, w);
@@ -127,5 +145,5 @@ export function planCapabilities(
     const c = byVerb.get(v);
     return c ? [c] : [];
   });
-  return { ...(upToDate ? {} : { apply }), capabilities, held, ignored };
+  return { capabilities, ignored };
 }

@@ -23,6 +23,7 @@ import {
   createInformer,
   type EventRecorder,
   Informer,
+  KubeApiError,
   type KubeClient,
   type ListerWatcher,
   type Logger,
@@ -170,30 +171,41 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     const catalogId = instance.spec.appRef?.catalogId;
     const entry = catalogId ? deps.catalog?.catalog().applications[catalogId] : undefined;
     const plan = planCapabilities(instance, entry, record?.chartAnnotations, deps.writer.fieldManager);
+    let capabilities = plan.capabilities;
+    let conflict: string | undefined;
     if (plan.apply) {
-      // No force: an annotation another manager owns stays theirs (a race with one is a 409 and a retry).
-      await deps.writer.apply(
-        {
-          apiVersion: APPLICATION_INSTANCE.apiVersion,
-          kind: APPLICATION_INSTANCE.kind,
-          metadata: { name: ctx.name, namespace: ctx.namespace ?? '', annotations: plan.apply },
-        },
-        { force: false, signal: ctx.signal },
-      );
-      ctx.log.info({ capabilities: Object.keys(plan.apply).length }, 'capabilities projected');
+      try {
+        // No force: an annotation another manager owns stays theirs.
+        await deps.writer.apply(
+          {
+            apiVersion: APPLICATION_INSTANCE.apiVersion,
+            kind: APPLICATION_INSTANCE.kind,
+            metadata: { name: ctx.name, namespace: ctx.namespace ?? '', annotations: plan.apply },
+          },
+          { force: false, signal: ctx.signal },
+        );
+        ctx.log.info({ capabilities: Object.keys(plan.apply).length }, 'capabilities projected');
+      } catch (err) {
+        // A field-manager conflict the plan could not foresee (a manager that applied an empty
+        // `metadata.annotations` owns the whole map) is not transient: retrying in a backoff loop
+        // cannot fix it. Say so once; the next change of the instance or the catalog tries again.
+        if (!(err instanceof KubeApiError && err.code === 409)) throw err;
+        conflict = err.message;
+        capabilities = plan.unchanged;
+      }
     }
-    const heldNote = plan.held
-      .map(
-        (h) =>
-          `${h.verb}: the catalog wants ${h.wanted.engine} (${h.wanted.source}) but ${h.managers.join(', ')} set ${h.current}, which stays`,
-      )
-      .join('; ');
+    const notes = plan.held.map(
+      (h) =>
+        `${h.verb}: the catalog wants ${h.wanted.engine} (${h.wanted.source}) but ${h.managers.join(', ')} set ${h.current}, which stays`,
+    );
+    if (conflict) notes.push(`the API server refused the projection (${conflict})`);
+    const heldNote = notes.join('; ');
     if (heldNote && seen.held !== heldNote) {
       await deps.events.event(
         instance,
         'Warning',
         CAPABILITY_NOT_PROJECTED,
-        `${heldNote}. Another manager (Push or GitOps) owns the annotation; change it there, or remove it to let the catalog's value apply.`,
+        `${heldNote}. Another manager (Push or GitOps) owns the annotation${conflict ? 's' : ''}; change ${conflict ? 'them' : 'it'} there (a manager that applies an empty metadata.annotations owns the whole map: leave the field out), or remove ${conflict ? 'them' : 'it'} to let the catalog's values apply.`,
       );
     }
     if (heldNote) seen.held = heldNote;
@@ -202,7 +214,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
     const status = {
       ...computed,
-      ...(plan.capabilities.length > 0 ? { capabilities: plan.capabilities } : {}),
+      ...(capabilities.length > 0 ? { capabilities } : {}),
     };
     const wrote = await deps.writer.applyStatusIfChanged(
       {

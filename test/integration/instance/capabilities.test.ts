@@ -11,6 +11,7 @@ import {
   createInstanceController,
 } from '../../../operator/src/instance/controller.ts';
 import {
+  createLogger,
   EventRecorder,
   FIELD_MANAGER,
   Manager,
@@ -74,7 +75,7 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
   };
 
   /** Creates an instance by server-side apply as `fieldManager` (GitOps tooling applies this way). */
-  const applyInstance = (name: string, fieldManager: string, annotations: Record<string, string> = {}) =>
+  const applyInstance = (name: string, fieldManager: string, annotations?: Record<string, string>) =>
     client.request({
       method: 'PATCH',
       path: instancePath(name),
@@ -83,10 +84,29 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
       body: {
         apiVersion: APPLICATION_INSTANCE.apiVersion,
         kind: APPLICATION_INSTANCE.kind,
-        metadata: { name, namespace: ns, annotations },
+        metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
         spec: { appRef: { catalogId: 'shop' }, release: { name: 'web' } },
       },
     });
+
+  /** The instance once it reports `n` capabilities; otherwise throws what it has (shown on timeout). */
+  const withCapabilities = (name: string, n: number) => async () => {
+    const i = await getInstance(name);
+    if (i.status?.capabilities?.length === n) return i;
+    throw new Error(
+      `annotations ${JSON.stringify(i.metadata.annotations ?? {})}, status.capabilities ${JSON.stringify(i.status?.capabilities ?? [])}`,
+    );
+  };
+
+  const notProjectedEvent = (name: string) => async () => {
+    const list = await client.request<{
+      items: { type?: string; reason?: string; note?: string; regarding?: { name?: string } }[];
+    }>({
+      method: 'GET',
+      path: resourcePath({ group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: ns }),
+    });
+    return list.items.find((e) => e.regarding?.name === name && e.reason === CAPABILITY_NOT_PROJECTED);
+  };
 
   const capabilityAnnotations = (i: ApplicationInstance) =>
     Object.fromEntries(
@@ -104,7 +124,7 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
       client,
       writer: new ObjectWriter(client, new RestMapper(client)),
       events,
-      logger: silentLogger,
+      logger: process.env.VWS_DEBUG ? createLogger({ level: 'debug' }) : silentLogger,
       metrics: new RuntimeMetrics(),
       catalog: store,
     });
@@ -127,10 +147,10 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
     });
     await applyInstance('pulled', 'platform-team');
 
-    const projected = await eventually('capabilities projected with sources in status', async () => {
-      const i = await getInstance('pulled');
-      return i.status?.capabilities?.length === 3 ? i : undefined;
-    });
+    const projected = await eventually(
+      'capabilities projected with sources in status',
+      withCapabilities('pulled', 3),
+    );
     expect(capabilityAnnotations(projected)).toEqual({
       [a('backup')]: 'velero',
       [a('restore')]: 'velero',
@@ -156,10 +176,7 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
 
     // The entry drops restore and the chart opt-in: the projection shrinks with it.
     await putCatalog({ shop: { capabilities: { backup: 'velero' } } });
-    const shrunk = await eventually('the projection follows the catalog', async () => {
-      const i = await getInstance('pulled');
-      return i.status?.capabilities?.length === 1 ? i : undefined;
-    });
+    const shrunk = await eventually('the projection follows the catalog', withCapabilities('pulled', 1));
     expect(capabilityAnnotations(shrunk)).toEqual({ [a('backup')]: 'velero' });
     expect(shrunk.status?.capabilities).toEqual([{ verb: 'backup', engine: 'velero', source: 'catalog' }]);
   });
@@ -168,35 +185,47 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
     await putCatalog({ shop: { capabilities: { backup: 'velero', restore: 'velero' } } });
     await applyInstance('gitops', 'argocd-controller', { [a('backup')]: 'volsync' });
 
-    const inst = await eventually('restore projected beside the GitOps-owned backup', async () => {
-      const i = await getInstance('gitops');
-      return i.status?.capabilities?.length === 2 ? i : undefined;
-    });
+    const inst = await eventually(
+      'restore projected beside the GitOps-owned backup',
+      withCapabilities('gitops', 2),
+    );
     expect(capabilityAnnotations(inst)).toEqual({ [a('backup')]: 'volsync', [a('restore')]: 'velero' });
     expect(inst.status?.capabilities).toEqual([
       { verb: 'backup', engine: 'volsync', source: 'manual' },
       { verb: 'restore', engine: 'velero', source: 'catalog' },
     ]);
-    const event = await eventually('a CapabilityNotProjected Warning', async () => {
-      const list = await client.request<{
-        items: { type?: string; reason?: string; note?: string; regarding?: { name?: string } }[];
-      }>({
-        method: 'GET',
-        path: resourcePath({ group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: ns }),
-      });
-      return list.items.find((e) => e.regarding?.name === 'gitops' && e.reason === CAPABILITY_NOT_PROJECTED);
-    });
+    const event = await eventually('a CapabilityNotProjected Warning', notProjectedEvent('gitops'));
     expect(event.type).toBe('Warning');
     expect(event.note).toContain(
       'backup: the catalog wants velero (catalog) but argocd-controller set volsync',
     );
 
     // GitOps stops managing the annotation: the catalog's value applies.
-    await applyInstance('gitops', 'argocd-controller', {});
+    await applyInstance('gitops', 'argocd-controller');
     const after = await eventually('the catalog value once GitOps let go', async () => {
       const i = await getInstance('gitops');
       return i.status?.capabilities?.[0]?.source === 'catalog' ? i : undefined;
     });
     expect(capabilityAnnotations(after)).toEqual({ [a('backup')]: 'velero', [a('restore')]: 'velero' });
+  });
+
+  it('a manager that applied an empty annotations map owns it: a Warning saying how to fix it, status from the annotations as they are', async () => {
+    await putCatalog({ shop: { capabilities: { backup: 'velero' } } });
+    await applyInstance('emptymap', 'platform-team', {});
+    const event = await eventually('a CapabilityNotProjected Warning', notProjectedEvent('emptymap'));
+    expect(event.type).toBe('Warning');
+    expect(event.note).toContain('the API server refused the projection (409 Conflict');
+    expect(event.note).toContain('leave the field out');
+    const inst = await eventually('Ready written despite the refused projection', async () => {
+      const i = await getInstance('emptymap');
+      return i.status?.conditions?.some((c) => c.type === 'Ready') ? i : undefined;
+    });
+    expect(inst.status?.capabilities).toBeUndefined();
+    expect(capabilityAnnotations(inst)).toEqual({});
+
+    // The platform team stops applying the empty map: the next change projects.
+    await applyInstance('emptymap', 'platform-team');
+    const projected = await eventually('projected after the fix', withCapabilities('emptymap', 1));
+    expect(capabilityAnnotations(projected)).toEqual({ [a('backup')]: 'velero' });
   });
 });
