@@ -45,6 +45,14 @@ describe('FakeClock', () => {
     await sleep(c, 1000, ac.signal);
     await sleep(realClock, 1);
   });
+
+  it('hasTimerAt tells whether a timer is due at exactly that instant', async () => {
+    const c = new FakeClock(1000);
+    const h = c.setTimeout(() => undefined, 500);
+    expect([c.hasTimerAt(1500), c.hasTimerAt(1499), c.hasTimerAt(1501)]).toEqual([true, false, false]);
+    c.clearTimeout(h);
+    expect(c.hasTimerAt(1500)).toBe(false);
+  });
 });
 
 describe('Backoff', () => {

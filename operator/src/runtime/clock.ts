@@ -117,6 +117,12 @@ export class FakeClock implements Clock {
     return min;
   }
 
+  /** Whether a timer waits to fire at exactly `at` (a test can wait for a requeue before moving time). */
+  hasTimerAt(at: number): boolean {
+    for (const t of this.#timers.values()) if (t.at === at) return true;
+    return false;
+  }
+
   #popDue(limit: number): FakeTimer | undefined {
     let best: FakeTimer | undefined;
     for (const t of this.#timers.values()) {

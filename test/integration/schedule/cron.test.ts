@@ -86,10 +86,10 @@ describe('CronOperation controller', () => {
     await createCron(ns, 'nightly', { timeZone: 'Europe/Berlin' });
 
     // The first process creates the slot's Operation, then "crashes" before recording the slot.
-    const slot1 = await eventually(
-      'first status',
-      async () => (await getCron(ns, 'nightly')).status?.nextScheduleTime,
-    );
+    const slot1 = await eventually('first status and its requeue', async () => {
+      const t = (await getCron(ns, 'nightly')).status?.nextScheduleTime;
+      return t && clock.hasTimerAt(Date.parse(t)) ? t : undefined;
+    });
     faulty.failStatusOf = pathOf(kinds.cron, ns, 'nightly');
     await clock.advance(Date.parse(slot1) - clock.now());
     const name1 = operationNameForSlot('nightly', new Date(slot1));
@@ -160,7 +160,7 @@ describe('CronOperation controller', () => {
     await eventually('active', async () => (await getCron(ns, 'exclusive')).status?.active?.length === 1);
 
     // The next slot comes while the first still runs: skipped with an Event and recorded.
-    await clock.advance(HOUR);
+    await advanceToNextSlot(clock, ns, 'exclusive', slot1);
     await eventually('RunSkippedForbidden event', async () =>
       (await eventsAbout(raw, ns, 'CronOperation', 'exclusive')).some(
         (e) => e.reason === CRON_EVENT.RunSkippedForbidden,
@@ -183,7 +183,7 @@ describe('CronOperation controller', () => {
       async () => !(await getCron(ns, 'exclusive')).status?.active?.length,
     );
     expect(await opNames(ns)).toEqual([name1]);
-    await clock.advance(HOUR);
+    await advanceToNextSlot(clock, ns, 'exclusive', slot1 + HOUR);
     const name3 = operationNameForSlot('exclusive', new Date(slot1 + 2 * HOUR));
     await eventually('following slot runs', async () => (await opNames(ns)).includes(name3));
     expect(await opNames(ns)).toEqual([name1, name3].sort());

@@ -240,7 +240,10 @@ export function getObject<T>(client: RestClient, kind: ResourceId, ns: string, n
   return client.request<T>({ method: 'GET', path: pathOf(kind, ns, name) });
 }
 
-/** Waits until the CronOperation plans a slot (after `after`, if given), moves the clock to it, returns it. */
+/**
+ * Waits until the CronOperation plans a slot (after `after`, if given) and the controller has requeued for
+ * exactly that instant on `clock` (the status write comes before the requeue), then moves the clock there.
+ */
 export async function advanceToNextSlot(
   client: RestClient,
   clock: FakeClock,
@@ -248,10 +251,10 @@ export async function advanceToNextSlot(
   name: string,
   after?: number,
 ): Promise<number> {
-  const next = await eventually('status.nextScheduleTime', async () => {
+  const next = await eventually('status.nextScheduleTime and its requeue', async () => {
     const t = (await getObject<CronOperation>(client, CRON_OPERATION, ns, name)).status?.nextScheduleTime;
     const ms = t ? Date.parse(t) : undefined;
-    return ms !== undefined && (after === undefined || ms > after) ? ms : undefined;
+    return ms !== undefined && (after === undefined || ms > after) && clock.hasTimerAt(ms) ? ms : undefined;
   });
   await clock.advance(next - clock.now());
   return next;
