@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
+  ANNOTATION_APPROVE,
+  ANNOTATION_APPROVED_BY,
+  ANNOTATION_CREATED_BY,
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
   type CronOperation,
@@ -9,7 +12,7 @@ import {
   type OperationPhase,
 } from '../api/index.ts';
 import { FakeClock } from '../runtime/clock.ts';
-import { CRON_EVENT, type CronPlan, decideCron, MAX_MISSED_SLOTS } from './cron-decide.ts';
+import { CRON_EVENT, type CronPlan, decideCron, MAX_MISSED_SLOTS, operationForSlot } from './cron-decide.ts';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -145,6 +148,33 @@ describe('decideCron: creating Operations', () => {
     expect(op.spec).toEqual({ type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } });
     expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T03:00:00Z');
     expect(w.cron.status?.active?.map((a) => a.name)).toEqual(w.names());
+  });
+
+  it('never copies approval or webhook-owned annotations from the template: each run is approved on its own', () => {
+    const cron = cronOp({
+      operationTemplate: {
+        metadata: {
+          annotations: {
+            team: 'storage',
+            [ANNOTATION_APPROVE]: 'true',
+            [ANNOTATION_APPROVED_BY]: 'alice',
+            [ANNOTATION_CREATED_BY]: 'alice',
+          },
+        },
+        spec: {
+          type: 'Backup',
+          engine: 'velero',
+          targetRef: { name: 'shop' },
+          policy: { requiresApproval: true },
+        },
+      },
+    });
+    const op = operationForSlot(cron, at('2025-06-01T01:00:00Z'));
+    expect(op.metadata.annotations).toEqual({
+      team: 'storage',
+      [ANNOTATION_SCHEDULED_TIME]: '2025-06-01T01:00:00Z',
+    });
+    expect(op.spec.policy).toEqual({ requiresApproval: true });
   });
 
   it('is idempotent across a restart: the same decision again adopts instead of creating a second run', () => {

@@ -19,6 +19,7 @@ import {
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import type { EventType } from '../runtime/events.ts';
 import { formatTime } from '../runtime/normalize.ts';
+import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { decideRun, latestFiring, nextRuns, operationNameForSlot } from './slots.ts';
@@ -73,32 +74,16 @@ function parseTime(s: string | undefined): Date | undefined {
 /** The Operation a CronOperation creates for `slot`: the template, named and labelled for the slot. */
 export function operationForSlot(cron: CronOperation, slot: Date): Operation {
   const name = cron.metadata.name ?? '';
-  const tmpl = cron.spec.operationTemplate;
   return {
     apiVersion: OPERATION.apiVersion,
     kind: OPERATION.kind,
-    metadata: {
-      name: operationNameForSlot(name, slot),
-      ...(cron.metadata.namespace ? { namespace: cron.metadata.namespace } : {}),
-      labels: { ...(tmpl.metadata?.labels ?? {}), [LABEL_CRON_OPERATION]: name },
-      annotations: { ...(tmpl.metadata?.annotations ?? {}), [ANNOTATION_SCHEDULED_TIME]: formatTime(slot) },
-      // Garbage-collected with the CronOperation. No blockOwnerDeletion: that would need update on the
-      // CronOperation's finalizers subresource, and nothing waits on it.
-      ...(cron.metadata.uid
-        ? {
-            ownerReferences: [
-              {
-                apiVersion: cron.apiVersion,
-                kind: cron.kind,
-                name,
-                uid: cron.metadata.uid,
-                controller: true,
-              },
-            ],
-          }
-        : {}),
-    },
-    spec: structuredClone(tmpl.spec),
+    metadata: createdOperationMetadata(
+      cron,
+      operationNameForSlot(name, slot),
+      [LABEL_CRON_OPERATION, name],
+      [ANNOTATION_SCHEDULED_TIME, formatTime(slot)],
+    ),
+    spec: structuredClone(cron.spec.operationTemplate.spec),
   };
 }
 

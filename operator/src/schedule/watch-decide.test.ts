@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  ANNOTATION_APPROVE,
+  ANNOTATION_CREATED_BY,
   ANNOTATION_TRIGGER,
   type ApplicationInstance,
   LABEL_WATCH_OPERATION,
@@ -172,6 +174,28 @@ describe('decideWatch: triggers', () => {
     expect(op.metadata.labels).toEqual({ [LABEL_WATCH_OPERATION]: 'pre-upgrade' });
     expect(op.metadata.name).toMatch(/^pre-upgrade-[0-9a-f]{8}$/);
     expect(w.watch.status?.active).toEqual([{ name: op.metadata.name, target: 'blog' }]);
+  });
+
+  it('never copies approval or webhook-owned annotations from the template', () => {
+    const w = new World(
+      watchOp({
+        operationTemplate: {
+          metadata: {
+            annotations: { team: 'storage', [ANNOTATION_APPROVE]: 'true', [ANNOTATION_CREATED_BY]: 'bob' },
+          },
+          spec: { type: 'Backup', engine: 'velero', policy: { requiresApproval: true } },
+        },
+      }),
+      [instance('shop')],
+    );
+    w.reconcile();
+    w.setVersion('shop', '1.1.0');
+    w.reconcile();
+    expect(w.ops[0]?.metadata.annotations).toEqual({
+      team: 'storage',
+      [ANNOTATION_TRIGGER]: `field:${VERSION}`,
+    });
+    expect(w.ops[0]?.spec.policy).toEqual({ requiresApproval: true });
   });
 
   it('status-only and unrelated metadata updates never trigger', () => {

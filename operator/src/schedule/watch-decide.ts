@@ -33,6 +33,7 @@ import {
 import { matchesLabelSelector } from '../catalog/selectors.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
+import { createdOperationMetadata } from './created-metadata.ts';
 import type { PlannedEvent } from './cron-decide.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 
@@ -178,25 +179,12 @@ export function operationForTrigger(
   return {
     apiVersion: OPERATION.apiVersion,
     kind: OPERATION.kind,
-    metadata: {
-      name: `${name}-${suffix}`,
-      ...(watch.metadata.namespace ? { namespace: watch.metadata.namespace } : {}),
-      labels: { ...(tmpl.metadata?.labels ?? {}), [LABEL_WATCH_OPERATION]: name },
-      annotations: { ...(tmpl.metadata?.annotations ?? {}), [ANNOTATION_TRIGGER]: trigger },
-      ...(watch.metadata.uid
-        ? {
-            ownerReferences: [
-              {
-                apiVersion: watch.apiVersion,
-                kind: watch.kind,
-                name,
-                uid: watch.metadata.uid,
-                controller: true,
-              },
-            ],
-          }
-        : {}),
-    },
+    metadata: createdOperationMetadata(
+      watch,
+      `${name}-${suffix}`,
+      [LABEL_WATCH_OPERATION, name],
+      [ANNOTATION_TRIGGER, trigger],
+    ),
     spec: { ...structuredClone(tmpl.spec), targetRef: { name: instance.metadata.name ?? '' } },
   };
 }
