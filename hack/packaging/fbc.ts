@@ -1,7 +1,26 @@
-// The file-based catalog's package and channel blobs, pure. opm renders each version's olm.bundle; the
+// The file-based catalog's blobs, pure: any blob as opm renders it, and the package and channel blobs. opm renders each version's olm.bundle; the
 // upgrade graph (which entry replaces which, what each skips) is ours: adding a version to a channel
 // makes it replace the channel's current head and skip every earlier version of the same major, so
 // every installed version reaches the newest in one step and `replaces` keeps the chain OLM walks.
+import YAML from 'yaml';
+
+/** Any file-based catalog blob, as `opm render` writes it: the fields the image and mirror code read. */
+export interface FbcBlob {
+  schema?: string;
+  name?: string;
+  package?: string;
+  image?: string;
+  relatedImages?: { name?: string; image: string }[];
+  entries?: { name: string; replaces?: string; skips?: string[]; skipRange?: string }[];
+}
+
+/** `opm render -o yaml` output: one blob per document. */
+export function parseFbc(yaml: string): FbcBlob[] {
+  return YAML.parseAllDocuments(yaml)
+    .map((d) => d.toJS() as FbcBlob | null)
+    .filter((b): b is FbcBlob => b !== null);
+}
+
 export interface ChannelEntry {
   name: string;
   replaces?: string;

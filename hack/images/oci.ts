@@ -1,0 +1,140 @@
+// OCI images assembled in memory, without a daemon or a base image: gzip layers from tar bytes, the
+// image config, the manifest, and the OCI image layout directory that `crane push` uploads. Pure apart
+// from writeOciLayout; the same layers and spec always give the same manifest digest, so the digest of
+// an image is known before it is pushed (print-only mode, and the tests compare both).
+import { createHash } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { constants, gzipSync } from 'node:zlib';
+import { canonicalEntries, type TarEntry, type TarOptions, tarChunks } from './tar.ts';
+
+export const MEDIA_TYPES = {
+  manifest: 'application/vnd.oci.image.manifest.v1+json',
+  index: 'application/vnd.oci.image.index.v1+json',
+  config: 'application/vnd.oci.image.config.v1+json',
+  layer: 'application/vnd.oci.image.layer.v1.tar+gzip',
+} as const;
+
+export function sha256(data: Uint8Array | readonly Uint8Array[]): string {
+  const h = createHash('sha256');
+  if (data instanceof Uint8Array) h.update(data);
+  else for (const c of data) h.update(c);
+  return `sha256:${h.digest('hex')}`;
+}
+
+export interface Layer {
+  /** What the layer holds, recorded in the image history. */
+  name: string;
+  /** sha256 of the uncompressed tar (the config's rootfs.diff_ids). */
+  diffId: string;
+  /** sha256 of the gzip blob (the manifest's layer digest). */
+  digest: string;
+  gz: Buffer;
+  /** Paths in the layer, in layer order (for the reports and the tests). */
+  paths: string[];
+}
+
+/**
+ * A gzip layer. zlib at a fixed level writes no timestamp or file name into the gzip header, so equal
+ * tar bytes give equal blobs for a given zlib (the one in the pinned Node release).
+ */
+export function buildLayer(name: string, entries: readonly TarEntry[], opts: TarOptions): Layer {
+  const canonical = canonicalEntries(entries);
+  const tar = Buffer.concat(tarChunks(canonical, opts));
+  const gz = gzipSync(tar, { level: 6, strategy: constants.Z_DEFAULT_STRATEGY });
+  return {
+    name,
+    diffId: sha256(tar),
+    digest: sha256(gz),
+    gz,
+    paths: canonical.map((e) => e.path),
+  };
+}
+
+export interface ImageSpec {
+  entrypoint?: string[];
+  cmd?: string[];
+  env?: string[];
+  /** Numeric `uid:gid`, so Kubernetes can verify runAsNonRoot. */
+  user?: string;
+  workingDir?: string;
+  labels?: Record<string, string>;
+  /** e.g. ['8080/tcp'] */
+  exposedPorts?: string[];
+  /** RFC 3339: the config's `created` and every history entry's (the source date, never the clock). */
+  created: string;
+  architecture?: string;
+  os?: string;
+}
+
+export interface Image {
+  layers: Layer[];
+  config: Buffer;
+  configDigest: string;
+  manifest: Buffer;
+  /** The manifest digest: what `<repo>@sha256:…` names. */
+  digest: string;
+}
+
+function sortedObject(o: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+export function imageConfig(layers: readonly Layer[], spec: ImageSpec): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  if (spec.user) config.User = spec.user;
+  if (spec.exposedPorts?.length)
+    config.ExposedPorts = Object.fromEntries([...spec.exposedPorts].sort().map((p) => [p, {}]));
+  if (spec.env?.length) config.Env = [...spec.env];
+  if (spec.entrypoint) config.Entrypoint = [...spec.entrypoint];
+  if (spec.cmd) config.Cmd = [...spec.cmd];
+  if (spec.workingDir) config.WorkingDir = spec.workingDir;
+  if (spec.labels) config.Labels = sortedObject(spec.labels);
+  return {
+    created: spec.created,
+    architecture: spec.architecture ?? 'amd64',
+    os: spec.os ?? 'linux',
+    config,
+    rootfs: { type: 'layers', diff_ids: layers.map((l) => l.diffId) },
+    history: layers.map((l) => ({ created: spec.created, created_by: `hack/images.ts: ${l.name}` })),
+  };
+}
+
+export function assembleImage(layers: readonly Layer[], spec: ImageSpec): Image {
+  const config = Buffer.from(JSON.stringify(imageConfig(layers, spec)));
+  const configDigest = sha256(config);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA_TYPES.manifest,
+      config: { mediaType: MEDIA_TYPES.config, digest: configDigest, size: config.length },
+      layers: layers.map((l) => ({ mediaType: MEDIA_TYPES.layer, digest: l.digest, size: l.gz.length })),
+    }),
+  );
+  return { layers: [...layers], config, configDigest, manifest, digest: sha256(manifest) };
+}
+
+/** An OCI image layout (oci-layout, index.json, blobs/sha256/*) holding one image: `crane push DIR REF`. */
+export function writeOciLayout(dir: string, image: Image): void {
+  const blobs = join(dir, 'blobs/sha256');
+  mkdirSync(blobs, { recursive: true });
+  const put = (digest: string, data: Buffer) =>
+    writeFileSync(join(blobs, digest.slice('sha256:'.length)), data);
+  for (const l of image.layers) put(l.digest, l.gz);
+  put(image.configDigest, image.config);
+  put(image.digest, image.manifest);
+  writeFileSync(join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  writeFileSync(
+    join(dir, 'index.json'),
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA_TYPES.index,
+      manifests: [{ mediaType: MEDIA_TYPES.manifest, digest: image.digest, size: image.manifest.length }],
+    }),
+  );
+}
+
+/** `repo@sha256:…` */
+export function byDigest(repo: string, image: Pick<Image, 'digest'>): string {
+  return `${repo}@${image.digest}`;
+}
