@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.vws-installed
 
-.PHONY: deps tools test test-unit test-integration demo generate check-generated bundle catalog-validate lint format local-cluster clean
+.PHONY: deps tools test test-unit test-integration demo generate check-generated bundle catalog-validate images lint format local-cluster clean
 
 # `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
 # platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
@@ -40,10 +40,20 @@ generate: deps
 check-generated: deps
 	npm run check:generated
 
-# make bundle [VERSION=x.y.z] [IMG=<repo>@sha256:<digest>]: the OLM bundle (CSV, metadata, bundle.Dockerfile)
-# for package.json's version (or VERSION) and the pinned operator image (or IMG); see docs/upgrade.md.
+# make bundle [VERSION=x.y.z] [IMG=<repo>@sha256:<digest>] [HELM_IMG=<repo>@sha256:<digest>]: the OLM bundle
+# (CSV, metadata, bundle.Dockerfile) for package.json's version (or VERSION) and the pinned images (or IMG,
+# HELM_IMG); see docs/release.md. BUNDLE_DIR=<dir> writes the complete bundle there instead of bundle/.
 bundle: deps
-	VERSION=$(VERSION) IMG=$(IMG) npm run --silent bundle
+	VERSION=$(VERSION) IMG=$(IMG) HELM_IMG=$(HELM_IMG) \
+	  $(if $(BUNDLE_DIR),node hack/bundle.ts --output-dir $(BUNDLE_DIR),npm run --silent bundle)
+
+# make images [REGISTRY=host[:port]/namespace] [PRINT=1] [HELM=ours] [SERVE=1] [INSECURE=1]: the operator, bundle
+# and catalog images without a Docker daemon, pushed by digest (default: to a loopback registry it starts and
+# stops; PRINT=1 only computes the digests). Prints the IMG for make bundle. See docs/release.md.
+images: deps
+	hack/build-tools.sh images opm helm
+	node hack/images.ts $(if $(REGISTRY),--registry $(REGISTRY)) $(if $(PRINT),--print) $(if $(HELM),--helm $(HELM)) \
+	  $(if $(SERVE),--serve) $(if $(INSECURE),--insecure)
 
 # opm validate catalog/ and operator-sdk bundle validate, failing on any warning (also run by make test).
 catalog-validate: deps

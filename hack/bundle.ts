@@ -10,6 +10,7 @@
 //   node hack/bundle.ts --check                  exit 1 naming every stale file; write nothing (CI)
 //   node hack/bundle.ts --output-dir DIR         write a complete bundle (manifests + metadata) to DIR
 //   VERSION=0.2.0 IMG=<repo>@sha256:<digest>     override the version and the operator image
+//   HELM_IMG=<repo>@sha256:<digest>              override the helm runner image (RELATED_IMAGE_HELM)
 //   SOURCE_DATE_EPOCH=<seconds>                  override createdAt (else packaging/releases.yaml)
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -88,7 +89,7 @@ export function resolveOptions(
   const pinned = YAML.parse(mustRead(read, 'packaging/images.yaml')) as Record<string, unknown>;
   const images: Images = {
     operator: env.IMG || String(pinned.operator ?? ''),
-    helm: String(pinned.helm ?? ''),
+    helm: env.HELM_IMG || String(pinned.helm ?? ''),
   };
   for (const [name, ref] of Object.entries(images)) {
     if (!DIGEST_REF.test(ref))

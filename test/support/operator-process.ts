@@ -17,6 +17,8 @@ export interface OperatorSettings {
   helmImage?: string;
   /** Further settings over the defaults (e.g. a Deployment's env, WEBHOOK_HOST, WEBHOOK_CERT_DIR). */
   env?: Record<string, string>;
+  /** Start this instead of `node operator/src/main.ts` in the checkout (the image test: its entrypoint). */
+  launch?: { command: string; args: string[] };
 }
 
 /** Every process started by this module, so a failing test never leaves one behind. */
@@ -58,7 +60,7 @@ export class OperatorProcess {
     const logPath = join(s.logDir, `${label.replaceAll(' ', '-')}.log`);
     const log = createWriteStream(logPath);
     log.write(`===== ${label} (${new Date().toISOString()}) =====\n`);
-    const child = spawn(process.execPath, ['operator/src/main.ts'], {
+    const child = spawn(s.launch?.command ?? process.execPath, s.launch?.args ?? ['operator/src/main.ts'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
