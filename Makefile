@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.vws-installed
 
-.PHONY: deps tools test test-unit test-integration demo generate check-generated bundle catalog-validate images lint format local-cluster clean
+.PHONY: deps tools test test-unit test-integration demo generate check-generated bundle catalog-validate images mirror lint format local-cluster clean
 
 # `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
 # platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
@@ -54,6 +54,12 @@ images: deps
 	hack/build-tools.sh images opm helm
 	node hack/images.ts $(if $(REGISTRY),--registry $(REGISTRY)) $(if $(PRINT),--print) $(if $(HELM),--helm $(HELM)) \
 	  $(if $(SERVE),--serve) $(if $(INSECURE),--insecure)
+
+# make mirror SRC=<catalog image> DEST=<registry/namespace> [OUT=dir] [DRY_RUN=1] [INSECURE=1]: copy the catalog and
+# every image it references by digest, write the ImageDigestMirrorSet/ImageContentSourcePolicy (docs/disconnected.md).
+mirror: deps
+	hack/build-tools.sh images opm
+	node hack/mirror.ts $(SRC) $(DEST) $(if $(OUT),--out $(OUT)) $(if $(DRY_RUN),--dry-run) $(if $(INSECURE),--insecure)
 
 # opm validate catalog/ and operator-sdk bundle validate, failing on any warning (also run by make test).
 catalog-validate: deps
