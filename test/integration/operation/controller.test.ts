@@ -63,8 +63,11 @@ describe('Operation controller (fake adapter, admin identity)', () => {
     expect(done.status?.outputs).toEqual({ result: 'restored-42' });
     expect(cond(done, 'Succeeded')).toMatchObject({ status: 'True', reason: 'JobSucceeded' });
     expect(done.status?.finishedAt).toBeDefined();
-    const total = await ctl.metrics.registry.getSingleMetricAsString('vworkspace_operations_total');
-    expect(total).toContain('result="succeeded"');
+    // Counted right after the status write and its Events: the status can be seen first.
+    await eventually('vworkspace_operations_total counts the success', async () => {
+      const total = await ctl.metrics.registry.getSingleMetricAsString('vworkspace_operations_total');
+      return total.includes('type="Restore",engine="workflow",result="succeeded"} 1') || undefined;
+    });
   });
 
   it('conflicting Operations queue FIFO with queuePosition and start in order', async () => {
