@@ -179,6 +179,14 @@ export const TemplateSchema = Type.Object(
     }),
     targetSelectors: Type.Optional(TargetSelectorsSchema),
     maintenanceWindow: Type.Optional(MaintenanceWindowSchema),
+    expectedDuration: Type.Optional(
+      Type.String({
+        description:
+          "How long a run usually takes, as a Go duration (e.g. 30m, 2h). With a maintenance window (the template's or the catalog application's) an Operation starts only while at least this much of the window is left; later it waits Blocked/OutsideMaintenanceWindow for the next window with room. A run that has started is never stopped by the window closing.",
+        pattern: GO_DURATION_PATTERN,
+        maxLength: 32,
+      }),
+    ),
     defaults: Type.Optional(PolicyDefaultsSchema),
     separationOfDuties: Type.Optional(
       Type.Boolean({

@@ -6,6 +6,7 @@ import { evaluatePreconditions, type PreconditionFacts } from './preconditions.t
 import { instance, operation, withPhase } from './testing.ts';
 
 const NOW = new Date('2025-01-01T12:00:00Z');
+const at = (iso: string) => new Date(iso);
 
 function facts(over: Partial<PreconditionFacts> = {}): PreconditionFacts {
   return {
@@ -135,6 +136,37 @@ describe('evaluatePreconditions', () => {
     expect(
       evaluate(operation('b'), { applicationWindow: window, now: new Date('2025-01-02T02:30:00Z') }).outcome,
     ).toBe('satisfied');
+  });
+
+  it("not started in a window's last minutes when the template's expectedDuration is longer than what is left", () => {
+    // Daily 02:00–04:00 UTC on the catalog application; the template expects a run to take 90m.
+    const window = { schedule: '0 2 * * *', duration: '2h', timeZone: 'UTC' };
+    const base = BUILTIN_TEMPLATES.find((t) => t.name === 'velero-backup')!;
+    const templates = [{ ...base, expectedDuration: '90m' }];
+    const when = (iso: string) =>
+      evaluate(operation('b'), { applicationWindow: window, now: at(iso) }, templates);
+    expect(when('2025-01-02T02:00:00Z').outcome).toBe('satisfied');
+    expect(when('2025-01-02T02:30:00Z').outcome).toBe('satisfied'); // exactly 90m left
+    const late = when('2025-01-02T02:31:00Z');
+    expect(late).toMatchObject({ outcome: 'blocked', reason: 'OutsideMaintenanceWindow' });
+    if (late.outcome !== 'blocked') return;
+    expect(late.wakeAt?.toISOString()).toBe('2025-01-03T02:00:00.000Z');
+    expect(late.message).toBe(
+      'only 1h29m is left in the maintenance window of the catalog application (0 2 * * * UTC, 2h) (it closes at 2025-01-02T04:00:00Z) and template velero-backup expects a run to take 1h30m (expectedDuration); starts automatically when it opens at 2025-01-03T02:00:00Z',
+    );
+    // A window shorter than the expected duration never fits: Blocked without a wake-up, saying so.
+    const never = evaluate(operation('b'), { applicationWindow: window, now: at('2025-01-02T02:00:00Z') }, [
+      { ...base, expectedDuration: '3h' },
+    ]);
+    expect(never).toMatchObject({ outcome: 'blocked', reason: 'OutsideMaintenanceWindow' });
+    if (never.outcome === 'blocked') {
+      expect(never.wakeAt).toBeUndefined();
+      expect(never.message).toContain('lengthen the window or shorten expectedDuration');
+    }
+    // The template's own window gets the same treatment; without a window expectedDuration changes nothing.
+    const own = [{ ...base, expectedDuration: '90m', maintenanceWindow: window }];
+    expect(evaluate(operation('b'), { now: at('2025-01-02T03:00:00Z') }, own).outcome).toBe('blocked');
+    expect(evaluate(operation('b'), {}, [{ ...base, expectedDuration: '90m' }]).outcome).toBe('satisfied');
   });
 
   it('evaluates in the documented order: the first failing precondition decides', () => {

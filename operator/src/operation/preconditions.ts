@@ -28,7 +28,8 @@ import { matchTemplateTarget } from '../catalog/selectors.ts';
 import type { MaintenanceWindow, Template } from '../catalog/template.ts';
 import type { AccessAttributes } from '../rbac/profiles.ts';
 import { describeAccess } from '../rbac/profiles.ts';
-import { windowState } from '../schedule/window.ts';
+import { formatGoDuration, parsePositiveDuration } from '../schedule/duration.ts';
+import { START_SEARCH_LIMIT, type StartWindow, startWindow } from '../schedule/window.ts';
 import { findConflicts } from './conflicts.ts';
 
 /** Result of the RbacProfilePresent access reviews for the template's profile. */
@@ -136,6 +137,26 @@ function listed(template: Template, name: PreconditionName): boolean {
 
 function fmt(d: Date): string {
   return d.toISOString().replace(/\.000Z$/, 'Z');
+}
+
+/** Why an Operation may not start in a maintenance window now, and when it will. */
+function windowMessage(
+  what: string,
+  w: MaintenanceWindow,
+  templateName: string,
+  expectedMs: number,
+  s: StartWindow,
+  now: Date,
+): string {
+  const window = `the maintenance window of ${what} (${w.schedule}${w.timeZone ? ` ${w.timeZone}` : ''}, ${w.duration})`;
+  const expected = formatGoDuration(expectedMs);
+  const where = s.closesAt
+    ? `only ${formatGoDuration(s.closesAt.getTime() - now.getTime())} is left in ${window} (it closes at ${fmt(s.closesAt)}) and template ${templateName} expects a run to take ${expected} (expectedDuration)`
+    : `outside ${window}`;
+  if (!s.wakeAt)
+    return `${where}; none of its next ${START_SEARCH_LIMIT} windows is ${expected} long (template ${templateName}'s expectedDuration): lengthen the window or shorten expectedDuration in the catalog`;
+  const which = expectedMs > 0 && !s.closesAt ? `a window with ${expected} of room (expectedDuration)` : 'it';
+  return `${where}; starts automatically when ${which} opens at ${fmt(s.wakeAt)}`;
 }
 
 export function evaluatePreconditions<T extends Template>(
@@ -262,21 +283,23 @@ export function evaluatePreconditions<T extends Template>(
       `ServiceAccount ${missingSas.join(', ')} does not exist in namespace ${ns}; create it and bind the runner's Role to it (the Operation starts when it appears)`,
     );
   }
-  // MaintenanceWindow: the template's and the application's; each must be open.
+  // MaintenanceWindow: the template's and the application's; each must be open, with room left for the
+  // template's expectedDuration.
+  const expected = template.expectedDuration ? parsePositiveDuration(template.expectedDuration) : undefined;
+  const expectedMs = expected?.ok ? expected.ms : 0;
   for (const [what, w] of [
     [`template ${template.name}`, template.maintenanceWindow],
     ['the catalog application', facts.applicationWindow],
   ] as const) {
     if (!w) continue;
-    const s = windowState(w, facts.now);
-    if (!s.open && s.opensAt) {
-      return block(
-        'MaintenanceWindow',
-        'OutsideMaintenanceWindow',
-        `outside the maintenance window of ${what} (${w.schedule}${w.timeZone ? ` ${w.timeZone}` : ''}, ${w.duration}); starts automatically when it opens at ${fmt(s.opensAt)}`,
-        { wakeAt: s.opensAt },
-      );
-    }
+    const s = startWindow(w, facts.now, expectedMs);
+    if (s.ok) continue;
+    return block(
+      'MaintenanceWindow',
+      'OutsideMaintenanceWindow',
+      windowMessage(what, w, template.name, expectedMs, s, facts.now),
+      s.wakeAt ? { wakeAt: s.wakeAt } : {},
+    );
   }
   return {
     outcome: 'satisfied',

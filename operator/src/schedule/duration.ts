@@ -61,3 +61,18 @@ export function parsePositiveDuration(
   if (!(ms > 0)) return { ok: false, message: `duration "${input}" must be greater than zero` };
   return { ok: true, ms };
 }
+
+/** A duration in ms as Go prints it, without zero units: 5400000 → "1h30m", 45000 → "45s", 0 → "0s". */
+export function formatGoDuration(ms: number): string {
+  const total = Math.round(Math.abs(ms) / 1000);
+  const parts: [number, string][] = [
+    [Math.floor(total / 3600), 'h'],
+    [Math.floor((total % 3600) / 60), 'm'],
+    [total % 60, 's'],
+  ];
+  const text = parts
+    .filter(([n]) => n > 0)
+    .map(([n, u]) => `${n}${u}`)
+    .join('');
+  return `${ms < 0 && text ? '-' : ''}${text || '0s'}`;
+}

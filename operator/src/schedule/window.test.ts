@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parseGoDuration, parsePositiveDuration } from './duration.ts';
-import { type MaintenanceWindow, validateWindow, windowState } from './window.ts';
+import { formatGoDuration, parseGoDuration, parsePositiveDuration } from './duration.ts';
+import {
+  type MaintenanceWindow,
+  START_SEARCH_LIMIT,
+  startWindow,
+  validateWindow,
+  windowState,
+} from './window.ts';
 
 const at = (iso: string) => new Date(iso);
 const H = 3_600_000;
@@ -129,6 +135,71 @@ describe('windowState', () => {
       /greater than zero/,
     );
     expect(() => windowState(win({ schedule: 'nope' }), at('2025-06-07T00:00:00Z'))).toThrow(/1 field/);
+  });
+});
+
+describe('startWindow (expected duration)', () => {
+  // Saturdays 00:00Z–04:00Z in June (02:00–06:00 Berlin).
+  it('without an expected duration: exactly while the window is open', () => {
+    expect(startWindow(win(), at('2025-06-07T03:59:00Z'))).toEqual({ ok: true });
+    expect(startWindow(win(), at('2025-06-06T12:00:00Z'))).toEqual({
+      ok: false,
+      wakeAt: at('2025-06-07T00:00:00Z'),
+    });
+  });
+
+  it('starts while at least the expected duration is left, the boundary included', () => {
+    expect(startWindow(win(), at('2025-06-07T00:00:00Z'), H)).toEqual({ ok: true });
+    expect(startWindow(win(), at('2025-06-07T03:00:00Z'), H)).toEqual({ ok: true });
+  });
+
+  it('not in the last minutes: waits for the next window, saying when this one closes', () => {
+    expect(startWindow(win(), at('2025-06-07T03:00:00.001Z'), H)).toEqual({
+      ok: false,
+      wakeAt: at('2025-06-14T00:00:00Z'),
+      closesAt: at('2025-06-07T04:00:00Z'),
+    });
+  });
+
+  it('skips windows too short for it (merged ones count as one)', () => {
+    // Monday and Tuesday openings touch: Mon 00:00 to Wed 00:00 (48h); Friday's is 24h.
+    const w = win({ schedule: '0 0 * * 1,2,5', duration: '24h', timeZone: 'UTC' });
+    const thursday = at('2025-06-05T12:00:00Z');
+    expect(startWindow(w, thursday, 24 * H)).toEqual({ ok: false, wakeAt: at('2025-06-06T00:00:00Z') });
+    expect(startWindow(w, thursday, 36 * H)).toEqual({ ok: false, wakeAt: at('2025-06-09T00:00:00Z') });
+    // Inside Friday's window with 12h left: the next one with 36h of room is Monday's.
+    expect(startWindow(w, at('2025-06-06T12:00:00Z'), 36 * H)).toEqual({
+      ok: false,
+      wakeAt: at('2025-06-09T00:00:00Z'),
+      closesAt: at('2025-06-07T00:00:00Z'),
+    });
+  });
+
+  it('no window is ever long enough: no wake-up', () => {
+    expect(startWindow(win(), at('2025-06-06T12:00:00Z'), 5 * H)).toEqual({ ok: false });
+    expect(startWindow(win(), at('2025-06-07T01:00:00Z'), 5 * H)).toEqual({
+      ok: false,
+      closesAt: at('2025-06-07T04:00:00Z'),
+    });
+    expect(START_SEARCH_LIMIT).toBeGreaterThan(52);
+  });
+
+  it('a window that never closes always has room', () => {
+    const always = win({ schedule: '0 * * * *', duration: '2h', timeZone: 'UTC' });
+    expect(startWindow(always, at('2025-06-07T00:30:00Z'), 100 * H)).toEqual({ ok: true });
+  });
+});
+
+describe('formatGoDuration', () => {
+  it.each([
+    [90 * M, '1h30m'],
+    [H, '1h'],
+    [45_000, '45s'],
+    [H + 5_000, '1h5s'],
+    [0, '0s'],
+    [-15 * M, '-15m'],
+  ])('%d ms', (ms, text) => {
+    expect(formatGoDuration(ms)).toBe(text);
   });
 });
 

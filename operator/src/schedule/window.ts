@@ -66,3 +66,37 @@ function closing(schedule: Schedule, opening: Date, ms: number): { closesAt?: Da
   }
   return {};
 }
+
+/** How many windows ahead startWindow looks for one long enough for the expected duration. */
+export const START_SEARCH_LIMIT = 64;
+
+export interface StartWindow {
+  /** An Operation expected to take that long may start now. */
+  ok: boolean;
+  /**
+   * Not ok: the first opening of a window with at least the expected duration in it (wake exactly then);
+   * absent when none of the next START_SEARCH_LIMIT windows is long enough.
+   */
+  wakeAt?: Date;
+  /** Not ok although the window is open: it closes then, too soon for the expected duration. */
+  closesAt?: Date;
+}
+
+/**
+ * May an Operation expected to run `expectedMs` start at `now`? Only inside the window, and only while at least
+ * `expectedMs` of it is left (a window that never closes always has room). Throws on an invalid window.
+ */
+export function startWindow(w: MaintenanceWindow, now: Date, expectedMs = 0): StartWindow {
+  const s = windowState(w, now);
+  const room = (st: WindowState, from: Date) =>
+    st.closesAt === undefined || st.closesAt.getTime() - from.getTime() >= expectedMs;
+  if (s.open && room(s, now)) return { ok: true };
+  // The next opening after this window: closed at its close, so windowState there names the next one.
+  let opening = s.open && s.closesAt ? windowState(w, s.closesAt).opensAt : s.opensAt;
+  for (let i = 0; opening && i < START_SEARCH_LIMIT; i++) {
+    const st = windowState(w, opening);
+    if (room(st, opening)) return { ok: false, wakeAt: opening, ...(s.open ? { closesAt: s.closesAt } : {}) };
+    opening = st.closesAt ? windowState(w, st.closesAt).opensAt : undefined;
+  }
+  return { ok: false, ...(s.open ? { closesAt: s.closesAt } : {}) };
+}

@@ -8,8 +8,12 @@ import type { Operation, OperationSpec } from '../../../operator/src/api/operati
 import { standardPreconditions, type Template } from '../../../operator/src/catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
-import { createOperationController } from '../../../operator/src/operation/controller.ts';
 import {
+  createOperationController,
+  type TemplateSource,
+} from '../../../operator/src/operation/controller.ts';
+import {
+  type Clock,
   EventRecorder,
   type KubeClient,
   Manager,
@@ -45,7 +49,7 @@ export interface RunningController {
 export function startController(
   kc: KubeConfig,
   adapterFor: (e: Engine) => EngineAdapter | undefined,
-  opts: { veleroNamespace?: string; graceMs?: number } = {},
+  opts: { veleroNamespace?: string; graceMs?: number; clock?: Clock; templates?: TemplateSource } = {},
 ): RunningController {
   const client = new RestClient(kc);
   const mapper = new RestMapper(client);
@@ -60,7 +64,8 @@ export function startController(
     logger: silentLogger,
     metrics,
     adapterFor,
-    templates: { templates: () => [...BUILTIN_TEMPLATES, ...FAKE_TEMPLATES] },
+    templates: opts.templates ?? { templates: () => [...BUILTIN_TEMPLATES, ...FAKE_TEMPLATES] },
+    ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.veleroNamespace ? { veleroNamespace: opts.veleroNamespace } : {}),
     ...(opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}),
   });
