@@ -283,11 +283,14 @@ describe('CronOperation controller', () => {
     });
     expect(ops.map((o) => o.metadata.name)).toEqual([name1, name2]);
     expect(replaced.metadata.deletionTimestamp).toBeUndefined();
-    const replacing = (await eventsAbout(raw, ns, 'CronOperation', 'replacer')).filter(
-      (e) => e.reason === CRON_EVENT.ReplacingOperation,
-    );
-    expect(replacing.map((e) => e.note)).toEqual([expect.stringContaining(name1)]);
     // Both count as running until the Operation reconciler has stopped the first one.
+    await eventually('both active', async () => (await getCron(ns, 'replacer')).status?.active?.length === 2);
+    const replacing = await eventually('ReplacingOperation event', async () => {
+      const events = await eventsAbout(raw, ns, 'CronOperation', 'replacer');
+      const r = events.filter((e) => e.reason === CRON_EVENT.ReplacingOperation);
+      return r.length > 0 ? r : undefined;
+    });
+    expect(replacing.map((e) => e.note)).toEqual([expect.stringContaining(name1)]);
     expect((await getCron(ns, 'replacer')).status?.active?.map((a) => a.name)).toEqual([name1, name2]);
 
     await finishOperation(raw, ns, name1, 'Cancelled', clock.now());
@@ -327,9 +330,13 @@ describe('CronOperation controller', () => {
     await finish(f1, 'Failed', [running, s2, s3, f1, f2]);
     await finish(f2, 'Cancelled', [running, s2, s3, f2]); // Cancelled counts as failed, limit 1: f1 goes
 
-    const status = (await getCron(ns, 'keeper')).status;
-    expect(status?.active).toEqual([{ name: running, target: 'shop' }]);
-    expect(status?.lastSuccessfulTime).toBe(formatTime(lastSuccess));
+    // Pruning comes before the status write: wait for the status of the same reconcile.
+    const status = await eventually('status settled', async () => {
+      const s = (await getCron(ns, 'keeper')).status;
+      return s?.active?.length === 1 ? s : undefined;
+    });
+    expect(status.active).toEqual([{ name: running, target: 'shop' }]);
+    expect(status.lastSuccessfulTime).toBe(formatTime(lastSuccess));
     const remaining = await listOperations(raw, ns);
     expect(remaining.find((o) => o.metadata.name === running)?.status?.phase).toBeUndefined();
   });

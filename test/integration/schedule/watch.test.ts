@@ -201,11 +201,13 @@ describe('WatchOperation controller', () => {
     });
     expect(pending.pendingSince).toBe(formatTime(clock.now()));
     expect(await ops(space)).toHaveLength(1);
-    const waiting = (await eventsAbout(raw, space, 'WatchOperation', 'coalesce')).filter(
-      (e) => e.reason === WATCH_EVENT.TriggerPending,
-    );
-    expect(waiting.some((e) => e.note?.startsWith(`label:${LABEL} on shop waits for ${firstName}`))).toBe(
-      true,
+    // Events are recorded after the status write.
+    await eventually('TriggerPending event for the label', async () =>
+      (await eventsAbout(raw, space, 'WatchOperation', 'coalesce')).some(
+        (e) =>
+          e.reason === WATCH_EVENT.TriggerPending &&
+          e.note?.startsWith(`label:${LABEL} on shop waits for ${firstName}`),
+      ),
     );
 
     // It finishes: exactly one Operation, for the latest trigger, on the instance as it is now.
