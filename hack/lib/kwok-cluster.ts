@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BIN } from './controlplane.ts';
 import { installCrds } from './crds.ts';
+import { startGuard, stopProcess } from './process.ts';
 
 const run = promisify(execFile);
 
@@ -30,9 +31,9 @@ export interface KwokOptions {
   apiServerArgs?: Record<string, string>;
   /**
    * The first node's pod CIDR (node i gets the i-th range after it; kwok assigns pod IPs from them;
-   * default 10.0.0.0/24). A range in 127.0.0.0/8 makes pod IPs loopback addresses of this machine,
-   * where a host process can serve what the API server sends to a pod (e2e: webhooks called through
-   * their Service with --enable-aggregator-routing).
+   * default 10.0.0.0/24). With the range routed to this machine (hack/lib/loopback-route.ts), a host
+   * process can serve what the API server sends to a pod (e2e: webhooks called through their Service
+   * with --enable-aggregator-routing).
    */
   podCidr?: string;
 }
@@ -70,8 +71,21 @@ export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokClus
   const env = { ...process.env, KWOK_WORKDIR: workdir };
   const kwokctl = (args: string[]) => run(kwokctlBin, args, { env, maxBuffer: 16 * 1024 * 1024 });
 
+  // kwokctl starts the cluster's processes on its own, outside the reaper: a guard deletes the cluster
+  // if this process dies before stop().
+  const guard = startGuard(
+    'kwok cluster guard',
+    '"$KWOKCTL" delete cluster --name "$KWOK_CLUSTER"',
+    join(workdir, 'guard.log'),
+    {
+      KWOKCTL: kwokctlBin,
+      KWOK_CLUSTER: name,
+      KWOK_WORKDIR: workdir,
+    },
+  );
   const stop = async () => {
     await kwokctl(['delete', 'cluster', '--name', name]).catch(() => undefined);
+    await stopProcess(guard);
     if (!(opts.keep ?? process.env.VWS_KEEP_CLUSTER === '1'))
       await rm(workdir, { recursive: true, force: true });
   };

@@ -35,6 +35,22 @@ export function startProcess(
   return { name, child, logPath, exited };
 }
 
+/**
+ * A guard: a process that runs the shell command `onStop` when it is stopped, or when this process
+ * dies first (the reaper stops it then). For cleanup that must survive a crashed test run, e.g.
+ * deleting a kwok cluster whose processes kwokctl started outside the reaper.
+ */
+export function startGuard(name: string, onStop: string, logPath: string, env: NodeJS.ProcessEnv = {}): Proc {
+  return startProcess(
+    name,
+    'sh',
+    // The command writes to the log file itself: the pipes to this process break when it dies.
+    ['-c', `trap 'eval "$GUARD_ON_STOP" >>"$GUARD_LOG" 2>&1; exit 0' TERM; while :; do sleep 1; done`],
+    logPath,
+    { ...process.env, ...env, GUARD_ON_STOP: onStop, GUARD_LOG: logPath },
+  );
+}
+
 export function running(p: Proc): boolean {
   return p.child.exitCode === null && p.child.signalCode === null;
 }
