@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Copies the real upstream CRDs that the engines' children use (Velero, Argo Workflows, VolSync,
-# external-snapshotter) out of their pinned Go modules (hack/versions.env) into bin/crds/, and OLM's
-# own CRDs (operators.coreos.com) into bin/crds/olm/ for the e2e tests: those come from the
-# operator-framework/api module at the version OLM_VERSION's go.mod requires, so they always match
-# the olm and catalog operators hack/build-tools.sh builds. Read at build/test time, never committed.
+# external-snapshotter) out of their pinned Go modules (hack/versions.env) into bin/crds/ (Argo's
+# minimal CRDs also into bin/crds/argo-minimal/), and OLM's own CRDs (operators.coreos.com) into
+# bin/crds/olm/ for the e2e tests: those come from the operator-framework/api module at the version
+# OLM_VERSION's go.mod requires, so they always match the olm and catalog operators
+# hack/build-tools.sh builds. Read at build/test time, never committed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=versions.env
 source "$ROOT/hack/versions.env"
 OUT="$ROOT/bin/crds"
 STAMP="$OUT/.pins"
-PINS="$VELERO_VERSION $ARGO_WORKFLOWS_VERSION $VOLSYNC_VERSION $EXTERNAL_SNAPSHOTTER_CLIENT_VERSION $OLM_VERSION"
+# LAYOUT changes when the set of copied files does (a new stamp makes existing checkouts re-fetch).
+LAYOUT=2
+PINS="$VELERO_VERSION $ARGO_WORKFLOWS_VERSION $VOLSYNC_VERSION $EXTERNAL_SNAPSHOTTER_CLIENT_VERSION $OLM_VERSION layout-$LAYOUT"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$PINS" ]; then exit 0; fi
 rm -rf "$OUT" && mkdir -p "$OUT"
 
@@ -24,8 +27,13 @@ for k in backups restores backupstoragelocations deletebackuprequests; do
   cp "$velero/config/crd/v1/bases/velero.io_$k.yaml" "$OUT/"
 done
 argo=$(moddir "github.com/argoproj/argo-workflows/v3@$ARGO_WORKFLOWS_VERSION")
+# The full CRDs (complete schemas) for the tests that create Workflows, and Argo's minimal CRDs (what
+# its install manifests ship) for the e2e provider bundle: OLM inlines an image-less bundle's
+# manifests into the InstallPlan, and the full ones would push it past the API server's 2 MiB limit.
+mkdir -p "$OUT/argo-minimal"
 for k in workflows workflowtemplates; do
   cp "$argo/manifests/base/crds/full/argoproj.io_$k.yaml" "$OUT/"
+  cp "$argo/manifests/base/crds/minimal/argoproj.io_$k.yaml" "$OUT/argo-minimal/"
 done
 volsync=$(moddir "github.com/backube/volsync@$VOLSYNC_VERSION")
 for k in replicationsources replicationdestinations; do
@@ -41,6 +49,6 @@ olm_api=$(awk '$1 == "github.com/operator-framework/api" { print $2; exit }' "$o
 api=$(moddir "github.com/operator-framework/api@$olm_api")
 mkdir -p "$OUT/olm"
 cp "$api"/crds/operators.coreos.com_*.yaml "$OUT/olm/"
-chmod 644 "$OUT"/*.yaml "$OUT"/olm/*.yaml
+chmod 644 "$OUT"/*.yaml "$OUT"/olm/*.yaml "$OUT"/argo-minimal/*.yaml
 echo "$PINS" > "$STAMP"
 echo "[crds] $(ls "$OUT"/*.yaml | wc -l) upstream CRDs in bin/crds/, $(ls "$OUT"/olm/*.yaml | wc -l) OLM CRDs (operator-framework/api $olm_api) in bin/crds/olm/" >&2
