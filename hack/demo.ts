@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type KubeStatus, RestClient, statusCode } from '../operator/src/runtime/index.ts';
 import { eventually } from '../test/support/eventually.ts';
-import { helm, TINY_CHART } from '../test/support/helm.ts';
+import { helm, TINY_CHART, tinyInstance } from '../test/support/helm.ts';
 import { EngineSimulator } from '../test/support/simulator.ts';
 import { makeServingCert } from './lib/certs.ts';
 import { defaultCrdFiles, freePort, ROOT } from './lib/controlplane.ts';
@@ -124,26 +124,7 @@ try {
   await api.request({
     method: 'POST',
     path: AIS,
-    body: {
-      apiVersion: 'apps.vworkspace.io/v1alpha1',
-      kind: 'ApplicationInstance',
-      metadata: {
-        name: 'web',
-        annotations: { 'ops.vworkspace.io/backup': 'velero', 'ops.vworkspace.io/runcommand': 'job' },
-      },
-      spec: {
-        appRef: {
-          catalogId: 'tiny',
-          chart: {
-            sourceType: 'helm',
-            url: 'https://charts.example.com/stable',
-            name: 'tiny',
-            version: '1.0.0',
-          },
-        },
-        release: { name: 'web', namespace: 'shop' },
-      },
-    },
+    body: tinyInstance('web', 'shop'),
   });
   const ready = await eventually(
     'ApplicationInstance Ready',

@@ -23,3 +23,30 @@ export async function helm(kubeconfig: string, args: string[]): Promise<{ stdout
     },
   });
 }
+
+/**
+ * An ApplicationInstance of a release of the tiny chart that advertises Velero backups and Job
+ * RunCommands (the chart's own annotations), as the demo and the e2e journeys create it.
+ */
+export function tinyInstance(release: string, namespace: string): Record<string, unknown> {
+  return {
+    apiVersion: 'apps.vworkspace.io/v1alpha1',
+    kind: 'ApplicationInstance',
+    metadata: {
+      name: release,
+      annotations: { 'ops.vworkspace.io/backup': 'velero', 'ops.vworkspace.io/runcommand': 'job' },
+    },
+    spec: {
+      appRef: {
+        catalogId: 'tiny',
+        chart: {
+          sourceType: 'helm',
+          url: 'https://charts.example.com/stable',
+          name: 'tiny',
+          version: '1.0.0',
+        },
+      },
+      release: { name: release, namespace },
+    },
+  };
+}
