@@ -164,7 +164,13 @@ function accepts(port: number): Promise<boolean> {
 export async function serveCatalog(dir: string, logPath: string, timeoutMs = 120_000): Promise<OpmServer> {
   const opm = requireBin('opm', 'hack/build-tools.sh olm');
   const port = await freePort();
-  const proc = startProcess('opm serve', opm, ['serve', dir, '--port', String(port)], logPath);
+  // No pprof endpoint: its fixed default port (6060) would keep a second server from starting.
+  const proc = startProcess(
+    'opm serve',
+    opm,
+    ['serve', dir, '--port', String(port), '--pprof-addr='],
+    logPath,
+  );
   const server: OpmServer = {
     dir,
     port,

@@ -1,0 +1,203 @@
+// Journey 2 (issue 7): the operator runs with exactly the RBAC OLM created, and its webhooks are
+// reached the way the API server reaches them on a real cluster.
+//
+// OLM installs the current version (as in journey 1). kwok runs no containers, so each Pod of the
+// Deployment OLM created is played by `node operator/src/main.ts` on this machine
+// (test/e2e/support/operator-pods.ts): the container's env, the serving certificate from the Secret
+// OLM mounts, and a token of the ServiceAccount OLM created (TokenRequest bound to the Pod, what the
+// kubelet projects) — never the admin kubeconfig. Pod IPs come from a range routed to this machine and
+// the API server runs with --enable-aggregator-routing, so an admission call goes: webhook
+// configuration (OLM's) → Service `vworkspace-operator-service` (OLM's) → EndpointSlice → pod IP:9443
+// → the process. Before the processes start, the same request fails to reach the webhook: the
+// negative control that the path really goes through the Pods.
+//
+// Then least privilege end to end: a velero Backup waits at Accepted=False/RbacProfileMissing until
+// the backup.velero profile is granted (bound in the Velero namespace, where its rules apply), then
+// runs to Succeeded (Velero is not running: test/support/simulator.ts moves the real velero.io Backup
+// through Velero's phases); a RunCommand runs a real Job (kwok completes it) in the namespace where
+// runCommand.job is granted and stops at Accepted=False/RbacProfileMissing, creating nothing, in the
+// namespace where it is not.
+
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
+import { PORTS, SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
+import { LABEL_OPERATION } from '../../operator/src/api/annotations.ts';
+import { type KubeClient, RestClient, resourcePath } from '../../operator/src/runtime/index.ts';
+import { EngineSimulator } from '../support/simulator.ts';
+import {
+  APP,
+  BUSYBOX,
+  cond,
+  createApp,
+  createNamespace,
+  createOperation,
+  refusal,
+  waitInstanceReady,
+  waitRbacProfileMissing,
+  watchToEnd,
+} from './support/app.ts';
+import { CURRENT_VERSION, installOperator } from './support/install.ts';
+import { list } from './support/olm-api.ts';
+import { OperatorPods } from './support/operator-pods.ts';
+import { grantProfile } from './support/rbac.ts';
+import { step, World } from './support/world.ts';
+
+const TEAM_A = 'team-a';
+const TEAM_B = 'team-b';
+const VELERO = 'velero';
+const OPERATOR_SA = { namespace: OPERATORS_NAMESPACE, name: SERVICE_ACCOUNT };
+
+function clientFor(kubeconfigPath: string): KubeClient {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  return new RestClient(kc);
+}
+
+const children = async (client: KubeClient, ns: string, group: string, version: string, plural: string) =>
+  list<{ metadata: { name: string; labels?: Record<string, string> } }>(
+    client,
+    `${resourcePath({ group, version, plural, namespace: ns })}?labelSelector=${encodeURIComponent(LABEL_OPERATION)}`,
+  );
+
+describe('journey 2: the operator with the RBAC OLM granted, webhooks through OLM’s Service', () => {
+  let world: World | undefined;
+  const w = () => world;
+  let pods: OperatorPods | undefined;
+
+  beforeAll(async () => {
+    world = await World.start('granted-rbac');
+    world.reporters.push(() => pods?.report() ?? '(no operator processes)');
+    world.cleanups.push(async () => pods?.stop());
+  });
+  afterAll(async () => {
+    await world?.stop();
+  });
+
+  step(w, 'OLM installs the operator; with no Pod serving, admission cannot reach the webhook', async () => {
+    const { client } = world!;
+    await installOperator(world!, CURRENT_VERSION);
+    for (const ns of [TEAM_A, TEAM_B]) await createApp(world!, ns);
+    await createNamespace(client, VELERO);
+    const msg = await refusal(
+      createOperation(client, TEAM_A, 'too-early', {
+        type: 'Backup',
+        engine: 'velero',
+        parameters: { ttl: '1h' },
+      }),
+    );
+    world!.say(`create an Operation before any operator process runs: ${msg}`);
+    expect(msg).toMatch(/failed calling webhook .*vworkspace-operator-service\.operators\.svc/);
+  });
+
+  step(
+    w,
+    'each Pod runs as a process with the Deployment’s env, OLM’s certificate and the ServiceAccount token',
+    async () => {
+      pods = await OperatorPods.start(world!);
+      for (const p of pods.pods)
+        world!.say(`operator pod ${p.name} at ${p.ip}:${PORTS.webhook} → ${p.proc.logPath}`);
+      expect(pods.pods.length).toBe(2);
+      const leader = await pods.leader();
+      expect(leader).toBeDefined();
+      world!.say(
+        `leader: ${leader?.name}; identity ${pods.serviceAccount}; serving certificate from Secret ${pods.certSecret}`,
+      );
+      expect(pods.serviceAccount).toBe(`system:serviceaccount:${OPERATORS_NAMESPACE}:${SERVICE_ACCOUNT}`);
+      // The processes' credentials are the ServiceAccount's, as the API server sees them.
+      for (const p of pods.pods) {
+        const asPod = clientFor(p.kubeconfigPath);
+        const review = await asPod.request<{ status: { userInfo: { username: string } } }>({
+          method: 'POST',
+          path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        });
+        expect(review.status.userInfo.username).toBe(pods.serviceAccount);
+        const denied = await refusal(
+          asPod.request({
+            method: 'GET',
+            path: resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace: TEAM_A }, 'x'),
+          }),
+        );
+        expect(denied).toMatch(/forbidden/);
+      }
+    },
+  );
+
+  step(
+    w,
+    'the API server calls the webhook through OLM’s Service: an invalid Operation is denied by the operator',
+    async () => {
+      const { client } = world!;
+      await waitInstanceReady(world!, TEAM_A);
+      await waitInstanceReady(world!, TEAM_B);
+      const msg = await refusal(
+        createOperation(client, TEAM_A, 'bad-ttl', {
+          type: 'Backup',
+          engine: 'velero',
+          parameters: { ttl: 'forever' },
+        }),
+      );
+      world!.say(`invalid parameter: ${msg}`);
+      expect(msg).toMatch(/admission webhook "voperation\.ops\.vworkspace\.io" denied the request/);
+      expect(msg).toMatch(/ttl/);
+    },
+  );
+
+  step(
+    w,
+    'a velero Backup waits at RbacProfileMissing until backup.velero is granted, then runs to Succeeded',
+    async () => {
+      const { client } = world!;
+      const simulator = new EngineSimulator(client, { namespaces: [VELERO], intervalMs: 500 });
+      simulator.start();
+      world!.cleanups.push(() => simulator.stop());
+      world!.say(
+        'Velero does not run here: the simulator moves the real velero.io Backup through Velero’s phases',
+      );
+      await createOperation(client, TEAM_A, 'nightly', {
+        type: 'Backup',
+        engine: 'velero',
+        parameters: { ttl: '72h' },
+      });
+      const waiting = await waitRbacProfileMissing(world!, TEAM_A, 'nightly', 'backup.velero');
+      expect(cond(waiting, 'Accepted')?.message).toContain(VELERO);
+      expect(await children(client, VELERO, 'velero.io', 'v1', 'backups')).toEqual([]);
+
+      const role = await grantProfile(client, 'backup.velero', VELERO, OPERATOR_SA);
+      world!.say(
+        `granted: RoleBinding ${VELERO}/${role} → ServiceAccount ${OPERATORS_NAMESPACE}/${SERVICE_ACCOUNT}`,
+      );
+      const done = await watchToEnd(world!, TEAM_A, 'nightly');
+      expect(done.status?.phase).toBe('Succeeded');
+      expect(cond(done, 'Accepted')).toMatchObject({ status: 'True', reason: 'TemplateValidated' });
+      expect(cond(done, 'Succeeded')).toMatchObject({ status: 'True', reason: 'VeleroBackupCompleted' });
+      const backups = await children(client, VELERO, 'velero.io', 'v1', 'backups');
+      expect(backups.map((b) => b.metadata.name)).toEqual([done.status?.outputs?.backupName]);
+    },
+  );
+
+  step(
+    w,
+    'RunCommand: a real Job where runCommand.job is granted; RbacProfileMissing and no Job where it is not',
+    async () => {
+      const { client } = world!;
+      await grantProfile(client, 'runCommand.job', TEAM_A, OPERATOR_SA);
+      world!.say(`granted runCommand.job in ${TEAM_A} only`);
+      const spec = {
+        type: 'RunCommand',
+        engine: 'job',
+        parameters: { image: BUSYBOX, command: ['sh', '-c', `echo hello from ${APP}`] },
+      } as const;
+      await createOperation(client, TEAM_A, 'hello', spec);
+      await createOperation(client, TEAM_B, 'hello', spec);
+      const ran = await watchToEnd(world!, TEAM_A, 'hello');
+      expect(ran.status?.phase).toBe('Succeeded');
+      expect(cond(ran, 'Succeeded')?.reason).toBe('JobSucceeded');
+      const stopped = await waitRbacProfileMissing(world!, TEAM_B, 'hello', 'runCommand.job');
+      expect(stopped.status?.phase).toBe('Pending');
+      expect((await children(client, TEAM_A, 'batch', 'v1', 'jobs')).length).toBe(1);
+      expect(await children(client, TEAM_B, 'batch', 'v1', 'jobs')).toEqual([]);
+    },
+  );
+});

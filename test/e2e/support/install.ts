@@ -1,0 +1,140 @@
+// Installing our package through OLM, as a user does (docs/install.md): a Subscription in the
+// `operators` namespace (global OperatorGroup, AllNamespaces) to the e2e CatalogSource, then OLM's
+// InstallPlan and CSV. Waits say what they wait for and fail fast when OLM reports a failure.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../../../hack/lib/controlplane.ts';
+import { OLM_NAMESPACE, OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
+import { csvName, PACKAGE_NAME } from '../../../hack/packaging/csv.ts';
+import { eventually } from '../../support/eventually.ts';
+import {
+  type Csv,
+  csvsPath,
+  getOrUndefined,
+  type InstallPlan,
+  installPlansPath,
+  type Subscription,
+  subscribe,
+  subscriptionsPath,
+} from './olm-api.ts';
+import { CATALOG_SOURCE, type World } from './world.ts';
+
+export const SUBSCRIPTION = PACKAGE_NAME;
+/** The version this checkout builds (package.json): the head of the catalog's channels. */
+export const CURRENT_VERSION = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;
+export { csvName, OPERATORS_NAMESPACE, PACKAGE_NAME };
+
+/** Like eventually(), but a value for which `fatal` returns a message ends the wait with that error. */
+async function until<T>(
+  what: string,
+  get: () => Promise<T | undefined>,
+  done: (v: T) => boolean,
+  fatal: (v: T) => string | undefined,
+  timeoutMs: number,
+): Promise<T> {
+  let failure: string | undefined;
+  const v = await eventually(
+    what,
+    async () => {
+      const got = await get();
+      if (got === undefined) return undefined;
+      failure = fatal(got);
+      return failure || done(got) ? got : undefined;
+    },
+    timeoutMs,
+    500,
+  );
+  if (failure) throw new Error(`${what}: ${failure}`);
+  return v;
+}
+
+export async function subscribeOperator(
+  world: World,
+  opts: { channel?: string; approval?: 'Automatic' | 'Manual' } = {},
+): Promise<void> {
+  await subscribe(world.client, SUBSCRIPTION, {
+    name: PACKAGE_NAME,
+    ...(opts.channel ? { channel: opts.channel } : {}),
+    source: CATALOG_SOURCE,
+    sourceNamespace: OLM_NAMESPACE,
+    installPlanApproval: opts.approval ?? 'Automatic',
+  });
+  world.say(
+    `Subscription ${OPERATORS_NAMESPACE}/${SUBSCRIPTION}: package ${PACKAGE_NAME}, channel ${opts.channel ?? '(the default)'}, source ${CATALOG_SOURCE}, approval ${opts.approval ?? 'Automatic'}`,
+  );
+}
+
+export function getSubscription(world: World, name = SUBSCRIPTION): Promise<Subscription> {
+  return world.client.request<Subscription>({
+    method: 'GET',
+    path: subscriptionsPath(OPERATORS_NAMESPACE, name),
+  });
+}
+
+/** The InstallPlan the Subscription points at once it names `csv`, after it completed. */
+export async function waitInstallPlanFor(
+  world: World,
+  csv: string,
+  timeoutMs = 300_000,
+): Promise<InstallPlan> {
+  const sub = await until(
+    `Subscription ${SUBSCRIPTION} to reference an InstallPlan for ${csv}`,
+    () => getSubscription(world),
+    (s) => s.status?.currentCSV === csv && s.status.installPlanRef !== undefined,
+    (s) => s.status?.conditions?.find((c) => c.type === 'ResolutionFailed' && c.status === 'True')?.message,
+    timeoutMs,
+  );
+  const name = sub.status?.installPlanRef?.name ?? '';
+  world.say(`InstallPlan ${name} created for ${csv}`);
+  const plan = await until(
+    `InstallPlan ${name} to complete`,
+    () => getOrUndefined<InstallPlan>(world.client, installPlansPath(OPERATORS_NAMESPACE, name)),
+    (p) => p.status?.phase === 'Complete',
+    (p) =>
+      p.status?.phase === 'Failed' ? (p.status.message ?? JSON.stringify(p.status.conditions)) : undefined,
+    timeoutMs,
+  );
+  world.say(
+    `InstallPlan ${name}: ${plan.status?.phase}, approval ${plan.spec.approval}, ${plan.status?.plan?.length ?? 0} steps, CSVs ${plan.spec.clusterServiceVersionNames.join(', ')}`,
+  );
+  return plan;
+}
+
+export async function waitCsvSucceeded(world: World, name: string, timeoutMs = 300_000): Promise<Csv> {
+  const csv = await until(
+    `CSV ${name} to reach Succeeded`,
+    () => getOrUndefined<Csv>(world.client, csvsPath(OPERATORS_NAMESPACE, name)),
+    (c) => c.status?.phase === 'Succeeded',
+    (c) => (c.status?.phase === 'Failed' ? `${c.status.reason}: ${c.status.message}` : undefined),
+    timeoutMs,
+  );
+  world.say(`CSV ${name}: ${csv.status?.phase} (${csv.status?.reason}: ${csv.status?.message})`);
+  return csv;
+}
+
+/** The Subscription once OLM says it is at the newest version the catalog offers. */
+export function waitSubscriptionAtLatest(world: World): Promise<Subscription> {
+  return eventually(
+    'Subscription AtLatestKnown',
+    async () => {
+      const s = await getSubscription(world);
+      return s.status?.state === 'AtLatestKnown' ? s : undefined;
+    },
+    120_000,
+    500,
+  );
+}
+
+/** Subscribes and waits until `version` of our package is installed and Succeeded. */
+export async function installOperator(
+  world: World,
+  version: string,
+  opts: { channel?: string } = {},
+): Promise<{ plan: InstallPlan; csv: Csv }> {
+  await subscribeOperator(world, opts);
+  const plan = await waitInstallPlanFor(world, csvName(version));
+  const csv = await waitCsvSucceeded(world, csvName(version));
+  return { plan, csv };
+}
