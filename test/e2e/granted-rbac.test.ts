@@ -19,7 +19,7 @@
 // namespace where it is not.
 
 import { KubeConfig } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { PORTS, SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
 import { LABEL_OPERATION } from '../../operator/src/api/annotations.ts';
@@ -33,6 +33,7 @@ import {
   createNamespace,
   createOperation,
   refusal,
+  veleroBackup,
   waitInstanceReady,
   waitRbacProfileMissing,
   watchToEnd,
@@ -41,7 +42,7 @@ import { CURRENT_VERSION, installOperator } from './support/install.ts';
 import { list } from './support/olm-api.ts';
 import { OperatorPods } from './support/operator-pods.ts';
 import { grantProfile } from './support/rbac.ts';
-import { step, World } from './support/world.ts';
+import { Journey } from './support/world.ts';
 
 const TEAM_A = 'team-a';
 const TEAM_B = 'team-b';
@@ -61,46 +62,37 @@ const children = async (client: KubeClient, ns: string, group: string, version: 
   );
 
 describe('journey 2: the operator with the RBAC OLM granted, webhooks through OLM’s Service', () => {
-  let world: World | undefined;
-  const w = () => world;
   let pods: OperatorPods | undefined;
-
-  beforeAll(async () => {
-    world = await World.start('granted-rbac');
-    world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-    world.cleanups.push(async () => pods?.stop());
-  });
-  afterAll(async () => {
-    await world?.stop();
+  const journey = new Journey('granted-rbac', {
+    onStart(world) {
+      world.reporters.push(() => pods?.report() ?? '(no operator processes)');
+      world.cleanup('operator processes', async () => pods?.stop());
+    },
   });
 
-  step(w, 'OLM installs the operator; with no Pod serving, admission cannot reach the webhook', async () => {
-    const { client } = world!;
-    await installOperator(world!, CURRENT_VERSION);
-    for (const ns of [TEAM_A, TEAM_B]) await createApp(world!, ns);
-    await createNamespace(client, VELERO);
-    const msg = await refusal(
-      createOperation(client, TEAM_A, 'too-early', {
-        type: 'Backup',
-        engine: 'velero',
-        parameters: { ttl: '1h' },
-      }),
-    );
-    world!.say(`create an Operation before any operator process runs: ${msg}`);
-    expect(msg).toMatch(/failed calling webhook .*vworkspace-operator-service\.operators\.svc/);
-  });
+  journey.step(
+    'OLM installs the operator; with no Pod serving, admission cannot reach the webhook',
+    async (world) => {
+      const { client } = world;
+      await installOperator(world, CURRENT_VERSION);
+      for (const ns of [TEAM_A, TEAM_B]) await createApp(world, ns);
+      await createNamespace(client, VELERO);
+      const msg = await refusal(createOperation(client, TEAM_A, 'too-early', veleroBackup('1h')));
+      world.say(`create an Operation before any operator process runs: ${msg}`);
+      expect(msg).toMatch(/failed calling webhook .*vworkspace-operator-service\.operators\.svc/);
+    },
+  );
 
-  step(
-    w,
+  journey.step(
     'each Pod runs as a process with the Deployment’s env, OLM’s certificate and the ServiceAccount token',
-    async () => {
-      pods = await OperatorPods.start(world!);
+    async (world) => {
+      pods = await OperatorPods.start(world);
       for (const p of pods.pods)
-        world!.say(`operator pod ${p.name} at ${p.ip}:${PORTS.webhook} → ${p.proc.logPath}`);
+        world.say(`operator pod ${p.name} at ${p.ip}:${PORTS.webhook} → ${p.proc.logPath}`);
       expect(pods.pods.length).toBe(2);
       const leader = await pods.leader();
       expect(leader).toBeDefined();
-      world!.say(
+      world.say(
         `leader: ${leader?.name}; identity ${pods.serviceAccount}; serving certificate from Secret ${pods.certSecret}`,
       );
       expect(pods.serviceAccount).toBe(`system:serviceaccount:${OPERATORS_NAMESPACE}:${SERVICE_ACCOUNT}`);
@@ -124,51 +116,39 @@ describe('journey 2: the operator with the RBAC OLM granted, webhooks through OL
     },
   );
 
-  step(
-    w,
+  journey.step(
     'the API server calls the webhook through OLM’s Service: an invalid Operation is denied by the operator',
-    async () => {
-      const { client } = world!;
-      await waitInstanceReady(world!, TEAM_A);
-      await waitInstanceReady(world!, TEAM_B);
-      const msg = await refusal(
-        createOperation(client, TEAM_A, 'bad-ttl', {
-          type: 'Backup',
-          engine: 'velero',
-          parameters: { ttl: 'forever' },
-        }),
-      );
-      world!.say(`invalid parameter: ${msg}`);
+    async (world) => {
+      const { client } = world;
+      await waitInstanceReady(world, TEAM_A);
+      await waitInstanceReady(world, TEAM_B);
+      const msg = await refusal(createOperation(client, TEAM_A, 'bad-ttl', veleroBackup('forever')));
+      world.say(`invalid parameter: ${msg}`);
       expect(msg).toMatch(/admission webhook "voperation\.ops\.vworkspace\.io" denied the request/);
       expect(msg).toMatch(/ttl/);
     },
   );
 
-  step(
-    w,
+  journey.step(
     'a velero Backup waits at RbacProfileMissing until backup.velero is granted, then runs to Succeeded',
-    async () => {
-      const { client } = world!;
+    async (world) => {
+      const { client } = world;
       const simulator = new EngineSimulator(client, { namespaces: [VELERO], intervalMs: 500 });
       simulator.start();
-      world!.cleanups.push(() => simulator.stop());
-      world!.say(
+      world.cleanup('engine simulator', () => simulator.stop());
+      world.say(
         'Velero does not run here: the simulator moves the real velero.io Backup through Velero’s phases',
       );
-      await createOperation(client, TEAM_A, 'nightly', {
-        type: 'Backup',
-        engine: 'velero',
-        parameters: { ttl: '72h' },
-      });
-      const waiting = await waitRbacProfileMissing(world!, TEAM_A, 'nightly', 'backup.velero');
+      await createOperation(client, TEAM_A, 'nightly', veleroBackup('72h'));
+      const waiting = await waitRbacProfileMissing(world, TEAM_A, 'nightly', 'backup.velero');
       expect(cond(waiting, 'Accepted')?.message).toContain(VELERO);
       expect(await children(client, VELERO, 'velero.io', 'v1', 'backups')).toEqual([]);
 
       const role = await grantProfile(client, 'backup.velero', VELERO, OPERATOR_SA);
-      world!.say(
+      world.say(
         `granted: RoleBinding ${VELERO}/${role} → ServiceAccount ${OPERATORS_NAMESPACE}/${SERVICE_ACCOUNT}`,
       );
-      const done = await watchToEnd(world!, TEAM_A, 'nightly');
+      const done = await watchToEnd(world, TEAM_A, 'nightly');
       expect(done.status?.phase).toBe('Succeeded');
       expect(cond(done, 'Accepted')).toMatchObject({ status: 'True', reason: 'TemplateValidated' });
       expect(cond(done, 'Succeeded')).toMatchObject({ status: 'True', reason: 'VeleroBackupCompleted' });
@@ -177,13 +157,12 @@ describe('journey 2: the operator with the RBAC OLM granted, webhooks through OL
     },
   );
 
-  step(
-    w,
+  journey.step(
     'RunCommand: a real Job where runCommand.job is granted; RbacProfileMissing and no Job where it is not',
-    async () => {
-      const { client } = world!;
+    async (world) => {
+      const { client } = world;
       await grantProfile(client, 'runCommand.job', TEAM_A, OPERATOR_SA);
-      world!.say(`granted runCommand.job in ${TEAM_A} only`);
+      world.say(`granted runCommand.job in ${TEAM_A} only`);
       const spec = {
         type: 'RunCommand',
         engine: 'job',
@@ -191,10 +170,10 @@ describe('journey 2: the operator with the RBAC OLM granted, webhooks through OL
       } as const;
       await createOperation(client, TEAM_A, 'hello', spec);
       await createOperation(client, TEAM_B, 'hello', spec);
-      const ran = await watchToEnd(world!, TEAM_A, 'hello');
+      const ran = await watchToEnd(world, TEAM_A, 'hello');
       expect(ran.status?.phase).toBe('Succeeded');
       expect(cond(ran, 'Succeeded')?.reason).toBe('JobSucceeded');
-      const stopped = await waitRbacProfileMissing(world!, TEAM_B, 'hello', 'runCommand.job');
+      const stopped = await waitRbacProfileMissing(world, TEAM_B, 'hello', 'runCommand.job');
       expect(stopped.status?.phase).toBe('Pending');
       expect((await children(client, TEAM_A, 'batch', 'v1', 'jobs')).length).toBe(1);
       expect(await children(client, TEAM_B, 'batch', 'v1', 'jobs')).toEqual([]);

@@ -11,7 +11,7 @@
 // serving certificate it issued, the RBAC profile ClusterRoles, and the operator's own RBAC (read
 // cluster-wide, write nowhere until a profile is granted). No operator process runs in this journey.
 import { X509Certificate } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { OLM_NAMESPACE, OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { csvWebhookDefinitions } from '../../hack/lib/webhooks.ts';
 import { DEPLOYMENT_NAME, POD_LABELS, PORTS, SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
@@ -31,7 +31,7 @@ import {
 import { type InstallPlan, list, type Subscription, subscriptionsPath } from './support/olm-api.ts';
 import { PROVIDERS, providerCrds, providerCsvName } from './support/providers.ts';
 import { serviceAccountCan } from './support/rbac.ts';
-import { step, World } from './support/world.ts';
+import { Journey } from './support/world.ts';
 
 interface Crd {
   metadata: { name: string };
@@ -57,53 +57,49 @@ const OUR_CSV = csvName(CURRENT_VERSION);
 const WEBHOOK_SERVICE = `${DEPLOYMENT_NAME}-service`;
 
 describe('journey 1: install through a Subscription on the default channel', () => {
-  let world: World | undefined;
-  const w = () => world;
+  const journey = new Journey('install');
   let plan: InstallPlan;
 
-  beforeAll(async () => {
-    world = await World.start('install');
-  });
-  afterAll(async () => {
-    await world?.stop();
-  });
+  journey.step(
+    'the Subscription gets an Automatic InstallPlan for our bundle and its dependencies',
+    async (world) => {
+      const { client } = world;
+      await subscribeOperator(world);
+      plan = await waitInstallPlanFor(world, OUR_CSV);
+      expect(plan.spec.approval).toBe('Automatic');
+      expect(plan.spec.approved).toBe(true);
+      expect([...plan.spec.clusterServiceVersionNames].sort()).toEqual(
+        [OUR_CSV, ...PROVIDERS.map(providerCsvName)].sort(),
+      );
+      // Embedded bundles: OLM had nothing to unpack (no bundle lookups, no unpack Job).
+      expect(plan.status?.bundleLookups ?? []).toEqual([]);
+      const jobs = await list<{ metadata: { name: string } }>(
+        client,
+        resourcePath({ group: 'batch', version: 'v1', plural: 'jobs', namespace: OLM_NAMESPACE }),
+      );
+      expect(jobs.map((j) => j.metadata.name)).toEqual([]);
+      const sub = await getSubscription(world);
+      world.say(
+        `Subscription on channel ${sub.spec.channel ?? '(unset)'}: current ${sub.status?.currentCSV}`,
+      );
+    },
+  );
 
-  step(w, 'the Subscription gets an Automatic InstallPlan for our bundle and its dependencies', async () => {
-    const { client } = world!;
-    await subscribeOperator(world!);
-    plan = await waitInstallPlanFor(world!, OUR_CSV);
-    expect(plan.spec.approval).toBe('Automatic');
-    expect(plan.spec.approved).toBe(true);
-    expect([...plan.spec.clusterServiceVersionNames].sort()).toEqual(
-      [OUR_CSV, ...PROVIDERS.map(providerCsvName)].sort(),
-    );
-    // Embedded bundles: OLM had nothing to unpack (no bundle lookups, no unpack Job).
-    expect(plan.status?.bundleLookups ?? []).toEqual([]);
-    const jobs = await list<{ metadata: { name: string } }>(
-      client,
-      resourcePath({ group: 'batch', version: 'v1', plural: 'jobs', namespace: OLM_NAMESPACE }),
-    );
-    expect(jobs.map((j) => j.metadata.name)).toEqual([]);
-    const sub = await getSubscription(world!);
-    world!.say(`Subscription on channel ${sub.spec.channel ?? '(unset)'}: current ${sub.status?.currentCSV}`);
-  });
-
-  step(
-    w,
+  journey.step(
     'OLM resolved each olm.gvk dependency to a provider bundle: Subscription, CSV Succeeded, CRDs',
-    async () => {
-      const { client } = world!;
+    async (world) => {
+      const { client } = world;
       const subs = await list<Subscription>(client, subscriptionsPath(OPERATORS_NAMESPACE));
       for (const p of PROVIDERS) {
         const sub = subs.find((s) => s.spec.name === p.package);
         expect(sub, `OLM-created Subscription for ${p.package}`).toBeDefined();
-        world!.say(`dependency ${p.package}: Subscription ${sub?.metadata.name} created by OLM`);
-        await waitCsvSucceeded(world!, providerCsvName(p));
+        world.say(`dependency ${p.package}: Subscription ${sub?.metadata.name} created by OLM`);
+        await waitCsvSucceeded(world, providerCsvName(p));
         for (const crd of providerCrds(p)) {
           const got = await client.request<Crd>({ method: 'GET', path: crdPath(crd.metadata.name) });
           expect(established(got), `${crd.metadata.name} Established`).toBe(true);
         }
-        world!.say(
+        world.say(
           `  CRDs ${providerCrds(p)
             .map((c) => c.metadata.name)
             .join(', ')} established`,
@@ -112,14 +108,13 @@ describe('journey 1: install through a Subscription on the default channel', () 
     },
   );
 
-  step(
-    w,
+  journey.step(
     `our CSV ${OUR_CSV} (head of the default channel ${DEFAULT_CHANNEL}) reaches Succeeded`,
-    async () => {
-      const { client } = world!;
-      const csv = await waitCsvSucceeded(world!, OUR_CSV);
+    async (world) => {
+      const { client } = world;
+      const csv = await waitCsvSucceeded(world, OUR_CSV);
       expect(csv.spec.version).toBe(CURRENT_VERSION);
-      const sub = await waitSubscriptionAtLatest(world!);
+      const sub = await waitSubscriptionAtLatest(world);
       expect(sub.status).toMatchObject({ currentCSV: OUR_CSV, installedCSV: OUR_CSV });
       const d = await client.request<{ status?: { availableReplicas?: number }; spec: { replicas: number } }>(
         {
@@ -131,17 +126,16 @@ describe('journey 1: install through a Subscription on the default channel', () 
         },
       );
       expect(d.status?.availableReplicas).toBe(d.spec.replicas);
-      world!.say(
+      world.say(
         `Deployment ${DEPLOYMENT_NAME}: ${d.status?.availableReplicas}/${d.spec.replicas} available (kwok pods)`,
       );
     },
   );
 
-  step(
-    w,
+  journey.step(
     'our CRDs, the webhook configurations on OLM’s Service and CA, and the RBAC profile ClusterRoles exist',
-    async () => {
-      const { client } = world!;
+    async (world) => {
+      const { client } = world;
       for (const k of ALL_KINDS) {
         const crd = await client.request<Crd>({
           method: 'GET',
@@ -150,7 +144,7 @@ describe('journey 1: install through a Subscription on the default channel', () 
         expect(established(crd)).toBe(true);
         expect(crd.status?.storedVersions).toEqual([k.resource.version]);
       }
-      world!.say(`CRDs: ${ALL_KINDS.map((k) => `${k.resource.plural}.${k.resource.group}`).join(', ')}`);
+      world.say(`CRDs: ${ALL_KINDS.map((k) => `${k.resource.plural}.${k.resource.group}`).join(', ')}`);
 
       // The serving certificate OLM issued for the Service, and the CA it injected into every webhook.
       const secret = await client.request<{ data: Record<string, string> }>({
@@ -202,7 +196,7 @@ describe('journey 1: install through a Subscription on the default channel', () 
         const ca = new X509Certificate(Buffer.from(h.clientConfig.caBundle ?? '', 'base64'));
         expect(serving.verify(ca.publicKey), `${h.name}: caBundle signs the serving certificate`).toBe(true);
       }
-      world!.say(
+      world.say(
         `webhooks (${configs.length} configurations): ${hooks.map((h) => `${h.name} → ${WEBHOOK_SERVICE}${h.clientConfig.service?.path}`).join(', ')}`,
       );
 
@@ -212,17 +206,16 @@ describe('journey 1: install through a Subscription on the default channel', () 
           path: `/apis/rbac.authorization.k8s.io/v1/clusterroles/${profileClusterRoleName(p.id)}`,
         });
       }
-      world!.say(
+      world.say(
         `RBAC profile ClusterRoles: ${RBAC_PROFILE_LIST.map((p) => profileClusterRoleName(p.id)).join(', ')}`,
       );
     },
   );
 
-  step(
-    w,
+  journey.step(
     'the operator’s ServiceAccount got exactly the CSV’s permissions: read cluster-wide, no writes in app namespaces',
-    async () => {
-      const { client } = world!;
+    async (world) => {
+      const { client } = world;
       const can = (a: Parameters<typeof serviceAccountCan>[3]) =>
         serviceAccountCan(client, OPERATORS_NAMESPACE, SERVICE_ACCOUNT, a);
       const checks: [string, Parameters<typeof serviceAccountCan>[3], boolean][] = [
@@ -261,7 +254,7 @@ describe('journey 1: install through a Subscription on the default channel', () 
       ];
       for (const [what, a, want] of checks) {
         expect(await can(a), what).toBe(want);
-        world!.say(`  ${SERVICE_ACCOUNT} ${want ? 'may' : 'may not'} ${what}`);
+        world.say(`  ${SERVICE_ACCOUNT} ${want ? 'may' : 'may not'} ${what}`);
       }
     },
   );

@@ -19,7 +19,7 @@
 // Both bundles run the same operator code here (this checkout's operator/src, as host processes):
 // what this journey tests is OLM's handling of our bundles across versions (CRDs, CSV replacement,
 // RBAC, webhooks, Deployment) and that no stored object is lost or changed, not a code migration.
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
 import { DEFAULT_CHANNEL } from '../../hack/packaging/manifests.ts';
@@ -38,6 +38,7 @@ import {
   getOperation,
   opPath,
   refusal,
+  veleroBackup,
   waitInstanceReady,
   watchOperation,
   watchToEnd,
@@ -55,12 +56,14 @@ import {
 import { type Csv, csvsPath, getOrUndefined, type InstallPlan } from './support/olm-api.ts';
 import { OperatorPods } from './support/operator-pods.ts';
 import { grantProfile } from './support/rbac.ts';
-import { step, World } from './support/world.ts';
+import { Journey, type World } from './support/world.ts';
 
 const NS = 'team-a';
 const VELERO = 'velero';
 const versions = catalogVersions();
-const PREVIOUS = versions[versions.indexOf(CURRENT_VERSION) - 1] ?? '';
+const previous = versions[versions.indexOf(CURRENT_VERSION) - 1];
+if (!previous) throw new Error(`catalog/ has no version before ${CURRENT_VERSION} (${versions.join(', ')})`);
+const PREVIOUS: string = previous;
 
 interface Stored {
   metadata: { uid: string; name: string; generation?: number; annotations?: Record<string, string> };
@@ -87,74 +90,62 @@ const CRON = {
 };
 
 describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the channel, objects intact`, () => {
-  let world: World | undefined;
-  const w = () => world;
   let pods: OperatorPods | undefined;
   let firstPlan: InstallPlan;
   const before = new Map<string, Stored>();
+  const journey = new Journey('upgrade', {
+    catalogUpTo: PREVIOUS,
+    onStart(world) {
+      world.reporters.push(() => pods?.report() ?? '(no operator processes)');
+      world.cleanup('operator processes', async () => pods?.stop());
+    },
+  });
 
-  const stored = async (): Promise<Map<string, Stored>> => {
+  const stored = async (world: World): Promise<Map<string, Stored>> => {
     const out = new Map<string, Stored>();
     for (const [kind, path] of [
       ['Operation', opPath(NS)],
       ['CronOperation', cronPath(NS)],
     ] as const) {
-      const items = (await world!.client.request<{ items: Stored[] }>({ method: 'GET', path })).items;
+      const items = (await world.client.request<{ items: Stored[] }>({ method: 'GET', path })).items;
       for (const o of items) out.set(`${kind} ${o.metadata.name}`, o);
     }
     return out;
   };
 
-  beforeAll(async () => {
-    expect(PREVIOUS, `a version before ${CURRENT_VERSION} in catalog/ (${versions.join(', ')})`).not.toBe('');
-    world = await World.start('upgrade', { catalogUpTo: PREVIOUS });
-    world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-    world.cleanups.push(async () => pods?.stop());
-  });
-  afterAll(async () => {
-    await world?.stop();
-  });
+  journey.step(
+    `with only ${PREVIOUS} published, a Subscription on ${DEFAULT_CHANNEL} installs it`,
+    async (world) => {
+      const { plan, csv } = await installOperator(world, PREVIOUS, { channel: DEFAULT_CHANNEL });
+      firstPlan = plan;
+      expect(csv.spec.version).toBe(PREVIOUS);
+      expect((await getSubscription(world)).status?.installedCSV).toBe(csvName(PREVIOUS));
+    },
+  );
 
-  step(w, `with only ${PREVIOUS} published, a Subscription on ${DEFAULT_CHANNEL} installs it`, async () => {
-    const { plan, csv } = await installOperator(world!, PREVIOUS, { channel: DEFAULT_CHANNEL });
-    firstPlan = plan;
-    expect(csv.spec.version).toBe(PREVIOUS);
-    expect((await getSubscription(world!)).status?.installedCSV).toBe(csvName(PREVIOUS));
-  });
-
-  step(
-    w,
+  journey.step(
     `under ${PREVIOUS}: a Backup runs to Succeeded, one waits for approval, a CronOperation is scheduled`,
-    async () => {
-      const { client } = world!;
-      pods = await OperatorPods.start(world!, { label: `v${PREVIOUS}` });
-      world!.say(`operator pods of ${PREVIOUS}: ${pods.pods.map((p) => `${p.name}@${p.ip}`).join(', ')}`);
+    async (world) => {
+      const { client } = world;
+      pods = await OperatorPods.start(world, { label: `v${PREVIOUS}` });
+      world.say(`operator pods of ${PREVIOUS}: ${pods.pods.map((p) => `${p.name}@${p.ip}`).join(', ')}`);
       await createNamespace(client, VELERO);
-      await createApp(world!, NS);
-      await waitInstanceReady(world!, NS);
+      await createApp(world, NS);
+      await waitInstanceReady(world, NS);
       await grantProfile(client, 'backup.velero', VELERO, {
         namespace: OPERATORS_NAMESPACE,
         name: SERVICE_ACCOUNT,
       });
       const simulator = new EngineSimulator(client, { namespaces: [VELERO], intervalMs: 500 });
       simulator.start();
-      world!.cleanups.push(() => simulator.stop());
+      world.cleanup('engine simulator', () => simulator.stop());
 
-      await createOperation(client, NS, 'before-upgrade', {
-        type: 'Backup',
-        engine: 'velero',
-        parameters: { ttl: '72h' },
-      });
-      const done = await watchToEnd(world!, NS, 'before-upgrade');
+      await createOperation(client, NS, 'before-upgrade', veleroBackup('72h'));
+      const done = await watchToEnd(world, NS, 'before-upgrade');
       expect(done.status?.phase).toBe('Succeeded');
-      await createOperation(client, NS, 'needs-approval', {
-        type: 'Backup',
-        engine: 'velero',
-        parameters: { ttl: '24h' },
-        policy: { requiresApproval: true },
-      });
+      await createOperation(client, NS, 'needs-approval', veleroBackup('24h', { requiresApproval: true }));
       await watchOperation(
-        world!,
+        world,
         NS,
         'needs-approval',
         (op) => cond(op, 'Blocked')?.reason === 'AwaitingApproval',
@@ -169,43 +160,45 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
         120_000,
         500,
       );
-      world!.say(`CronOperation ${NS}/nightly: next run ${String(cron.status?.nextScheduleTime)}`);
-      for (const [k, v] of await stored()) before.set(k, v);
-      world!.say(`recorded ${[...before.keys()].join(', ')}`);
+      world.say(`CronOperation ${NS}/nightly: next run ${String(cron.status?.nextScheduleTime)}`);
+      for (const [k, v] of await stored(world)) before.set(k, v);
+      world.say(`recorded ${[...before.keys()].join(', ')}`);
     },
   );
 
-  step(w, `publishing ${CURRENT_VERSION}: OLM upgrades along the replaces edge on its own`, async () => {
-    const { client } = world!;
-    const published = await world!.publish();
-    expect(published).toContain(CURRENT_VERSION);
-    const plan = await waitInstallPlanFor(world!, csvName(CURRENT_VERSION));
-    expect(plan.metadata.name).not.toBe(firstPlan.metadata.name);
-    expect(plan.spec.approval).toBe('Automatic');
-    expect(plan.spec.clusterServiceVersionNames).toEqual([csvName(CURRENT_VERSION)]);
-    const csv = await waitCsvSucceeded(world!, csvName(CURRENT_VERSION));
-    expect(csv.spec.replaces).toBe(csvName(PREVIOUS));
-    await eventually(
-      `the replaced CSV ${csvName(PREVIOUS)} to be deleted`,
-      async () =>
-        (await getOrUndefined<Csv>(client, csvsPath(OPERATORS_NAMESPACE, csvName(PREVIOUS)))) === undefined,
-      180_000,
-      1000,
-    );
-    world!.say(`${csvName(PREVIOUS)} deleted by OLM after the replacement`);
-    const sub = await waitSubscriptionAtLatest(world!);
-    expect(sub.status).toMatchObject({
-      currentCSV: csvName(CURRENT_VERSION),
-      installedCSV: csvName(CURRENT_VERSION),
-    });
-  });
+  journey.step(
+    `publishing ${CURRENT_VERSION}: OLM upgrades along the replaces edge on its own`,
+    async (world) => {
+      const { client } = world;
+      const published = await world.publish();
+      expect(published).toContain(CURRENT_VERSION);
+      const plan = await waitInstallPlanFor(world, csvName(CURRENT_VERSION));
+      expect(plan.metadata.name).not.toBe(firstPlan.metadata.name);
+      expect(plan.spec.approval).toBe('Automatic');
+      expect(plan.spec.clusterServiceVersionNames).toEqual([csvName(CURRENT_VERSION)]);
+      const csv = await waitCsvSucceeded(world, csvName(CURRENT_VERSION));
+      expect(csv.spec.replaces).toBe(csvName(PREVIOUS));
+      await eventually(
+        `the replaced CSV ${csvName(PREVIOUS)} to be deleted`,
+        async () =>
+          (await getOrUndefined<Csv>(client, csvsPath(OPERATORS_NAMESPACE, csvName(PREVIOUS)))) === undefined,
+        180_000,
+        1000,
+      );
+      world.say(`${csvName(PREVIOUS)} deleted by OLM after the replacement`);
+      const sub = await waitSubscriptionAtLatest(world);
+      expect(sub.status).toMatchObject({
+        currentCSV: csvName(CURRENT_VERSION),
+        installedCSV: csvName(CURRENT_VERSION),
+      });
+    },
+  );
 
-  step(
-    w,
+  journey.step(
     'every Operation and CronOperation is still there with uid, spec and status intact; CRDs store v1alpha1',
-    async () => {
-      const { client } = world!;
-      const after = await stored();
+    async (world) => {
+      const { client } = world;
+      const after = await stored(world);
       expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
       for (const [k, b] of before) {
         const a = after.get(k)!;
@@ -214,7 +207,7 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
         expect(a.status?.phase, k).toEqual(b.status?.phase);
         expect(a.status?.conditions, k).toEqual(b.status?.conditions);
       }
-      world!.say(`${after.size} objects compared: uid, spec, phase and conditions unchanged`);
+      world.say(`${after.size} objects compared: uid, spec, phase and conditions unchanged`);
       for (const kind of ALL_KINDS) {
         const crd = await client.request<Crd>({
           method: 'GET',
@@ -225,14 +218,13 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
     },
   );
 
-  step(
-    w,
+  journey.step(
     `the ${CURRENT_VERSION} Pods take over: the waiting Backup is approved and runs, the webhook still guards`,
-    async () => {
-      const { client } = world!;
+    async (world) => {
+      const { client } = world;
       await pods?.stop();
-      pods = await OperatorPods.start(world!, { label: `v${CURRENT_VERSION}` });
-      world!.say(
+      pods = await OperatorPods.start(world, { label: `v${CURRENT_VERSION}` });
+      world.say(
         `operator pods of ${CURRENT_VERSION}: ${pods.pods.map((p) => `${p.name}@${p.ip}`).join(', ')}`,
       );
       await client.request({
@@ -243,18 +235,12 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
       });
       const approved: Operation = await getOperation(client, NS, 'needs-approval');
       expect(approved.metadata?.annotations?.[ANNOTATION_APPROVED_BY]).toBeTruthy();
-      world!.say(
+      world.say(
         `approved by ${approved.metadata?.annotations?.[ANNOTATION_APPROVED_BY]} (recorded by the mutating webhook)`,
       );
-      const done = await watchToEnd(world!, NS, 'needs-approval');
+      const done = await watchToEnd(world, NS, 'needs-approval');
       expect(done.status?.phase).toBe('Succeeded');
-      const msg = await refusal(
-        createOperation(client, NS, 'bad-ttl', {
-          type: 'Backup',
-          engine: 'velero',
-          parameters: { ttl: 'forever' },
-        }),
-      );
+      const msg = await refusal(createOperation(client, NS, 'bad-ttl', veleroBackup('forever')));
       expect(msg).toMatch(/admission webhook "voperation\.ops\.vworkspace\.io" denied the request/);
       const cron = await client.request<Stored>({ method: 'GET', path: cronPath(NS, 'nightly') });
       expect(cron.spec).toEqual(before.get('CronOperation nightly')?.spec);

@@ -4,7 +4,7 @@
 
 import { ensure } from '../../../hack/lib/olm.ts';
 import { APPLICATION_INSTANCE, CRON_OPERATION, OPERATION } from '../../../operator/src/api/constants.ts';
-import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
+import type { Operation, OperationPolicy, OperationSpec } from '../../../operator/src/api/operation.ts';
 import { profileClusterRoleName } from '../../../operator/src/rbac/profiles.ts';
 import { type KubeClient, type KubeStatus, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -78,6 +78,14 @@ export async function createOperation(
       spec: { targetRef: { name: APP }, ...spec },
     },
   });
+}
+
+/** The spec of a velero Backup of the app (the template's ttl parameter). */
+export function veleroBackup(
+  ttl: string,
+  policy?: OperationPolicy,
+): Pick<OperationSpec, 'type' | 'engine' | 'parameters' | 'policy'> {
+  return { type: 'Backup', engine: 'velero', parameters: { ttl }, ...(policy ? { policy } : {}) };
 }
 
 export function getOperation(client: KubeClient, ns: string, name: string): Promise<Operation> {

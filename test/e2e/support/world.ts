@@ -15,7 +15,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { it } from 'vitest';
+import { afterAll, beforeAll, it } from 'vitest';
 import { BIN } from '../../../hack/lib/controlplane.ts';
 import { type KwokCluster, startKwokCluster } from '../../../hack/lib/kwok-cluster.ts';
 import { type LoopbackRoute, routeLocalCidr } from '../../../hack/lib/loopback-route.ts';
@@ -62,11 +62,16 @@ export class World {
   /** More report sections (operator processes, simulator) registered by the journey. */
   readonly reporters: (() => Promise<string> | string)[] = [];
   /** Torn down first, in reverse order of registration. */
-  readonly cleanups: (() => Promise<void>)[] = [];
+  readonly #cleanups: { what: string; fn: () => Promise<void> }[] = [];
 
   private constructor(journey: string, workdir: string) {
     this.journey = journey;
     this.workdir = workdir;
+  }
+
+  /** Registers something the journey started, to stop (reverse order) before the cluster goes. */
+  cleanup(what: string, fn: () => Promise<void>): void {
+    this.#cleanups.push({ what, fn });
   }
 
   say(msg: string): void {
@@ -145,9 +150,14 @@ export class World {
   }
 
   async stop(): Promise<void> {
-    for (const c of [...this.cleanups].reverse()) await c().catch(() => undefined);
+    this.say('tearing down ...');
+    for (const c of [...this.#cleanups].reverse()) {
+      await c.fn().catch((err: unknown) => this.say(`  stopping ${c.what} failed: ${String(err)}`));
+      this.say(`  ${c.what} stopped`);
+    }
     await this.opm?.stop();
     await this.olm?.stop();
+    this.say('  opm serve and OLM stopped');
     await this.cluster?.stop();
     await this.route?.release();
     if (this.failed || process.env.VWS_KEEP_CLUSTER === '1') this.say(`work directory kept: ${this.workdir}`);
@@ -157,22 +167,47 @@ export class World {
 }
 
 /**
- * A journey step: a vitest test that runs only when every earlier step passed (a later step builds
- * on what the earlier ones did; it fails, never skips, when one did not), and prints the world's
- * report when it fails.
+ * One journey file: its World, started before the first step and stopped after the last, and its
+ * steps. A step is a vitest test that runs only when the World started and every earlier step passed
+ * (a later step builds on what the earlier ones did: it fails, never skips, when one did not), and
+ * prints the World's report when it fails.
  */
-export function step(world: () => World | undefined, name: string, fn: () => Promise<void>): void {
-  it(name, async () => {
-    const w = world();
-    if (!w) throw new Error('the OLM cluster did not start (see beforeAll)');
-    if (w.failed) throw new Error('not run: an earlier step of this journey failed');
-    w.say(`--- ${name}`);
-    try {
-      await fn();
-    } catch (err) {
-      w.failed = true;
-      process.stdout.write(`${await w.report()}\n`);
-      throw err;
-    }
-  });
+export class Journey {
+  readonly name: string;
+  world: World | undefined;
+  #startError: unknown;
+
+  constructor(name: string, opts: WorldOptions & { onStart?: (w: World) => void } = {}) {
+    this.name = name;
+    beforeAll(async () => {
+      try {
+        this.world = await World.start(name, opts);
+        opts.onStart?.(this.world);
+      } catch (err) {
+        this.#startError = err;
+      }
+    });
+    afterAll(async () => {
+      await this.world?.stop();
+    });
+  }
+
+  step(name: string, fn: (w: World) => Promise<void>): void {
+    it(name, async () => {
+      const w = this.world;
+      if (!w)
+        throw new Error(
+          `the OLM cluster did not start: ${this.#startError instanceof Error ? this.#startError.stack : String(this.#startError)}`,
+        );
+      if (w.failed) throw new Error('not run: an earlier step of this journey failed');
+      w.say(`--- ${name}`);
+      try {
+        await fn(w);
+      } catch (err) {
+        w.failed = true;
+        process.stdout.write(`${await w.report()}\n`);
+        throw err;
+      }
+    });
+  }
 }
