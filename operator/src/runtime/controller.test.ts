@@ -282,4 +282,21 @@ describe('Controller', () => {
     expect(started).toEqual(['ns/a']);
     await informer.stop();
   });
+
+  it('stop returns at once when the workers never ran (a standby replica), dropping queued keys', async () => {
+    const started: string[] = [];
+    const { controller } = setup(async (ctx) => {
+      started.push(ctx.key);
+      return undefined;
+    });
+    controller.enqueue('ns/a');
+    let stopped = false;
+    const stopping = controller.stop({ timeoutMs: 5_000 }).then(() => {
+      stopped = true;
+    });
+    await flushMicrotasks();
+    expect(stopped).toBe(true);
+    await stopping;
+    expect(started).toEqual([]);
+  });
 });

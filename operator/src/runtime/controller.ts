@@ -110,6 +110,7 @@ export class Controller {
   readonly #syncAbort = new AbortController();
   readonly #hardStop = new AbortController();
   #running: Promise<void> | undefined;
+  #workersStarted = false;
   #active = 0;
 
   constructor(opts: ControllerOptions) {
@@ -177,6 +178,7 @@ export class Controller {
     if (!synced.every(Boolean)) return;
     const unregister = this.#sources.map((s) => s.register());
     this.#log.info({ controller: this.name, workers: this.#workers }, 'starting workers');
+    this.#workersStarted = true;
     try {
       await this.queue.runWorkers(this.#workers, (key) => this.#process(key));
     } finally {
@@ -191,7 +193,10 @@ export class Controller {
    */
   async stop(opts: { drain?: boolean; timeoutMs?: number } = {}): Promise<void> {
     this.#syncAbort.abort();
-    const drained = this.queue.shutDownWithDrain({ dropQueued: opts.drain === false });
+    // Without workers (a standby replica, or stopped before the caches synced) nobody would drain the
+    // keys queued by direct enqueues: drop them, the next leader lists everything anyway.
+    const drain = opts.drain !== false && this.#workersStarted;
+    const drained = this.queue.shutDownWithDrain({ dropQueued: !drain });
     const timeout = new AbortController();
     const timedOut = sleep(this.#clock, opts.timeoutMs ?? 30_000, timeout.signal).then(
       () => 'timeout' as const,
