@@ -66,7 +66,9 @@ describe('journey 2: the operator with the RBAC OLM granted, webhooks through OL
   const journey = new Journey('granted-rbac', {
     onStart(world) {
       world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-      world.cleanup('operator processes', async () => pods?.stop());
+      world.cleanup('operator processes', async () => {
+        for (const slow of (await pods?.stop()) ?? []) world.say(`  ${slow}`);
+      });
     },
   });
 

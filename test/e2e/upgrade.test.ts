@@ -97,7 +97,9 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
     catalogUpTo: PREVIOUS,
     onStart(world) {
       world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-      world.cleanup('operator processes', async () => pods?.stop());
+      world.cleanup('operator processes', async () => {
+        for (const slow of (await pods?.stop()) ?? []) world.say(`  ${slow}`);
+      });
     },
   });
 

@@ -253,9 +253,21 @@ export class OperatorPods {
     return undefined;
   }
 
-  /** Graceful stop (SIGTERM), as when the kubelet deletes the Pods. */
-  async stop(): Promise<void> {
-    await Promise.all(this.pods.map((p) => p.proc.stop()));
+  /**
+   * Graceful stop (SIGTERM), as when the kubelet deletes the Pods; a process still running 15 s later
+   * is killed, and that is reported (a Pod that slow would hold up every rollout).
+   */
+  async stop(): Promise<string[]> {
+    const slow: string[] = [];
+    await Promise.all(
+      this.pods.map(async (p) => {
+        await p.proc.stop();
+        const { signal } = await p.proc.exited;
+        if (signal === 'SIGKILL')
+          slow.push(`${p.name} did not exit within 15 s of SIGTERM (${p.proc.logPath})`);
+      }),
+    );
+    return slow;
   }
 
   report(lines = 40): string {
