@@ -6,8 +6,9 @@
 // Pods get IPs from a random /24 of 198.18.0.0/15 that is routed to this machine's loopback interface
 // (hack/lib/loopback-route.ts; needs root), and the API server runs with --enable-aggregator-routing,
 // so it calls a webhook Service at a pod IP of its EndpointSlices: a host process listening on that
-// address (operator-pods.ts) receives exactly the calls the Pod would. The snapshot.storage.k8s.io CRDs are installed directly, as a cluster distribution ships
-// them (no OLM package provides them and our bundle does not depend on them).
+// address (operator-pods.ts) receives exactly the calls the Pod would. The snapshot.storage.k8s.io
+// CRDs are installed directly, as a cluster distribution ships them (no OLM package provides them and
+// our bundle does not depend on them).
 //
 // Everything is torn down in stop(); the work directory (OLM, opm and operator logs, catalogs) is
 // kept when a step failed or VWS_KEEP_CLUSTER=1, and its path printed.
