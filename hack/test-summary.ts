@@ -11,6 +11,30 @@ interface VitestJson {
   numPendingTests: number;
   numTodoTests: number;
   numFailedTestSuites: number;
+  testResults?: {
+    name: string;
+    status: string;
+    message?: string;
+    assertionResults?: { fullName: string; status: string; failureMessages?: string[] }[];
+  }[];
+}
+
+// One line per failure (file, test, first line of the error), so the tail of a CI log that shows
+// only the last lines still names what broke.
+function failures(r: VitestJson, root: string): string[] {
+  const out: string[] = [];
+  for (const f of r.testResults ?? []) {
+    const file = f.name.startsWith(root) ? f.name.slice(root.length + 1) : f.name;
+    const failedTests = (f.assertionResults ?? []).filter((a) => a.status === 'failed');
+    for (const a of failedTests) {
+      const first = (a.failureMessages?.[0] ?? '').split('\n')[0]?.slice(0, 200) ?? '';
+      out.push(`  FAILED ${file} > ${a.fullName}: ${first}`);
+    }
+    if (failedTests.length === 0 && f.status === 'failed') {
+      out.push(`  FAILED ${file}: ${(f.message ?? '').split('\n')[0]?.slice(0, 200) ?? ''}`);
+    }
+  }
+  return out;
 }
 
 const [dir = '.', checksPassed = '0', checksFailed = '0', ...failedStages] = process.argv.slice(2);
@@ -18,6 +42,7 @@ let passed = Number(checksPassed);
 let failed = Number(checksFailed);
 let skipped = 0;
 const lines: string[] = [];
+const failedLines: string[] = [];
 for (const file of existsSync(dir) ? readdirSync(dir).sort() : []) {
   if (!file.endsWith('.json')) continue;
   const r = JSON.parse(readFileSync(join(dir, file), 'utf8')) as VitestJson;
@@ -28,7 +53,9 @@ for (const file of existsSync(dir) ? readdirSync(dir).sort() : []) {
   lines.push(
     `  ${file.replace('.json', '').padEnd(12)} ${r.numPassedTests} passed, ${r.numFailedTests} failed`,
   );
+  failedLines.push(...failures(r, process.cwd()));
 }
+if (failedLines.length > 0) process.stdout.write(`failed tests:\n${failedLines.join('\n')}\n`);
 process.stdout.write(`${lines.join('\n')}\n`);
 if (failedStages.length > 0) process.stdout.write(`failed stages: ${failedStages.join('; ')}\n`);
 // A stage that failed without any failing test to show for it (a crashed runner, a tool build)
