@@ -71,10 +71,13 @@ describe('WorkQueue basics', () => {
     q.addAfter('a', 500);
     q.addAfter('a', 2000);
     expect(q.delayedCount()).toBe(1);
+    expect(q.dueAt('a')).toBe(clock.now() + 500);
+    expect(q.dueAt('b')).toBeUndefined();
     await clock.advance(499);
     expect(q.len()).toBe(0);
     await clock.advance(1);
     expect(q.len()).toBe(1);
+    expect(q.dueAt('a')).toBeUndefined();
     await clock.advance(5000);
     expect(q.len()).toBe(1);
   });

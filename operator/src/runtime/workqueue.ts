@@ -115,6 +115,11 @@ export class WorkQueue<K> {
     this.#delayed.set(key, { at, handle });
   }
 
+  /** When `key` waits in a delayed add, the instant it is due (a test proves a requeue's exact time). */
+  dueAt(key: K): number | undefined {
+    return this.#delayed.get(key)?.at;
+  }
+
   /** Adds `key` after its rate limiter's backoff (one more failure counted). */
   addRateLimited(key: K): void {
     if (this.#shuttingDown) return;

@@ -14,6 +14,7 @@ import {
 } from '../../../operator/src/operation/controller.ts';
 import {
   type Clock,
+  type Controller,
   EventRecorder,
   type KubeClient,
   Manager,
@@ -42,6 +43,7 @@ export const FAKE_TEMPLATES: Template[] = (['Backup', 'Restore', 'Upgrade'] as O
 
 export interface RunningController {
   manager: Manager;
+  controller: Controller;
   metrics: RuntimeMetrics;
   stop(): Promise<void>;
 }
@@ -75,6 +77,7 @@ export function startController(
   const running = manager.start();
   return {
     manager,
+    controller: ctl.controller,
     metrics,
     async stop() {
       await manager.stop();
