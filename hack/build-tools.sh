@@ -175,15 +175,48 @@ tool_grpc_health_probe() {
     "-s -w -X main.versionTag=$GRPC_HEALTH_PROBE_VERSION" - github.com/grpc-ecosystem/grpc-health-probe
 }
 
+# skopeo (the mirror journey, `make mirror TOOL=skopeo`) from Debian packages, unpacked into the cache;
+# bin/skopeo is a wrapper that points the loader at the unpacked libgpgme.
+deb_fetch() { # deb_fetch PACKAGE VERSION: downloads PACKAGE=VERSION, or the candidate if that is gone
+  if ! apt-get download "$1=$2" >/dev/null 2>&1; then
+    log skopeo "$1=$2 is no longer in the archive; taking the candidate $(apt-cache policy "$1" | sed -n 's/ *Candidate: //p')"
+    apt-get download "$1" >/dev/null 2>&1 || { echo "apt-get download $1 failed" >&2; apt-get download "$1"; exit 1; }
+  fi
+}
+tool_skopeo() {
+  local key out
+  key=$(printf '%s\n' skopeo "$SKOPEO_DEB_VERSION" "$LIBGPGME11_DEB_VERSION" | sha256sum | cut -c1-16)
+  out="$CACHE/bin/skopeo-$key"
+  if [ ! -f "$out/.complete" ]; then
+    rm -rf "$out" && mkdir -p "$out/dl" "$out/root"
+    log skopeo "apt-get download skopeo=$SKOPEO_DEB_VERSION libgpgme11=$LIBGPGME11_DEB_VERSION"
+    (cd "$out/dl" && deb_fetch skopeo "$SKOPEO_DEB_VERSION" && deb_fetch libgpgme11 "$LIBGPGME11_DEB_VERSION")
+    for d in "$out"/dl/*.deb; do dpkg-deb -x "$d" "$out/root"; done
+    rm -rf "$out/dl"
+    touch "$out/.complete"
+    log skopeo "unpacked"
+  fi
+  mkdir -p "$BIN/skopeo.d"
+  cp -a "$out/root/usr/bin/skopeo" "$out/root/usr/lib/x86_64-linux-gnu/." "$BIN/skopeo.d/"
+  cat > "$BIN/skopeo.tmp" <<'WRAPPER'
+#!/bin/sh
+# skopeo from Debian, unpacked by hack/build-tools.sh; its libgpgme sits next to it.
+d=$(dirname "$0")/skopeo.d
+LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/skopeo" "$@"
+WRAPPER
+  chmod +x "$BIN/skopeo.tmp" && mv "$BIN/skopeo.tmp" "$BIN/skopeo"
+  log skopeo "ready in bin/: skopeo ($("$BIN/skopeo" --version))"
+}
+
 run_group() {
   case $1 in
     core) tool_etcd; tool_kube_apiserver ;;
     cluster) run_group core; tool_kube_cluster; tool_kwok; tool_helm ;;
     olm) tool_opm; tool_operator_sdk ;;
     e2e) run_group cluster; run_group olm; tool_olm_operators ;;
-    images) tool_crane; tool_registry; tool_grpc_health_probe ;;
+    images) tool_crane; tool_registry; tool_grpc_health_probe; tool_skopeo ;;
     all) run_group e2e; run_group images ;;
-    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe)
+    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe | skopeo)
       "tool_$(echo "$1" | tr - _)" ;;
     *) echo "unknown tool or group: $1 (groups: core cluster olm e2e images all)" >&2; exit 2 ;;
   esac
