@@ -55,11 +55,11 @@ images: deps
 	node hack/images.ts $(if $(REGISTRY),--registry $(REGISTRY)) $(if $(PRINT),--print) $(if $(HELM),--helm $(HELM)) \
 	  $(if $(SERVE),--serve) $(if $(INSECURE),--insecure)
 
-# make mirror SRC=<catalog image> DEST=<registry/namespace> [OUT=dir] [DRY_RUN=1] [INSECURE=1]: copy the catalog and
+# make mirror SRC=<catalog image> DEST=<registry/namespace> [OUT=dir] [DRY_RUN=1] [INSECURE=1] [TOOL=skopeo]: copy the catalog and
 # every image it references by digest, write the ImageDigestMirrorSet/ImageContentSourcePolicy (docs/disconnected.md).
 mirror: deps
 	hack/build-tools.sh images opm
-	node hack/mirror.ts $(SRC) $(DEST) $(if $(OUT),--out $(OUT)) $(if $(DRY_RUN),--dry-run) $(if $(INSECURE),--insecure)
+	node hack/mirror.ts $(SRC) $(DEST) $(if $(OUT),--out $(OUT)) $(if $(DRY_RUN),--dry-run) $(if $(INSECURE),--insecure) $(if $(TOOL),--tool $(TOOL))
 
 # opm validate catalog/ and operator-sdk bundle validate, failing on any warning (also run by make test).
 catalog-validate: deps

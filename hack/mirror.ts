@@ -1,17 +1,20 @@
 // Mirrors the operator's catalog and every image it references to another registry, by digest, and
 // writes what a disconnected cluster needs (docs/disconnected.md):
 //
-//   node hack/mirror.ts SRC DEST [--out DIR] [--dry-run] [--insecure] [--name NAME] [--namespace NS]
+//   node hack/mirror.ts SRC DEST [--out DIR] [--dry-run] [--insecure] [--tool crane|skopeo] [--name NAME] [--namespace NS]
 //     SRC   the catalog image (tag or digest), e.g. quay.io/vworkspace/vworkspace-operator-catalog:v0.1.0
 //     DEST  the mirror registry and namespace, e.g. mirror.example.com:5000/olm
 //     --out DIR       where the generated files go (default bin/mirror)
 //     --dry-run       read the catalog and write the files, copy nothing
 //     --insecure      both registries may speak plain HTTP (loopback ones always do)
+//     --tool          what copies the images: crane (default; `crane copy` to the digest) or skopeo
+//                     (`skopeo copy --all --preserve-digests` to a tag mirror-<12 hex>, as
+//                     docs/disconnected.md tells a user to run it); the catalog is read with crane
 //
 // Reads the catalog from the image itself (crane export, the directory its
 // operators.operatorframework.io.index.configs.v1 label names, `opm render`), collects every bundle
-// image and related image, copies each with `crane copy` (manifest and blobs byte for byte, so digests
-// are unchanged), checks each digest in the mirror, and writes to DIR:
+// image and related image, copies each with `crane copy` or `skopeo copy` (manifest and blobs byte for
+// byte, so digests are unchanged), checks each digest in the mirror, and writes to DIR:
 //   imagedigestmirrorset.yaml       config.openshift.io/v1, source repository → mirror repository
 //   imagecontentsourcepolicy.yaml   operator.openshift.io/v1alpha1, the same rules for older clusters
 //   catalogsource.yaml              the mirrored catalog image by digest
@@ -35,6 +38,7 @@ import {
   parseRef,
   repoName,
 } from './images/mirror.ts';
+import { skopeoCopy } from './images/skopeo.ts';
 import { readTar } from './images/tar.ts';
 import { PACKAGE_NAME } from './packaging/csv.ts';
 import { type FbcBlob, parseFbc } from './packaging/fbc.ts';
@@ -50,8 +54,12 @@ export interface MirrorResult {
   blobs: FbcBlob[];
 }
 
+export type CopyTool = 'crane' | 'skopeo';
+
 export interface MirrorOptions extends CraneOptions {
   out: string;
+  /** What copies the images (default crane). */
+  tool?: CopyTool;
   dryRun?: boolean;
   name?: string;
   namespace?: string;
@@ -100,7 +108,11 @@ export function mirrorCatalog(src: string, dest: string, opts: MirrorOptions): M
       log(`would copy ${e.source} -> ${e.target}`);
       continue;
     }
-    log(`copy ${e.source} -> ${e.target}`);
+    log(`copy ${e.source} -> ${e.target} (${opts.tool ?? 'crane'})`);
+    if (opts.tool === 'skopeo') {
+      skopeoCopy(e.source, e.target, crane); // checks the digest in the mirror itself
+      continue;
+    }
     copyImage(e.source, e.target, crane);
     const got = digestOf(e.target, crane);
     if (`${e.target.split('@')[0]}@${got}` !== e.target)
@@ -128,11 +140,12 @@ function flag(argv: readonly string[], name: string): string | undefined {
 
 function main(argv: readonly string[]): number {
   const [src, dest] = argv.filter(
-    (a, i) => !a.startsWith('--') && !argv[i - 1]?.match(/^--(out|name|namespace)$/),
+    (a, i) => !a.startsWith('--') && !argv[i - 1]?.match(/^--(out|name|namespace|tool)$/),
   );
-  if (!src || !dest) {
+  const tool = flag(argv, '--tool') ?? 'crane';
+  if (!src || !dest || (tool !== 'crane' && tool !== 'skopeo')) {
     console.error(
-      'usage: node hack/mirror.ts SRC DEST [--out DIR] [--dry-run] [--insecure] [--name N] [--namespace NS]',
+      'usage: node hack/mirror.ts SRC DEST [--out DIR] [--dry-run] [--insecure] [--tool crane|skopeo] [--name N] [--namespace NS]',
     );
     return 2;
   }
@@ -143,6 +156,7 @@ function main(argv: readonly string[]): number {
     out: flag(argv, '--out') ?? join(ROOT, 'bin/mirror'),
     dryRun: argv.includes('--dry-run'),
     insecure,
+    tool,
     ...(name ? { name } : {}),
     ...(namespace ? { namespace } : {}),
     log: (l) => console.error(`[mirror] ${l}`),

@@ -1,7 +1,7 @@
 // Mirroring a catalog for a disconnected cluster, pure: which images a file-based catalog references,
 // where each goes in the mirror registry, and the cluster objects that redirect digest pulls there
 // (ImageDigestMirrorSet for OpenShift 4.13+, ImageContentSourcePolicy for older clusters, and a
-// CatalogSource for the mirrored catalog). hack/mirror.ts does the copying with crane.
+// CatalogSource for the mirrored catalog). hack/mirror.ts does the copying with crane or skopeo.
 import type { FbcBlob } from '../packaging/fbc.ts';
 
 export interface ImageRef {

@@ -1,10 +1,10 @@
-// The Go tools packaging runs (bin/opm, bin/operator-sdk, bin/crane), and the parsing of their output. A
+// The tools packaging runs (bin/opm, bin/operator-sdk, bin/crane, bin/skopeo), and the parsing of their output. A
 // missing tool is an error that says how to build it: the packaging checks never pass by not running.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type Tool = 'opm' | 'operator-sdk' | 'crane';
+export type Tool = 'opm' | 'operator-sdk' | 'crane' | 'skopeo';
 
 export interface ToolRun {
   code: number;
@@ -16,7 +16,7 @@ export function toolPath(root: string, tool: Tool): string {
   const path = join(root, 'bin', tool);
   if (!existsSync(path))
     throw new Error(
-      `${path} is missing: run \`make tools\` (or hack/build-tools.sh ${tool === 'crane' ? 'images' : 'olm'}) to build it`,
+      `${path} is missing: run \`make tools\` (or hack/build-tools.sh ${tool === 'crane' || tool === 'skopeo' ? 'images' : 'olm'}) to build it`,
     );
   return path;
 }

@@ -8,7 +8,9 @@
 //     catalog itself exist in the mirror under their digests, at the repository the IDMS sends them to;
 //   - the IDMS and ICSP have a rule for every referenced repository, pointing into the mirror;
 //   - every mirrored bundle image renders with opm into the catalog's olm.bundle (content intact).
-// Both registries are real CNCF distribution registries on loopback (plain HTTP). The helm runner image
+// The same catalog is also mirrored with skopeo (Debian's package, `--tool skopeo`, the copy command
+// docs/disconnected.md gives users) to a third registry, which is then proven the same way from itself.
+// All registries are real CNCF distribution registries on loopback (plain HTTP). The helm runner image
 // is ours (bin/helm, `--helm ours`): the bundle's default helm image lives on docker.io, which this
 // machine cannot reach, so it could not be the source of a mirror here.
 import { spawnSync } from 'node:child_process';
@@ -36,8 +38,10 @@ import { type FbcBlob, parseFbc } from '../../hack/packaging/fbc.ts';
 
 let source: Registry;
 let mirror: Registry;
+let skopeoMirror: Registry;
 let work: string;
 let outDir: string;
+let skopeoOutDir: string;
 let summary: Summary | undefined;
 let written: { catalog: { source: string; target: string }; images: string[]; plan: MirrorPlan } | undefined;
 let mirroredCatalog: FbcBlob[] | undefined;
@@ -59,16 +63,38 @@ function need<T>(value: T | undefined, what: string): T {
   return value;
 }
 
-function readOut(file: string): string {
-  return readFileSync(join(outDir, file), 'utf8');
+function readOut(file: string, dir = outDir): string {
+  return readFileSync(join(dir, file), 'utf8');
+}
+
+/** Each image, redirected by the ImageDigestMirrorSet written to `dir`, is in `registry` under its digest. */
+function expectMirroredByDigest(images: readonly string[], dir: string, registry: Registry): void {
+  const idms = YAML.parse(readOut('imagedigestmirrorset.yaml', dir)) as {
+    spec: { imageDigestMirrors: { source: string; mirrors: string[] }[] };
+  };
+  const rules: RepositoryMirror[] = idms.spec.imageDigestMirrors.map((r) => ({
+    source: r.source,
+    mirror: r.mirrors[0]!,
+  }));
+  for (const image of images) {
+    const target = redirect(image, rules);
+    say(`${image}\n    -> ${target ?? 'NO RULE'}`);
+    expect(target, `IDMS rule for ${image}`).toBeDefined();
+    expect(target!.startsWith(`${registry.host}/olm/`)).toBe(true);
+    expect(digestOf(target!)).toBe(parseRef(image).digest);
+  }
 }
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'vws-mirror-journey-'));
   outDir = join(work, 'out');
+  skopeoOutDir = join(work, 'out-skopeo');
   source = await startRegistry({ name: 'source-registry' });
   mirror = await startRegistry({ name: 'mirror-registry' });
-  say(`source registry ${source.url}, mirror registry ${mirror.url}, work dir ${work}`);
+  skopeoMirror = await startRegistry({ name: 'skopeo-mirror-registry' });
+  say(
+    `source registry ${source.url}, mirror registry ${mirror.url}, skopeo's mirror ${skopeoMirror.url}, work dir ${work}`,
+  );
 });
 
 afterEach((ctx) => {
@@ -90,11 +116,13 @@ afterEach((ctx) => {
   }
   say(`source registry log:\n${tailFile(source.logPath)}`);
   say(`mirror registry log:\n${tailFile(mirror.logPath)}`);
+  say(`skopeo's mirror registry log:\n${tailFile(skopeoMirror.logPath)}`);
 });
 
 afterAll(async () => {
   await source?.stop();
   await mirror?.stop();
+  await skopeoMirror?.stop();
   if (anyFailed) say(`kept ${work} for inspection`);
   else rmSync(work, { recursive: true, force: true });
 });
@@ -128,6 +156,17 @@ describe('journey 4: air-gapped mirror', () => {
     expect(w.catalog.source).toBe(s.catalog);
     expect(w.plan.entries).toHaveLength(w.images.length + 1);
     expect(readOut('mapping.txt').trim().split('\n')).toHaveLength(w.plan.entries.length);
+  });
+
+  it('step 2b: mirrors the same catalog with skopeo copy --all --preserve-digests to a third registry', () => {
+    const s = need(summary, 'the pushed images');
+    node(
+      ['hack/mirror.ts', s.catalog, `${skopeoMirror.host}/olm`, '--out', skopeoOutDir, '--tool', 'skopeo'],
+      'hack/mirror.ts --tool skopeo',
+    );
+    const w = JSON.parse(readOut('images.json', skopeoOutDir)) as NonNullable<typeof written>;
+    expect(w.images).toEqual(need(written, 'the crane mirror result').images);
+    expect(w.plan.entries.every((e) => e.target.startsWith(`${skopeoMirror.host}/olm/`))).toBe(true);
   });
 
   it('step 3: stops the source registry (from here on only the mirror exists)', async () => {
@@ -168,20 +207,7 @@ describe('journey 4: air-gapped mirror', () => {
   it('step 5: every image the catalog references exists in the mirror under its digest, where the IDMS sends it', () => {
     const w = need(written, 'the mirror result');
     const catalog = need(mirroredCatalog, 'the mirrored catalog');
-    const idms = YAML.parse(readOut('imagedigestmirrorset.yaml')) as {
-      spec: { imageDigestMirrors: { source: string; mirrors: string[] }[] };
-    };
-    const rules: RepositoryMirror[] = idms.spec.imageDigestMirrors.map((r) => ({
-      source: r.source,
-      mirror: r.mirrors[0]!,
-    }));
-    for (const image of [w.catalog.source, ...catalogImages(catalog)]) {
-      const target = redirect(image, rules);
-      say(`${image}\n    -> ${target ?? 'NO RULE'}`);
-      expect(target, `IDMS rule for ${image}`).toBeDefined();
-      expect(target!.startsWith(`${mirror.host}/olm/`)).toBe(true);
-      expect(digestOf(target!)).toBe(parseRef(image).digest);
-    }
+    expectMirroredByDigest([w.catalog.source, ...catalogImages(catalog)], outDir, mirror);
   });
 
   it('step 6: the IDMS and ICSP map every referenced repository to the mirror', () => {
@@ -229,5 +255,13 @@ describe('journey 4: air-gapped mirror', () => {
         (r ?? []).filter((x) => x.image !== self);
       expect(withoutBundle(pulledRelated, target)).toEqual(withoutBundle(listedRelated, entry.image!));
     }
+  });
+
+  it("step 8: skopeo's mirror alone: its catalog renders, and every image is there by digest where its IDMS sends it", () => {
+    const w = JSON.parse(readOut('images.json', skopeoOutDir)) as NonNullable<typeof written>;
+    say(`$ opm render --use-http ${w.catalog.target}`);
+    const catalog = renderImage(w.catalog.target, { useHttp: true });
+    expect(catalog).toEqual(need(mirroredCatalog, 'the crane-mirrored catalog'));
+    expectMirroredByDigest([w.catalog.source, ...catalogImages(catalog)], skopeoOutDir, skopeoMirror);
   });
 });
