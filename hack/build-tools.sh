@@ -189,6 +189,11 @@ tool_skopeo() {
   out="$CACHE/bin/skopeo-$key"
   if [ ! -f "$out/.complete" ]; then
     rm -rf "$out" && mkdir -p "$out/dl" "$out/root"
+    # A machine whose package lists were never fetched knows no candidate: fetch them (root), or say how.
+    if ! apt-cache policy skopeo 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      if [ "$(id -u)" = 0 ]; then log skopeo "no package lists: apt-get update"; apt-get update -qq >&2
+      else echo "skopeo: apt knows no skopeo package; run 'sudo apt-get update' and retry" >&2; exit 1; fi
+    fi
     log skopeo "apt-get download skopeo=$SKOPEO_DEB_VERSION libgpgme11=$LIBGPGME11_DEB_VERSION"
     (cd "$out/dl" && deb_fetch skopeo "$SKOPEO_DEB_VERSION" && deb_fetch libgpgme11 "$LIBGPGME11_DEB_VERSION")
     for d in "$out"/dl/*.deb; do dpkg-deb -x "$d" "$out/root"; done
