@@ -180,7 +180,7 @@ tool_grpc_health_probe() {
 deb_fetch() { # deb_fetch PACKAGE VERSION: downloads PACKAGE=VERSION, or the candidate if that is gone
   if ! apt-get download "$1=$2" >/dev/null 2>&1; then
     log skopeo "$1=$2 is no longer in the archive; taking the candidate $(apt-cache policy "$1" | sed -n 's/ *Candidate: //p')"
-    apt-get download "$1" >/dev/null 2>&1 || { echo "apt-get download $1 failed" >&2; apt-get download "$1"; exit 1; }
+    apt-get download "$1" >&2
   fi
 }
 tool_skopeo() {

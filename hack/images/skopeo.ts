@@ -5,14 +5,13 @@
 import { createHash } from 'node:crypto';
 import { ROOT } from '../bundle.ts';
 import { runTool } from '../packaging/tools.ts';
+import { isLoopback } from './crane.ts';
 import { type ImageRef, parseRef, repoName } from './mirror.ts';
 
 export interface SkopeoOptions {
   /** Plain HTTP for every registry; loopback registries (127.0.0.1, localhost) always are. */
   insecure?: boolean;
 }
-
-const loopback = (r: ImageRef) => /^(127\.|localhost(:|$)|\[::1\])/.test(r.registry);
 
 function skopeo(args: readonly string[]): string {
   // --insecure-policy: no /etc/containers/policy.json on these machines. Trust here is the digest:
@@ -24,7 +23,7 @@ function skopeo(args: readonly string[]): string {
 }
 
 const tlsFlag = (flag: string, r: ImageRef, opts: SkopeoOptions) =>
-  opts.insecure || loopback(r) ? [`${flag}=false`] : [];
+  opts.insecure || isLoopback(r.registry) ? [`${flag}=false`] : [];
 
 /** The tag a digest is pushed under: `repo:mirror-<12 hex>`. */
 export function mirrorTag(target: string): string {
