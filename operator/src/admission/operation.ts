@@ -3,7 +3,8 @@
 // CREATE, in this order (all problems are reported together, each at its field path):
 //   1. shape of spec (type, engine, engine runs type, targetRef.name, template, parameters)
 //   2. template resolution (spec.template, else type + engine)
-//   3. spec.parameters against the template's inputSchema
+//   3. spec.parameters: depth and size limits, then against the template's inputSchema; spec.policy may
+//      not loosen the template's floor (requiresApproval)
 //   4. the target exists in this namespace, advertises the capability, matches the template selectors
 //   5. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview)
 //   6. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
@@ -28,6 +29,7 @@ import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } 
 import {
   checkAccess,
   checkParameters,
+  checkPolicyFloor,
   checkTarget,
   checkTemplate,
   type OperationSpecView,
@@ -87,7 +89,10 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
     problems.push(...shape);
     const { template, problems: tp } = checkTemplate(view, 'spec', facts);
     problems.push(...tp);
-    if (template) problems.push(...checkParameters(view, template, 'spec'));
+    if (template) {
+      problems.push(...checkParameters(view, template, 'spec'));
+      problems.push(...checkPolicyFloor(view, template, 'spec'));
+    }
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
     if (view.type && view.targetName !== undefined) {
       problems.push(

@@ -16,6 +16,7 @@ import { type AdmissionRequest, type AdmissionResponse, allow } from './review.t
 import {
   checkAccess,
   checkParameters,
+  checkPolicyFloor,
   checkTarget,
   checkTemplate,
   readOperationSpec,
@@ -79,7 +80,10 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   problems.push(...shape);
   const { template, problems: tp } = checkTemplate(view, TEMPLATE_BASE, facts);
   problems.push(...tp);
-  if (template) problems.push(...checkParameters(view, template, TEMPLATE_BASE));
+  if (template) {
+    problems.push(...checkParameters(view, template, TEMPLATE_BASE));
+    problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
+  }
 
   if (kind === 'CronOperation') {
     problems.push(...checkTarget(view, template, namespace, TEMPLATE_BASE, facts, { selectors: false }));

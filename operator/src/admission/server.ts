@@ -14,7 +14,11 @@ import type { AdmissionRequest, AdmissionResponse, AdmissionReview } from './rev
 import { deny } from './review.ts';
 
 export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
-const MAX_BODY_BYTES = 3 * 1024 * 1024; // the API server's own request limit
+/**
+ * The largest AdmissionReview accepted. The API server stores objects of at most 1.5 MiB (etcd's request
+ * limit) and an UPDATE review carries two of them (object and oldObject) plus the request's own fields.
+ */
+export const MAX_ADMISSION_BODY_BYTES = 4 * 1024 * 1024;
 
 export type AdmissionHandler = (request: AdmissionRequest) => Promise<AdmissionResponse> | AdmissionResponse;
 
@@ -55,7 +59,7 @@ function readBody(req: import('node:http').IncomingMessage): Promise<Buffer> {
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY_BYTES) {
+      if (size > MAX_ADMISSION_BODY_BYTES) {
         fail(new Error('request body too large'));
         req.destroy();
         return;

@@ -14,8 +14,10 @@ import {
 } from '../api/enums.ts';
 import { DNS1123_LABEL } from '../api/schema-helpers.ts';
 import {
+  checkParametersLimits,
   formatFieldError,
   matchTemplateTarget,
+  policyLoosening,
   resolveTemplate,
   SchemaError,
   type Template,
@@ -41,6 +43,7 @@ export interface OperationSpecView {
   targetName?: string;
   template?: string;
   parameters?: Record<string, unknown>;
+  policy?: Record<string, unknown>;
 }
 
 const quote = (v: unknown) => {
@@ -143,7 +146,8 @@ export function readOperationSpec(
     else
       problems.push(invalid(`${base}.parameters`, 'Invalid value: must be an object (the template input)'));
   }
-  if (spec.policy !== undefined && !isRecord(spec.policy)) {
+  if (isRecord(spec.policy)) view.policy = spec.policy;
+  else if (spec.policy !== undefined) {
     problems.push(invalid(`${base}.policy`, 'Invalid value: must be an object'));
   }
   return { view, problems };
@@ -180,6 +184,9 @@ export function checkTemplate(
 
 /** spec.parameters against the template's inputSchema (defaults applied to a copy; nothing is written back). */
 export function checkParameters(view: OperationSpecView, template: Template, base: string): Problem[] {
+  // Depth and size first: schema validation recurses once per level of nesting.
+  const limits = checkParametersLimits(view.parameters ?? {});
+  if (!limits.ok) return [invalid(`${base}.parameters`, limits.message)];
   try {
     const r = validateWithSchema(template.inputSchema, view.parameters ?? {}, `${base}.parameters`);
     if (r.ok) return [];
@@ -200,6 +207,11 @@ export function checkParameters(view: OperationSpecView, template: Template, bas
       ),
     ];
   }
+}
+
+/** The template's policy is a floor: a loosening is refused at its field under `<base>.policy`. */
+export function checkPolicyFloor(view: OperationSpecView, template: Template, base: string): Problem[] {
+  return policyLoosening(view.policy, template).map((l) => forbidden(`${base}.policy.${l.field}`, l.message));
 }
 
 /** The target exists (read with the operator's identity), advertises the capability and matches the selectors. */

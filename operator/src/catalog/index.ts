@@ -4,6 +4,7 @@ export * from './capabilities.ts';
 export * from './catalog-schema.ts';
 export * from './merge.ts';
 export * from './parameters.ts';
+export * from './parameters-limits.ts';
 export * from './parse.ts';
 export * from './policy.ts';
 export * from './resolve.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { requiredObjects, validateParameters } from './parameters.ts';
-import { effectivePolicy } from './policy.ts';
+import { effectivePolicy, policyLoosening } from './policy.ts';
 import { matchesLabelSelector, matchTemplateTarget } from './selectors.ts';
 import { snapshotBackup, volsyncBackup } from './templates/index.ts';
 import { aTemplate } from './testing.ts';
@@ -99,6 +99,44 @@ describe('effectivePolicy', () => {
       dryRun: true,
       ttlSecondsAfterFinished: 60,
     });
+  });
+});
+
+describe('approval floor', () => {
+  const guarded = { name: 'guarded', defaults: { requiresApproval: true }, separationOfDuties: true };
+
+  it('keeps the template requiring approval whatever the Operation says', () => {
+    for (const requiresApproval of [false, true, undefined]) {
+      const policy = requiresApproval === undefined ? {} : { requiresApproval };
+      expect(effectivePolicy('Backup', policy, guarded.defaults).requiresApproval).toBe(true);
+    }
+  });
+
+  it('lets an Operation ask for approval the template does not require, or leave it off', () => {
+    expect(
+      effectivePolicy('Backup', { requiresApproval: true }, { requiresApproval: false }).requiresApproval,
+    ).toBe(true);
+    expect(effectivePolicy('Backup', {}, { requiresApproval: false }).requiresApproval).toBe(false);
+    expect(effectivePolicy('Backup', { requiresApproval: false }, undefined).requiresApproval).toBe(false);
+  });
+
+  it('names the loosening at requiresApproval, with separation of duties in the message', () => {
+    const found = policyLoosening({ requiresApproval: false }, guarded);
+    expect(found.map((l) => l.field)).toEqual(['requiresApproval']);
+    expect(found[0]?.message).toContain(
+      'template guarded requires approval by someone other than its creator',
+    );
+    expect(policyLoosening({ requiresApproval: true }, guarded)).toEqual([]);
+    expect(policyLoosening({}, guarded)).toEqual([]);
+    expect(policyLoosening(undefined, guarded)).toEqual([]);
+    expect(policyLoosening({ requiresApproval: false }, { name: 'open' })).toEqual([]);
+  });
+
+  it('leaves the other fields defaults an Operation may override either way', () => {
+    const defaults = { requireReady: true, retryLimit: 0, activeDeadlineSeconds: 600 };
+    const policy = { requireReady: false, retryLimit: 3, activeDeadlineSeconds: 7200 };
+    expect(policyLoosening(policy, { name: 't', defaults })).toEqual([]);
+    expect(effectivePolicy('Restore', policy, defaults)).toMatchObject(policy);
   });
 });
 
