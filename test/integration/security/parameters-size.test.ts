@@ -1,0 +1,118 @@
+// Item 10 of the threat model: hostile input size. spec.parameters nested thousands of levels deep, or
+// simply huge, is refused at spec.parameters with a message saying the limit, before any schema
+// validation runs (which recursed until the stack ran out and blamed the template); and a body larger than
+// the webhook server accepts gets HTTP 413 with a readable body instead of a connection reset.
+import { request as httpsRequest } from 'node:https';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_ADMISSION_BODY_BYTES } from '../../../operator/src/admission/server.ts';
+import {
+  MAX_PARAMETERS_BYTES,
+  MAX_PARAMETERS_DEPTH,
+} from '../../../operator/src/catalog/parameters-limits.ts';
+import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
+import { denial, startWorld, type World } from './harness.ts';
+
+/** `{"deep": … {} …}` nested `levels` deep, as text: JSON.stringify itself recurses and overflows. */
+const nestedJson = (levels: number) => `${'{"deep":'.repeat(levels)}{}${'}'.repeat(levels)}`;
+
+interface RawResponse {
+  code: number;
+  body: string;
+}
+
+/** POSTs `body` (text) over HTTPS with the TLS and auth options `opts` carries. */
+function post(url: string, body: string | Buffer, opts: Record<string, unknown>): Promise<RawResponse> {
+  return new Promise((ok, fail) => {
+    const req = httpsRequest(url, { ...opts, method: 'POST' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => ok({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', fail);
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+describe('hostile input size', () => {
+  let w: World;
+  let a: string;
+  beforeAll(async () => {
+    w = await startWorld();
+    [a] = w.namespaces;
+    await w.instance(a, 'shop', { runcommand: 'job' });
+    await w.grant('mallory', a, [
+      { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create'] },
+      { apiGroups: ['apps.vworkspace.io'], resources: ['applicationinstances'], verbs: ['runcommand'] },
+    ]);
+  });
+  afterAll(async () => {
+    await w?.stop();
+  });
+
+  /** Creates an Operation as mallory whose spec.parameters is `parameters` (JSON text), sent verbatim. */
+  async function createRaw(name: string, parameters: string) {
+    const opts: { headers?: Record<string, string> } & Record<string, unknown> = {};
+    await w.adminKc.applyToHTTPSOptions(opts);
+    const server = w.adminKc.getCurrentCluster()?.server ?? '';
+    const body = `{"apiVersion":"ops.vworkspace.io/v1alpha1","kind":"Operation","metadata":{"name":"${name}"},"spec":{"type":"RunCommand","engine":"job","targetRef":{"name":"shop"},"parameters":${parameters}}}`;
+    const res = await post(`${server}/apis/ops.vworkspace.io/v1alpha1/namespaces/${a}/operations`, body, {
+      ...opts,
+      headers: { ...opts.headers, 'Impersonate-User': 'mallory', 'content-type': 'application/json' },
+    });
+    return res;
+  }
+
+  it(`refuses parameters nested 5,000 levels deep at spec.parameters, naming the limit (${MAX_PARAMETERS_DEPTH})`, async () => {
+    const res = await createRaw('deep', nestedJson(5_000));
+    expect(res.code).toBe(422);
+    const status = JSON.parse(res.body) as { message: string; details?: { causes?: { field: string }[] } };
+    expect(status.details?.causes?.map((c) => c.field)).toEqual(['spec.parameters']);
+    expect(status.message).toContain(`nested more than ${MAX_PARAMETERS_DEPTH} levels deep`);
+    expect(status.message).not.toContain('RangeError');
+  });
+
+  it('refuses parameters just over the depth limit the same way', async () => {
+    const res = await createRaw('deep-ish', nestedJson(MAX_PARAMETERS_DEPTH));
+    expect(res.code).toBe(422);
+    expect(res.body).toContain(`nested more than ${MAX_PARAMETERS_DEPTH} levels deep`);
+  });
+
+  it('refuses parameters larger than the size limit at spec.parameters', async () => {
+    const big = 'x'.repeat(4096);
+    const command = Array.from({ length: Math.ceil(MAX_PARAMETERS_BYTES / 4096) + 1 }, () => big).slice(
+      0,
+      64,
+    );
+    const chunks = Math.ceil(MAX_PARAMETERS_BYTES / (64 * 4096)) + 1;
+    const parameters = Object.fromEntries(Array.from({ length: chunks }, (_, i) => [`p${i}`, command]));
+    const d = await denial(
+      w.operation(w.as('mallory'), a, 'huge', {
+        type: 'RunCommand',
+        engine: 'job',
+        targetRef: { name: 'shop' },
+        parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'], ...parameters },
+      }),
+    );
+    expect(d.causes.map((c) => c.field)).toEqual(['spec.parameters']);
+    expect(d.message).toContain(`larger than ${MAX_PARAMETERS_BYTES} bytes`);
+  });
+
+  it('answers a body over the server limit with 413 and a readable body, not a connection reset', async () => {
+    const config = await w.admin.request<{
+      webhooks: { clientConfig: { url: string; caBundle: string } }[];
+    }>({
+      method: 'GET',
+      path: `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/vworkspace-security-${w.id}`,
+    });
+    const hook = config.webhooks[0];
+    if (!hook) throw new Error('the world registered no validating webhook');
+    const body = Buffer.alloc(MAX_ADMISSION_BODY_BYTES + 1024 * 1024, 0x20);
+    const res = await post(hook.clientConfig.url, body, {
+      ca: Buffer.from(hook.clientConfig.caBundle, 'base64'),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.code).toBe(413);
+    expect(res.body).toContain(`${MAX_ADMISSION_BODY_BYTES} bytes`);
+  });
+});
