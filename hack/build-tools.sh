@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the project's tools from pinned Go modules (hack/versions.env) into bin/.
 #
-#   hack/build-tools.sh [group|tool ...]     groups: core cluster olm e2e images all (default: all)
+#   hack/build-tools.sh [group|tool ...]     groups: core cluster olm e2e images node all (default: all)
 #
 # No Docker and no binary downloads exist on these machines, so every tool is compiled from the
 # Go module proxy. Each tool becomes a throw-away Go module under the tool cache that requires the
@@ -175,42 +175,137 @@ tool_grpc_health_probe() {
     "-s -w -X main.versionTag=$GRPC_HEALTH_PROBE_VERSION" - github.com/grpc-ecosystem/grpc-health-probe
 }
 
-# skopeo (the mirror journey, `make mirror TOOL=skopeo`) from Debian packages, unpacked into the cache;
-# bin/skopeo is a wrapper that points the loader at the unpacked libgpgme.
-deb_fetch() { # deb_fetch PACKAGE VERSION: downloads PACKAGE=VERSION, or the candidate if that is gone
-  if ! apt-get download "$1=$2" >/dev/null 2>&1; then
-    log skopeo "$1=$2 is no longer in the archive; taking the candidate $(apt-cache policy "$1" | sed -n 's/ *Candidate: //p')"
-    apt-get download "$1" >&2
+# Debian packages unpacked into the cache without installing (apt-get download + dpkg-deb -x), for
+# tools that are not Go modules here. If the archive has replaced a pinned version (security updates
+# do), the candidate version is used and said.
+deb_fetch() { # deb_fetch TOOL PACKAGE VERSION: downloads PACKAGE=VERSION, or the candidate if that is gone
+  if ! apt-get download "$2=$3" >/dev/null 2>&1; then
+    log "$1" "$2=$3 is no longer in the archive; taking the candidate $(apt-cache policy "$2" | sed -n 's/ *Candidate: //p')"
+    apt-get download "$2" >&2
   fi
 }
-tool_skopeo() {
-  local key out
-  key=$(printf '%s\n' skopeo "$SKOPEO_DEB_VERSION" "$LIBGPGME11_DEB_VERSION" | sha256sum | cut -c1-16)
-  out="$CACHE/bin/skopeo-$key"
+# deb_unpack TOOL PACKAGE=VERSION...: unpacks the packages into one root in the cache once; prints the root.
+deb_unpack() {
+  local tool=$1 key out spec
+  shift
+  key=$(printf '%s\n' "$tool" "$@" | sha256sum | cut -c1-16)
+  out="$CACHE/bin/$tool-$key"
   if [ ! -f "$out/.complete" ]; then
     rm -rf "$out" && mkdir -p "$out/dl" "$out/root"
     # A machine whose package lists were never fetched knows no candidate: fetch them (root), or say how.
-    if ! apt-cache policy skopeo 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-      if [ "$(id -u)" = 0 ]; then log skopeo "no package lists: apt-get update"; apt-get update -qq >&2
-      else echo "skopeo: apt knows no skopeo package; run 'sudo apt-get update' and retry" >&2; exit 1; fi
+    if ! apt-cache policy "${1%%=*}" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      if [ "$(id -u)" = 0 ]; then log "$tool" "no package lists: apt-get update"; apt-get update -qq >&2
+      else echo "$tool: apt knows no ${1%%=*} package; run 'sudo apt-get update' and retry" >&2; exit 1; fi
     fi
-    log skopeo "apt-get download skopeo=$SKOPEO_DEB_VERSION libgpgme11=$LIBGPGME11_DEB_VERSION"
-    (cd "$out/dl" && deb_fetch skopeo "$SKOPEO_DEB_VERSION" && deb_fetch libgpgme11 "$LIBGPGME11_DEB_VERSION")
+    log "$tool" "apt-get download $*"
+    for spec in "$@"; do (cd "$out/dl" && deb_fetch "$tool" "${spec%%=*}" "${spec#*=}"); done
     for d in "$out"/dl/*.deb; do dpkg-deb -x "$d" "$out/root"; done
     rm -rf "$out/dl"
     touch "$out/.complete"
-    log skopeo "unpacked"
+    log "$tool" "unpacked"
   fi
-  mkdir -p "$BIN/skopeo.d"
-  cp -a "$out/root/usr/bin/skopeo" "$out/root/usr/lib/x86_64-linux-gnu/." "$BIN/skopeo.d/"
-  cat > "$BIN/skopeo.tmp" <<'WRAPPER'
+  echo "$out/root"
+}
+# wrapper NAME DIR EXEC [ARG...]: bin/NAME runs bin/DIR/EXEC [ARG...] with the libraries of bin/DIR/lib.
+wrapper() {
+  local name=$1 dir=$2 exe=$3
+  shift 3
+  cat > "$BIN/$name.tmp" <<WRAPPER
 #!/bin/sh
-# skopeo from Debian, unpacked by hack/build-tools.sh; its libgpgme sits next to it.
-d=$(dirname "$0")/skopeo.d
-LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "$d/skopeo" "$@"
+# From Debian, unpacked by hack/build-tools.sh; its libraries sit next to it.
+d=\$(dirname "\$0")/$dir
+LD_LIBRARY_PATH="\$d/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" ${WRAPPER_ENV:-}exec "\$d/$exe" $* "\$@"
 WRAPPER
-  chmod +x "$BIN/skopeo.tmp" && mv "$BIN/skopeo.tmp" "$BIN/skopeo"
+  chmod +x "$BIN/$name.tmp" && mv "$BIN/$name.tmp" "$BIN/$name"
+}
+# copy_tree SRC DEST: replaces DEST with a copy of SRC (bin/ holds copies, never links into the cache).
+copy_tree() { rm -rf "$2.tmp" && cp -a "$1" "$2.tmp" && rm -rf "$2" && mv "$2.tmp" "$2"; }
+
+# skopeo (the mirror journey, `make mirror TOOL=skopeo`); its one library Debian does not ship by
+# default rides along.
+tool_skopeo() {
+  local root
+  root=$(deb_unpack skopeo "skopeo=$SKOPEO_DEB_VERSION" "libgpgme11=$LIBGPGME11_DEB_VERSION")
+  mkdir -p "$BIN/skopeo.d/lib"
+  cp -a "$root/usr/bin/skopeo" "$BIN/skopeo.d/"
+  cp -a "$root/usr/lib/x86_64-linux-gnu/." "$BIN/skopeo.d/lib/"
+  wrapper skopeo skopeo.d skopeo
   log skopeo "ready in bin/: skopeo ($("$BIN/skopeo" --version))"
+}
+
+# The real node (hack/lib/real-node.ts, docs/real-node.md): the kubelet and kube-proxy of the API
+# server's pin; containerd 2.x and its runc shim from the Go module (Kubernetes v1.36 needs containerd
+# 2.x; CGO off, so no btrfs snapshotter); the CNI plugins the node's bridge network uses; CoreDNS.
+tool_kube_node() {
+  build kube-node k8s.io/kubernetes "$KUBERNETES_VERSION" "$(staging_version)" "$(k8s_ldflags)" - \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+}
+tool_containerd() {
+  TAGS=no_btrfs,no_devmapper,no_zfs build containerd github.com/containerd/containerd/v2 "$CONTAINERD_VERSION" "$CONTAINERD_VERSION" \
+    "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION -X github.com/containerd/containerd/v2/version.Revision=$CONTAINERD_VERSION" - \
+    github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+}
+tool_cni_plugins() {
+  build cni-plugins github.com/containernetworking/plugins "$CNI_PLUGINS_VERSION" "$CNI_PLUGINS_VERSION" \
+    "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$CNI_PLUGINS_VERSION" - \
+    github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback \
+    github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap
+  # containerd looks for CNI plugins in one directory: bin/cni/ holds exactly these four.
+  mkdir -p "$BIN/cni"
+  for p in bridge loopback host-local portmap; do cp "$BIN/$p" "$BIN/cni/$p.tmp" && mv "$BIN/cni/$p.tmp" "$BIN/cni/$p"; rm -f "$BIN/$p"; done
+}
+tool_coredns() {
+  build coredns github.com/coredns/coredns "$COREDNS_VERSION" "$COREDNS_VERSION" \
+    "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" - github.com/coredns/coredns
+}
+tool_runc() {
+  local root
+  root=$(deb_unpack runc "runc=$RUNC_DEB_VERSION" "libseccomp2=$LIBSECCOMP2_DEB_VERSION")
+  mkdir -p "$BIN/runc.d/lib"
+  cp -a "$root/usr/sbin/runc" "$BIN/runc.d/"
+  cp -a "$root/usr/lib/x86_64-linux-gnu/." "$BIN/runc.d/lib/"
+  wrapper runc runc.d runc
+  log runc "ready in bin/: runc ($("$BIN/runc" --version | head -1))"
+}
+# iptables (nft flavour) for kube-proxy, the kubelet and the CNI plugins, which all call it by name.
+tool_iptables() {
+  local root t
+  root=$(deb_unpack iptables "iptables=$IPTABLES_DEB_VERSION" "libnftnl11=$LIBNFTNL11_DEB_VERSION" \
+    "libnetfilter-conntrack3=$LIBNETFILTER_CONNTRACK3_DEB_VERSION" "libnfnetlink0=$LIBNFNETLINK0_DEB_VERSION" \
+    "libmnl0=$LIBMNL0_DEB_VERSION" "libxtables12=$LIBXTABLES12_DEB_VERSION" "libip4tc2=$LIBIP4TC2_DEB_VERSION" \
+    "libip6tc2=$LIBIP6TC2_DEB_VERSION")
+  mkdir -p "$BIN/iptables.d"
+  cp -a "$root/usr/sbin/xtables-nft-multi" "$BIN/iptables.d/"
+  copy_tree "$root/usr/lib/x86_64-linux-gnu" "$BIN/iptables.d/lib"
+  # xtables-nft-multi picks the command from its first argument when its own name is not one.
+  for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    WRAPPER_ENV='XTABLES_LIBDIR="$d/lib/xtables" ' wrapper "$t" iptables.d xtables-nft-multi "${t/iptables/iptables-nft}"
+  done
+  log iptables "ready in bin/: $("$BIN/iptables" --version)"
+}
+# cpb, the copy tool of OLM's util image: the bundle unpack Job's pull container runs it on a real node.
+tool_olm_cpb() {
+  build olm-cpb github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION" "$OLM_VERSION" "-s -w" - \
+    github.com/operator-framework/operator-lifecycle-manager/util/cpb
+}
+# The sandbox image's program (hack/images/pause): ours, standard library only.
+tool_pause() {
+  local src="$ROOT/hack/images/pause" key out
+  key=$(cat "$src/go.mod" "$src/main.go" <(go version) | sha256sum | cut -c1-16)
+  out="$CACHE/bin/pause-$key"
+  if [ ! -f "$out/.complete" ]; then
+    mkdir -p "$out" && (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out/pause" .) && touch "$out/.complete"
+    log pause built
+  fi
+  cp "$out/pause" "$BIN/pause.tmp" && mv "$BIN/pause.tmp" "$BIN/pause"
+  log pause "ready in bin/: pause"
+}
+# busybox for the test image (hack/images/node-images.ts).
+tool_busybox() {
+  local root
+  root=$(deb_unpack busybox "busybox-static=$BUSYBOX_STATIC_DEB_VERSION")
+  cp "$root/bin/busybox" "$BIN/busybox.tmp" && mv "$BIN/busybox.tmp" "$BIN/busybox"
+  log busybox "ready in bin/: busybox ($("$BIN/busybox" | head -1))"
 }
 
 run_group() {
@@ -220,10 +315,12 @@ run_group() {
     olm) tool_opm; tool_operator_sdk ;;
     e2e) run_group cluster; run_group olm; tool_olm_operators ;;
     images) tool_crane; tool_registry; tool_grpc_health_probe; tool_skopeo ;;
-    all) run_group e2e; run_group images ;;
-    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe | skopeo)
+    node) tool_kube_node; tool_containerd; tool_runc; tool_cni_plugins; tool_iptables; tool_coredns; tool_busybox; tool_pause; tool_olm_cpb ;;
+    all) run_group e2e; run_group images; run_group node ;;
+    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe | skopeo | \
+      kube-node | containerd | runc | cni-plugins | iptables | coredns | busybox | pause | olm-cpb)
       "tool_$(echo "$1" | tr - _)" ;;
-    *) echo "unknown tool or group: $1 (groups: core cluster olm e2e images all)" >&2; exit 2 ;;
+    *) echo "unknown tool or group: $1 (groups: core cluster olm e2e images node all)" >&2; exit 2 ;;
   esac
 }
 

@@ -1,0 +1,3 @@
+module vworkspace.io/tools/pause
+
+go 1.26
