@@ -97,8 +97,10 @@ export interface OperationControllerDeps {
   workers?: number;
   veleroNamespace?: string;
   helmImage?: string;
-  /** How long TargetNotFound / RbacProfileMissing wait before failing (default 5 min). */
+  /** How long TargetNotFound / RbacProfileMissing / EngineNotInstalled wait before failing (default 5 min). */
   graceMs?: number;
+  /** How often an Operation waiting for its engine's CRDs re-reads discovery (default 15 s). */
+  engineRecheckMs?: number;
   /** Access reviews (default: SelfSubjectAccessReview with `client`). */
   reviewer?: AccessReviewer;
   /** Tests: list/watch from memory for the child kinds and named objects. */
@@ -450,6 +452,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       children,
       ...(seen !== undefined ? { failureSeenAt: seen } : {}),
       ...(deps.graceMs !== undefined ? { graceMs: deps.graceMs } : {}),
+      ...(deps.engineRecheckMs !== undefined ? { engineRecheckMs: deps.engineRecheckMs } : {}),
     });
     if (d.failureSeen) failureSeen.set(attemptKey, clock.now());
 

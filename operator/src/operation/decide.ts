@@ -93,6 +93,8 @@ export interface DecideInput<T extends Template = Template> {
   /** When this replica first saw the current attempt fail (retry backoff); undefined = just now. */
   failureSeenAt?: number;
   graceMs?: number;
+  /** How often an Operation waiting for its engine's CRDs re-reads discovery (default ENGINE_RECHECK_MS). */
+  engineRecheckMs?: number;
 }
 
 export interface OperationEvent {
@@ -425,7 +427,10 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
             ? [{ type: 'Warning', reason: result.reason, note: result.message }]
             : [];
         // Nothing watches for an engine's CRDs appearing: discovery is re-read at an interval instead.
-        const poll = result.reason === 'EngineNotInstalled' ? ENGINE_RECHECK_MS : Number.POSITIVE_INFINITY;
+        const poll =
+          result.reason === 'EngineNotInstalled'
+            ? (input.engineRecheckMs ?? ENGINE_RECHECK_MS)
+            : Number.POSITIVE_INFINITY;
         return {
           status: b.status,
           events,

@@ -29,13 +29,20 @@ export function matchesFilter(op: Operation, f: OperationFilter): boolean {
   );
 }
 
-/** Latest first: by startedAt, then finishedAt, then name (a total order, so every replica agrees). */
+const ms = (t: unknown) => Date.parse(String(t ?? '')) || 0;
+
+/**
+ * Latest first: by startedAt, finishedAt, creationTimestamp (all second precision), then the greater name
+ * (CronOperation names end in the scheduled minute, so within one second that is the later slot). A
+ * total order, so every replica agrees.
+ */
 function latestFirst(a: Operation, b: Operation): number {
-  const d = (startedAtMs(b) || 0) - (startedAtMs(a) || 0);
-  if (d !== 0) return d;
-  const f = (Date.parse(b.status?.finishedAt ?? '') || 0) - (Date.parse(a.status?.finishedAt ?? '') || 0);
-  if (f !== 0) return f;
-  return (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+  return (
+    (startedAtMs(b) || 0) - (startedAtMs(a) || 0) ||
+    ms(b.status?.finishedAt) - ms(a.status?.finishedAt) ||
+    ms(b.metadata.creationTimestamp) - ms(a.metadata.creationTimestamp) ||
+    (b.metadata.name ?? '').localeCompare(a.metadata.name ?? '')
+  );
 }
 
 /** Operations of `op`'s namespace and target (not `op`) matching `f`, latest first. */
