@@ -4,7 +4,16 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT } from '../catalog/templates/fragments.ts';
 import { at, str, stringArray } from './object.ts';
 import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
-import type { EngineAdapter, MaterializeInput, MaterializeResult, Observation } from './types.ts';
+import type {
+  EngineAdapter,
+  MaterializeInput,
+  MaterializeResult,
+  Observation,
+  ObserveInput,
+} from './types.ts';
+
+/** The command's container in the Job's pod. */
+export const RUN_CONTAINER = 'run';
 
 /** The image allowlist is the `enum` of the template's `image` parameter; no enum, no image. */
 export function allowedImages(inputSchema: unknown): string[] {
@@ -44,7 +53,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
     template,
     env,
     attempt,
-    containerName: 'run',
+    containerName: RUN_CONTAINER,
     image,
     command,
     args,
@@ -58,11 +67,13 @@ export const jobAdapter: EngineAdapter = {
   types: ['Backup', 'Restore', 'Upgrade', 'Migration', 'RunCommand', 'Runbook'],
   childKinds: [{ apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' }],
   materialize,
-  observe: (children: readonly KubernetesObject[]): Observation =>
+  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation =>
     observeJob(
       children,
       { running: 'JobRunning', succeeded: 'JobSucceeded', failed: 'JobFailed' },
       'command',
+      input.pods,
     ),
   cancel: cancelJobs,
+  podOutcomeContainer: RUN_CONTAINER,
 };

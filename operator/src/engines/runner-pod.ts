@@ -7,7 +7,7 @@ import { effectivePolicy } from '../catalog/policy.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { arr, asManifest, at, isRecord, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
-import type { ChildManifest, EngineEnvironment, MaterializeInput, Observation } from './types.ts';
+import type { ChildManifest, EngineEnvironment, MaterializeInput, Observation, PodOutcome } from './types.ts';
 
 /** A non-root uid/gid most images accept (distroless "nonroot"); images that run as root by default
  * (busybox, alpine) would otherwise be refused by the kubelet under runAsNonRoot. */
@@ -86,6 +86,52 @@ function conditionTrue(job: KubernetesObject, type: string): Json | undefined {
   return isRecord(c) ? c : undefined;
 }
 
+/** The log tail a message carries: at most this many lines and characters (the end is kept). */
+export const LOG_TAIL_LINES = 5;
+export const LOG_TAIL_CHARS = 512;
+
+/**
+ * The last non-empty lines of a container log, bounded for a condition message: control characters
+ * (terminal escapes) removed, at most LOG_TAIL_LINES lines and LOG_TAIL_CHARS characters, the end kept.
+ */
+export function logTail(log: string): string {
+  const lines = log
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
+    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l !== '');
+  const tail = lines.slice(-LOG_TAIL_LINES).join(' | ');
+  return tail.length > LOG_TAIL_CHARS ? `…${tail.slice(-LOG_TAIL_CHARS + 1)}` : tail;
+}
+
+/** A pod's container status ⇒ its outcome, when the container has terminated. Pure. */
+export function podOutcome(pod: KubernetesObject, container: string): PodOutcome | undefined {
+  const status = arr(at(pod, 'status', 'containerStatuses')).find((c) => isRecord(c) && c.name === container);
+  const terminated = at(status, 'state', 'terminated') ?? at(status, 'lastState', 'terminated');
+  if (!isRecord(terminated)) return undefined;
+  const exitCode = num(terminated.exitCode);
+  const reason = str(terminated.reason);
+  return {
+    pod: pod.metadata?.name ?? '',
+    container,
+    ...(exitCode === undefined ? {} : { exitCode }),
+    ...(reason ? { reason } : {}),
+  };
+}
+
+/** "container run of pod p exited with code 3 (Error); last log lines: …", or '' without outcomes. */
+export function describeOutcomes(pods: readonly PodOutcome[] | undefined): string {
+  const last = pods?.at(-1);
+  if (!last) return '';
+  const code = last.exitCode === undefined ? 'ended' : `exited with code ${last.exitCode}`;
+  const why = last.reason ? ` (${last.reason})` : '';
+  const tail = last.logTail ? `; last log lines: ${last.logTail}` : '';
+  return `container ${last.container} of pod ${last.pod} ${code}${why}${tail}`;
+}
+
 /**
  * batch/v1 Job status ⇒ observation. Since Kubernetes 1.31 the Job controller first sets
  * SuccessCriteriaMet / FailureTarget and only adds Complete / Failed once the pods are gone; either
@@ -96,6 +142,7 @@ export function observeJob(
   jobs: readonly KubernetesObject[],
   reasons: JobReasons,
   what: string,
+  pods?: readonly PodOutcome[],
 ): Observation {
   const job = ofKind(jobs, 'Job')[0];
   if (!job) return running(reasons.running, `waiting for the ${what} Job to appear`);
@@ -105,15 +152,21 @@ export function observeJob(
   if (fail) {
     const why = str(fail.reason) ?? 'Failed';
     const detail = str(fail.message);
+    const outcome = describeOutcomes(pods);
     return failed(
       reasons.failed,
-      `${what} Job ${name} failed (${why}${detail ? `: ${detail}` : ''}); see the logs of its pod (kubectl logs job/${name})`,
+      `${what} Job ${name} failed (${why}${detail ? `: ${detail}` : ''})${outcome ? `: ${outcome}` : ''}; see the logs of its pod (kubectl logs job/${name})`,
       why !== 'DeadlineExceeded',
       outputs,
     );
   }
   if (conditionTrue(job, 'Complete') ?? conditionTrue(job, 'SuccessCriteriaMet')) {
-    return succeeded(reasons.succeeded, `${what} Job ${name} completed`, outputs);
+    const outcome = describeOutcomes(pods);
+    return succeeded(
+      reasons.succeeded,
+      `${what} Job ${name} completed${outcome ? `: ${outcome}` : ''}`,
+      outputs,
+    );
   }
   const active = num(at(job, 'status', 'active')) ?? 0;
   const failedPods = num(at(job, 'status', 'failed')) ?? 0;
@@ -123,6 +176,11 @@ export function observeJob(
     `${what} Job ${name}: ${state}${failedPods > 0 ? `, ${failedPods} failed` : ''}`,
     outputs,
   );
+}
+
+/** Whether a Job has finished either way (the reconciler reads its pods' outcomes then). Pure. */
+export function jobFinished(job: KubernetesObject): boolean {
+  return ['Complete', 'Failed', 'SuccessCriteriaMet', 'FailureTarget'].some((t) => conditionTrue(job, t));
 }
 
 /** Cancel for Job children: delete in the foreground so the pods go first and nothing keeps running. */

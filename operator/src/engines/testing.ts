@@ -155,3 +155,18 @@ export function aTemplateWithoutAllowlist(): EffectiveTemplate {
   schema.properties.image = { type: 'string' };
   return { ...t, name: 'open-runcommand', inputSchema: schema, source: 'test' };
 }
+
+/** A Job's pod whose `container` terminated with `exitCode` (as the kubelet reports it). */
+export function aTerminatedPod(
+  name: string,
+  container: string,
+  exitCode: number,
+  reason = exitCode === 0 ? 'Completed' : 'Error',
+): KubernetesObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'team-a' },
+    status: { containerStatuses: [{ name: container, state: { terminated: { exitCode, reason } } }] },
+  } as KubernetesObject;
+}

@@ -75,6 +75,25 @@ export type CancelAction =
   | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest
   | { kind: 'none' };
 
+/**
+ * How a finished Job's container ended, read by the reconciler from the Job's pod (adapters that set
+ * `podOutcomeContainer`): the container's terminated state and the tail of its log.
+ */
+export interface PodOutcome {
+  pod: string;
+  container: string;
+  exitCode?: number;
+  /** The terminated state's reason: Completed, Error, OOMKilled, ... */
+  reason?: string;
+  /** The last lines of the container's log, already bounded and cleaned (runner-pod.ts logTail). */
+  logTail?: string;
+}
+
+export interface ObserveInput extends Pick<MaterializeInput, 'op' | 'attempt'> {
+  /** Outcomes of the finished child Job's pods (only for adapters with `podOutcomeContainer`). */
+  pods?: readonly PodOutcome[];
+}
+
 export interface EngineAdapter {
   engine: Engine;
   /** Operation types this adapter runs. */
@@ -88,10 +107,12 @@ export interface EngineAdapter {
    * visible yet (an empty list right after creation) read as Running; noticing that a child
    * disappeared for good is the reconciler's job.
    */
-  observe(
-    children: readonly KubernetesObject[],
-    input: Pick<MaterializeInput, 'op' | 'attempt'>,
-  ): Observation;
+  observe(children: readonly KubernetesObject[], input: ObserveInput): Observation;
   /** Pure: how to stop these children gracefully (cancel, deadline). */
   cancel(children: readonly KubernetesObject[]): CancelAction[];
+  /**
+   * The container whose exit code and log tail the reconciler reads from a finished child Job's pod
+   * (pods and pods/log in the engine's RBAC profile) and passes to observe as `pods`.
+   */
+  podOutcomeContainer?: string;
 }

@@ -24,6 +24,8 @@ export class SelfAccessReviewer implements AccessReviewer {
     this.#client = client;
   }
   async allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean> {
+    // A subresource rule (pods/log) is reviewed as resource + subresource.
+    const [resource, subresource] = a.resource.split('/');
     const res = await this.#client.request<{ status?: { allowed?: boolean } }>({
       method: 'POST',
       path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
@@ -31,7 +33,13 @@ export class SelfAccessReviewer implements AccessReviewer {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SelfSubjectAccessReview',
         spec: {
-          resourceAttributes: { namespace: a.namespace, group: a.group, resource: a.resource, verb: a.verb },
+          resourceAttributes: {
+            namespace: a.namespace,
+            group: a.group,
+            resource,
+            ...(subresource ? { subresource } : {}),
+            verb: a.verb,
+          },
         },
       },
       timeoutMs: 5_000,

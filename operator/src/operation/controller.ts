@@ -70,6 +70,7 @@ import {
 import { EngineDiscovery } from './engine-install.ts';
 import { OperationMetrics } from './metrics.ts';
 import { type OwnWrite, withOwnWrites } from './own-writes.ts';
+import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
@@ -435,6 +436,10 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const facts = needsPreconditions(op) && !paused ? await gatherFacts(ctx, op, target, adapter) : undefined;
     if (!facts) nameWatcher.release(ctx.key);
     const children = paused ? [] : await readChildren(op, adapter, ctx.signal);
+    const pods =
+      adapter?.podOutcomeContainer && !isTerminalPhase(op.status?.phase)
+        ? await readPodOutcomes(deps.client, children[0], adapter.podOutcomeContainer, ctx.signal)
+        : undefined;
     const attemptKey = `${uid}/${op.status?.attempts ?? 0}`;
     const env =
       (isTerminalPhase(op.status?.phase) && !facts) || paused
@@ -450,6 +455,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       adapter,
       env,
       children,
+      ...(pods ? { pods } : {}),
       ...(seen !== undefined ? { failureSeenAt: seen } : {}),
       ...(deps.graceMs !== undefined ? { graceMs: deps.graceMs } : {}),
       ...(deps.engineRecheckMs !== undefined ? { engineRecheckMs: deps.engineRecheckMs } : {}),

@@ -40,6 +40,7 @@ import type {
   EngineAdapter,
   EngineEnvironment,
   Observation,
+  PodOutcome,
 } from '../engines/types.ts';
 import { isPaused, resumeHint } from '../instance/paused.ts';
 import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
@@ -90,6 +91,8 @@ export interface DecideInput<T extends Template = Template> {
   target?: ApplicationInstance;
   /** The current attempt's children as read from the API server (absent = not found). */
   children: readonly KubernetesObject[];
+  /** How a finished child Job's pods ended (adapters with podOutcomeContainer; controller reads them). */
+  pods?: readonly PodOutcome[];
   /** When this replica first saw the current attempt fail (retry backoff); undefined = just now. */
   failureSeenAt?: number;
   graceMs?: number;
@@ -622,7 +625,7 @@ function decideRunning(input: DecideInput): Decision {
       retryable: true,
     };
   } else {
-    obs = adapter.observe(input.children, { op, attempt });
+    obs = adapter.observe(input.children, { op, attempt, ...(input.pods ? { pods: input.pods } : {}) });
   }
   if (obs.outputs && Object.keys(obs.outputs).length > 0) {
     b.status.outputs = { ...(b.status.outputs ?? {}), ...obs.outputs };

@@ -67,8 +67,9 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
   },
   'runCommand.job': {
     id: 'runCommand.job',
-    description: 'Run a command Job (allowlisted image, runner ServiceAccount) in the namespace.',
-    rules: [rule('batch', 'jobs', WRITE)],
+    description:
+      "Run a command Job (allowlisted image, runner ServiceAccount) in the namespace; read its pod's exit code and log tail.",
+    rules: [rule('batch', 'jobs', WRITE), rule('', 'pods', ['get', 'list']), rule('', 'pods/log', ['get'])],
   },
   'runbook.workflow': {
     id: 'runbook.workflow',

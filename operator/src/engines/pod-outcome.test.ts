@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { jobAdapter, RUN_CONTAINER } from './job.ts';
+import {
+  describeOutcomes,
+  jobFinished,
+  LOG_TAIL_CHARS,
+  LOG_TAIL_LINES,
+  logTail,
+  podOutcome,
+} from './runner-pod.ts';
+import { anInput, aTerminatedPod, jobCondition, materialized, withStatus } from './testing.ts';
+
+const runCommand = () =>
+  anInput({ type: 'RunCommand', engine: 'job', parameters: { command: ['sh', '-c', 'echo hello'] } });
+const job = (status: Record<string, unknown>) => {
+  const [child] = materialized(jobAdapter.materialize(runCommand()));
+  if (!child) throw new Error('no child');
+  return withStatus(child, status);
+};
+
+describe('pod outcomes of a finished Job', () => {
+  it('reads the terminated state of the named container, current or last', () => {
+    expect(podOutcome(aTerminatedPod('p', 'run', 3), 'run')).toEqual({
+      pod: 'p',
+      container: 'run',
+      exitCode: 3,
+      reason: 'Error',
+    });
+    const restarted = {
+      metadata: { name: 'q' },
+      status: {
+        containerStatuses: [
+          { name: 'run', state: { running: {} }, lastState: { terminated: { exitCode: 1 } } },
+        ],
+      },
+    };
+    expect(podOutcome(restarted, 'run')).toEqual({ pod: 'q', container: 'run', exitCode: 1 });
+    expect(podOutcome(aTerminatedPod('p', 'other', 3), 'run')).toBeUndefined();
+    expect(podOutcome({ metadata: { name: 'r' } }, 'run')).toBeUndefined();
+  });
+
+  it('keeps the last lines of a log, without terminal escapes or control characters, bounded', () => {
+    expect(logTail('one\n\ntwo\r\n\x1b[31mthree\x1b[0m\n')).toBe('one | two | three');
+    const many = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n');
+    expect(logTail(many).split(' | ')).toEqual(
+      Array.from({ length: LOG_TAIL_LINES }, (_, i) => `line ${15 + i}`),
+    );
+    const long = logTail(`${'x'.repeat(2000)}END`);
+    expect(long.length).toBe(LOG_TAIL_CHARS);
+    expect(long.endsWith('END')).toBe(true);
+    expect(logTail('\n\n')).toBe('');
+  });
+
+  it('describes the last pod: exit code, reason, log tail', () => {
+    expect(describeOutcomes(undefined)).toBe('');
+    expect(
+      describeOutcomes([{ pod: 'p', container: 'run', exitCode: 3, reason: 'Error', logTail: 'boom' }]),
+    ).toBe('container run of pod p exited with code 3 (Error); last log lines: boom');
+    expect(describeOutcomes([{ pod: 'p', container: 'run' }])).toBe('container run of pod p ended');
+  });
+
+  it('a Job is finished once any terminal condition is True', () => {
+    expect(jobFinished(job({ active: 1 }))).toBe(false);
+    for (const t of ['Complete', 'Failed', 'SuccessCriteriaMet', 'FailureTarget'])
+      expect(jobFinished(job({ conditions: [jobCondition(t)] }))).toBe(true);
+  });
+
+  it('the job engine puts the exit code and the log tail into its observation', () => {
+    const input = runCommand();
+    expect(jobAdapter.podOutcomeContainer).toBe(RUN_CONTAINER);
+    const failed = jobAdapter.observe(
+      [job({ conditions: [jobCondition('Failed', 'BackoffLimitExceeded')] })],
+      {
+        ...input,
+        pods: [{ pod: 'p', container: 'run', exitCode: 3, reason: 'Error', logTail: 'about to fail' }],
+      },
+    );
+    expect(failed).toMatchObject({ phase: 'Failed', reason: 'JobFailed', retryable: true });
+    expect(failed.message).toContain(
+      'container run of pod p exited with code 3 (Error); last log lines: about to fail',
+    );
+    const ok = jobAdapter.observe([job({ conditions: [jobCondition('Complete')] })], {
+      ...input,
+      pods: [{ pod: 'p', container: 'run', exitCode: 0, reason: 'Completed', logTail: 'hello' }],
+    });
+    expect(ok).toMatchObject({ phase: 'Succeeded', reason: 'JobSucceeded' });
+    expect(ok.message).toContain('exited with code 0 (Completed); last log lines: hello');
+    // Without outcomes (pod gone, or no pods/log) the message is the Job's alone.
+    expect(
+      jobAdapter.observe([job({ conditions: [jobCondition('Complete')] })], input).message,
+    ).not.toContain('exited');
+  });
+});
