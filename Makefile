@@ -31,8 +31,9 @@ test-unit: deps
 test-integration: deps
 	hack/build-tools.sh cluster && hack/fetch-crds.sh && npx vitest run --project integration
 
+# make demo [NODE=real]: on kwok (default), or on a real node where the command really runs (root).
 demo: deps
-	hack/demo.sh
+	VWS_NODE=$(NODE) hack/demo.sh
 
 generate: deps
 	npm run generate

@@ -8,6 +8,9 @@
 // and a velero Backup (Velero does not run here: a documented simulator moves the real velero.io
 // Backup's status the way Velero does, and the demo says so). It ends by stopping the operator
 // gracefully and deleting the cluster.
+//
+// VWS_NODE=real (`make demo NODE=real`, root): the same on a real node (hack/lib/real-node.ts) instead
+// of kwok: the RunCommand's container really runs, and its output is shown from the Operation.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,7 +21,8 @@ import { helm, TINY_CHART, tinyInstance } from '../test/support/helm.ts';
 import { EngineSimulator } from '../test/support/simulator.ts';
 import { makeServingCert } from './lib/certs.ts';
 import { defaultCrdFiles, freePort, ROOT } from './lib/controlplane.ts';
-import { type KwokCluster, startKwokCluster } from './lib/kwok-cluster.ts';
+import { startKwokCluster } from './lib/kwok-cluster.ts';
+import { startRealNode } from './lib/real-node.ts';
 import { applyWebhookConfigurations, csvWebhookDefinitions, webhookConfigurations } from './lib/webhooks.ts';
 
 const started = Date.now();
@@ -51,15 +55,23 @@ const AIS = '/apis/apps.vworkspace.io/v1alpha1/namespaces/shop/applicationinstan
 const dir = join(ROOT, '.cache/demo');
 await rm(dir, { recursive: true, force: true });
 await mkdir(dir, { recursive: true });
-let cluster: KwokCluster | undefined;
+const real = process.env.VWS_NODE === 'real';
+let cluster: { kubeconfigPath: string; stop(): Promise<void> } | undefined;
 let operator: ChildProcess | undefined;
 let simulator: EngineSimulator | undefined;
 const opLog: string[] = [];
 try {
-  say(
-    'starting a kwok cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok: binaries built from source) ...',
-  );
-  cluster = await startKwokCluster({ name: 'vworkspace-demo', crdFiles: defaultCrdFiles() });
+  if (real) {
+    say(
+      'starting a real node (etcd, kube-apiserver, controller-manager, scheduler, containerd, runc, kubelet, kube-proxy, CoreDNS: built from source) ...',
+    );
+    cluster = await startRealNode({ log: (l) => say(`  ${l}`) });
+  } else {
+    say(
+      'starting a kwok cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok: binaries built from source) ...',
+    );
+    cluster = await startKwokCluster({ name: 'vworkspace-demo', crdFiles: defaultCrdFiles() });
+  }
   say(`cluster ready with the project's and the upstream CRDs; KUBECONFIG=${cluster.kubeconfigPath}`);
   const kc = new KubeConfig();
   kc.loadFromFile(cluster.kubeconfigPath);
@@ -177,7 +189,7 @@ try {
         targetRef: { name: 'web' },
         parameters: {
           image: 'docker.io/library/busybox:1.37.0',
-          command: ['sh', '-c', 'echo hello from shop/web'],
+          command: ['sh', '-c', 'echo hello from shop/web; uname -sr; id'],
         },
       },
     },
@@ -230,6 +242,9 @@ try {
     say(
       `Operation shop/${op.metadata.name}: ${op.status?.phase}; outputs ${JSON.stringify(op.status?.outputs ?? {})}`,
     );
+    // On a real node the message carries the container's exit code and the last lines of its output.
+    const done = op.status?.conditions?.find((c) => c.type === 'Succeeded');
+    if (op.spec?.type === 'RunCommand') say(`  ${done?.reason}: ${done?.message}`);
   }
   if (finished.some((op) => op.status?.phase !== 'Succeeded'))
     throw new Error('an Operation did not succeed');

@@ -5,7 +5,7 @@
 #
 # Stages: static checks (biome, tsc, generated files: each counted as one test), tool build
 # (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
-# vitest e2e (OLM on a kwok cluster, image mirroring).
+# vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the real node's leak check.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -48,6 +48,9 @@ if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
   run_vitest integration
   run_vitest e2e
 fi
+
+# After every test: nothing a real node (test/e2e/real-node/) started may be left on this machine.
+check "real node left nothing behind (hack/lib/real-node-leaks.sh)" hack/lib/real-node-leaks.sh
 
 stage "summary"
 node hack/test-summary.ts "$OUT" "$checks_passed" "$checks_failed" "${failed_stages[@]}"

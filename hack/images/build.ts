@@ -334,7 +334,16 @@ export function pushImages(
   workDir: string,
   opts: CraneOptions & { log?: (l: string) => void },
 ) {
-  for (const b of allImages(set)) {
+  pushBuilt(allImages(set), workDir, opts);
+}
+
+/** pushImages for any list of built images (the node's own: hack/images/node-images.ts). */
+export function pushBuilt(
+  images: readonly BuiltImage[],
+  workDir: string,
+  opts: CraneOptions & { log?: (l: string) => void } = {},
+) {
+  for (const b of images) {
     const layout = join(workDir, 'layouts', b.name);
     writeOciLayout(layout, b.image);
     opts.log?.(`push ${b.repo}:${b.tag}`);

@@ -30,6 +30,11 @@ export interface ControlPlaneOptions {
   apiServerArgs?: string[];
   /** Keep the directory on stop (for debugging). Default: env VWS_KEEP_CLUSTER === '1'. */
   keep?: boolean;
+  /**
+   * The API server's bind and advertise address (default 127.0.0.1). A real node's pods reach the
+   * `kubernetes` Service's endpoint, which cannot be a loopback address (hack/lib/real-node.ts).
+   */
+  address?: string;
 }
 
 export interface ControlPlane {
@@ -160,12 +165,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   ];
   let etcd: Proc | undefined = startProcess('etcd', etcdBin, etcdArgs, etcdLog);
 
-  const server = `https://127.0.0.1:${apiPort}`;
+  const address = opts.address ?? '127.0.0.1';
+  const server = `https://${address}:${apiPort}`;
   const apiLog = join(dir, 'kube-apiserver.log');
   const apiArgs = [
     `--etcd-servers=${etcdUrl}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    `--bind-address=${address}`,
+    `--advertise-address=${address}`,
     `--secure-port=${apiPort}`,
     `--cert-dir=${join(dir, 'pki')}`,
     `--token-auth-file=${tokens}`,

@@ -68,7 +68,8 @@ export async function startOlm(
   kubeconfigPath: string,
   client: KubeClient,
   workdir: string,
-  opts: { timeoutMs?: number } = {},
+  /** catalogArgs: more flags for the catalog operator (a real node: --util-image, --opmImage). */
+  opts: { timeoutMs?: number; catalogArgs?: string[] } = {},
 ): Promise<Olm> {
   const olmBin = requireBin('olm', 'hack/build-tools.sh olm-operators');
   const catalogBin = requireBin('catalog', 'hack/build-tools.sh olm-operators');
@@ -107,7 +108,14 @@ export async function startOlm(
     startProcess(
       'catalog',
       catalogBin,
-      ['--namespace', OLM_NAMESPACE, '--kubeconfig', kubeconfigPath, '--set-workload-user-id=false'],
+      [
+        '--namespace',
+        OLM_NAMESPACE,
+        '--kubeconfig',
+        kubeconfigPath,
+        '--set-workload-user-id=false',
+        ...(opts.catalogArgs ?? []),
+      ],
       join(workdir, 'catalog.log'),
       env,
     ),

@@ -20,6 +20,7 @@ import {
   PROVIDER_CHANNEL,
   PROVIDERS,
   type Provider,
+  type ProviderContainer,
   providerCsvName,
   writeProviderBundle,
 } from './providers.ts';
@@ -35,11 +36,12 @@ export function catalogVersions(): string[] {
 const rendered = new Map<string, string>();
 
 /** The provider's FBC (package, channel, `opm render` of its bundle directory); rendered once per run. */
-function providerFbc(p: Provider, scratch: string): string {
-  const cached = rendered.get(p.package);
+function providerFbc(p: Provider, scratch: string, container?: ProviderContainer): string {
+  const key = `${p.package} ${container?.image ?? ''}`;
+  const cached = rendered.get(key);
   if (cached) return cached;
   const dir = join(scratch, `bundle-${p.package}`);
-  writeProviderBundle(p, dir);
+  writeProviderBundle(p, dir, container);
   const fbc = [
     toYaml({ schema: 'olm.package', name: p.package, defaultChannel: PROVIDER_CHANNEL }),
     toYaml({
@@ -51,7 +53,7 @@ function providerFbc(p: Provider, scratch: string): string {
     renderBundle(dir).replace(/^---\n/, ''),
   ].join('---\n');
   rmSync(dir, { recursive: true, force: true });
-  rendered.set(p.package, fbc);
+  rendered.set(key, fbc);
   return fbc;
 }
 
@@ -64,20 +66,30 @@ export function buildCatalog(dir: string, opts: { upTo?: string } = {}): void {
   mkdirSync(dir, { recursive: true });
   const ours = join(dir, PACKAGE_NAME);
   cpSync(join(ROOT, CATALOG_DIR), ours, { recursive: true });
-  const upTo = opts.upTo;
-  if (upTo !== undefined) {
-    const later = catalogVersions().filter((v) => compareVersions(v, upTo) > 0);
-    for (const v of later) rmSync(join(ours, 'bundles', `${bundleName(PACKAGE_NAME, v)}.yaml`));
-    const channels = parseChannels(readRepoFile(CHANNELS_PATH)).map((c) => ({
-      ...c,
-      entries: c.entries.filter((e) => compareVersions(versionOf(PACKAGE_NAME, e.name), upTo) <= 0),
-    }));
-    writeFileSync(join(ours, 'channels.yaml'), renderChannels(channels.filter((c) => c.entries.length > 0)));
-  }
+  if (opts.upTo !== undefined) cutToVersion(ours, opts.upTo);
+  addProviders(dir);
+}
+
+/**
+ * Cuts our package in `ours` (a catalog directory: channels.yaml, bundles/) back to the versions up to
+ * and including `upTo`, as the catalog looked when that version was the newest.
+ */
+export function cutToVersion(ours: string, upTo: string): void {
+  const later = catalogVersions().filter((v) => compareVersions(v, upTo) > 0);
+  for (const v of later) rmSync(join(ours, 'bundles', `${bundleName(PACKAGE_NAME, v)}.yaml`));
+  const channels = parseChannels(readRepoFile(CHANNELS_PATH)).map((c) => ({
+    ...c,
+    entries: c.entries.filter((e) => compareVersions(versionOf(PACKAGE_NAME, e.name), upTo) <= 0),
+  }));
+  writeFileSync(join(ours, 'channels.yaml'), renderChannels(channels.filter((c) => c.entries.length > 0)));
+}
+
+/** Adds the provider packages to the catalog in `dir` and checks it with `opm validate`. */
+export function addProviders(dir: string, container?: ProviderContainer): void {
   const scratch = join(dir, '..', `${dir.split('/').pop()}-scratch`);
   for (const p of PROVIDERS) {
     mkdirSync(join(dir, p.package), { recursive: true });
-    writeFileSync(join(dir, p.package, 'catalog.yaml'), providerFbc(p, scratch));
+    writeFileSync(join(dir, p.package, 'catalog.yaml'), providerFbc(p, scratch, container));
   }
   rmSync(scratch, { recursive: true, force: true });
   const findings = opmValidateFindings(runTool(ROOT, 'opm', ['validate', dir]));

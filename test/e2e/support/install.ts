@@ -19,6 +19,9 @@ import {
 } from './olm-api.ts';
 import { CATALOG_SOURCE, type World } from './world.ts';
 
+/** What these helpers use of a journey's world (the kwok World, or a real node's). */
+export type OlmUser = Pick<World, 'client' | 'say'>;
+
 export const SUBSCRIPTION = PACKAGE_NAME;
 /** The version this checkout builds (package.json): the head of the catalog's channels. */
 export const CURRENT_VERSION = (
@@ -51,7 +54,7 @@ async function until<T>(
 }
 
 export async function subscribeOperator(
-  world: World,
+  world: OlmUser,
   opts: { channel?: string; approval?: 'Automatic' | 'Manual' } = {},
 ): Promise<void> {
   await subscribe(world.client, SUBSCRIPTION, {
@@ -66,7 +69,7 @@ export async function subscribeOperator(
   );
 }
 
-export function getSubscription(world: World, name = SUBSCRIPTION): Promise<Subscription> {
+export function getSubscription(world: OlmUser, name = SUBSCRIPTION): Promise<Subscription> {
   return world.client.request<Subscription>({
     method: 'GET',
     path: subscriptionsPath(OPERATORS_NAMESPACE, name),
@@ -75,7 +78,7 @@ export function getSubscription(world: World, name = SUBSCRIPTION): Promise<Subs
 
 /** The InstallPlan the Subscription points at once it names `csv`, after it completed. */
 export async function waitInstallPlanFor(
-  world: World,
+  world: OlmUser,
   csv: string,
   timeoutMs = 300_000,
 ): Promise<InstallPlan> {
@@ -102,7 +105,7 @@ export async function waitInstallPlanFor(
   return plan;
 }
 
-export async function waitCsvSucceeded(world: World, name: string, timeoutMs = 300_000): Promise<Csv> {
+export async function waitCsvSucceeded(world: OlmUser, name: string, timeoutMs = 300_000): Promise<Csv> {
   const csv = await until(
     `CSV ${name} to reach Succeeded`,
     () => getOrUndefined<Csv>(world.client, csvsPath(OPERATORS_NAMESPACE, name)),
@@ -115,7 +118,7 @@ export async function waitCsvSucceeded(world: World, name: string, timeoutMs = 3
 }
 
 /** The Subscription once OLM says it is at the newest version the catalog offers. */
-export function waitSubscriptionAtLatest(world: World): Promise<Subscription> {
+export function waitSubscriptionAtLatest(world: OlmUser): Promise<Subscription> {
   return eventually(
     'Subscription AtLatestKnown',
     async () => {
@@ -129,7 +132,7 @@ export function waitSubscriptionAtLatest(world: World): Promise<Subscription> {
 
 /** Subscribes and waits until `version` of our package is installed and Succeeded. */
 export async function installOperator(
-  world: World,
+  world: OlmUser,
   version: string,
   opts: { channel?: string } = {},
 ): Promise<{ plan: InstallPlan; csv: Csv }> {

@@ -82,7 +82,13 @@ export function providerCrds(p: Provider): Crd[] {
 }
 
 /** The provider's CSV: owns its CRDs, AllNamespaces, one Deployment, read/write on its own kinds. */
-export function providerCsv(p: Provider): Record<string, unknown> {
+/** What a provider's Deployment runs: nothing pullable on kwok; a real image on a real node. */
+export interface ProviderContainer {
+  image: string;
+  command: string[];
+}
+
+export function providerCsv(p: Provider, container?: ProviderContainer): Record<string, unknown> {
   const crds = providerCrds(p);
   const version = providerVersion(p);
   const labels = { 'app.kubernetes.io/name': p.package };
@@ -143,8 +149,9 @@ export function providerCsv(p: Provider): Record<string, unknown> {
                     containers: [
                       {
                         name: 'manager',
-                        // kwok plays the kubelet: nothing is ever pulled.
-                        image: `registry.invalid/vworkspace-e2e/${p.package}:v${version}`,
+                        // kwok plays the kubelet: nothing is ever pulled; a real node runs `container`.
+                        image: container?.image ?? `registry.invalid/vworkspace-e2e/${p.package}:v${version}`,
+                        ...(container ? { command: container.command } : {}),
                         resources: { requests: { cpu: '10m', memory: '16Mi' } },
                       },
                     ],
@@ -160,10 +167,13 @@ export function providerCsv(p: Provider): Record<string, unknown> {
 }
 
 /** Writes a registry+v1 bundle directory (manifests/, metadata/) for `opm render`. */
-export function writeProviderBundle(p: Provider, dir: string): void {
+export function writeProviderBundle(p: Provider, dir: string, container?: ProviderContainer): void {
   mkdirSync(join(dir, 'manifests'), { recursive: true });
   mkdirSync(join(dir, 'metadata'), { recursive: true });
-  writeFileSync(join(dir, 'manifests', `${p.package}.clusterserviceversion.yaml`), toYaml(providerCsv(p)));
+  writeFileSync(
+    join(dir, 'manifests', `${p.package}.clusterserviceversion.yaml`),
+    toYaml(providerCsv(p, container)),
+  );
   for (const f of p.crdFiles) copyFileSync(join(BIN, 'crds', f), join(dir, 'manifests', basename(f)));
   writeFileSync(
     join(dir, 'metadata/annotations.yaml'),

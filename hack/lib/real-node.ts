@@ -1,0 +1,447 @@
+// One real node beside the kwok flavour (docs/real-node.md, ADR 0009): pods really run. A control plane
+// (etcd, kube-apiserver, controller-manager, scheduler) plus containerd 2.x with runc, the kubelet,
+// kube-proxy (iptables mode), a CNI bridge on a private pod range and CoreDNS as a pod, all built by
+// hack/build-tools.sh node. Images come from a loopback registry (plain HTTP via hosts.toml), built by
+// the project's own image tooling (hack/images/node-images.ts). Needs root.
+//
+// Every process runs under the reaper and names the node's work directory on its command line; a
+// guard runs hack/lib/real-node-cleanup.sh on stop() or when this process dies first, which removes
+// whatever the node left on the host (processes, pods, cgroups, mounts, links, iptables chains,
+// sysctls, files). One real node per machine at a time (/run/vws-real-node.lock): ports 10250 and the
+// iptables chains are the host's.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import { RUNCOMMAND_IMAGES } from '../../operator/src/catalog/templates/job-runcommand.ts';
+import { isNotFound, type KubeClient, PATCH_TYPES, RestClient } from '../../operator/src/runtime/index.ts';
+import { pushBuilt } from '../images/build.ts';
+import { copyImage } from '../images/crane.ts';
+import { nodeImages } from '../images/node-images.ts';
+import { makeClientCert } from './certs.ts';
+import { BIN, type ControlPlane, ROOT, startControlPlane } from './controlplane.ts';
+import { type Proc, running, startGuard, startProcess, stopProcess, tailFile } from './process.ts';
+import {
+  cniConflist,
+  containerdConfig,
+  corednsObjects,
+  kubeletConfig,
+  kubeProxyConfig,
+  mirrorHostsToml,
+  type NodeLayout,
+  paths,
+  registryHostsToml,
+  SYSCTLS,
+  splitImage,
+} from './real-node-config.ts';
+import { type Registry, startRegistry } from './registry.ts';
+
+export const CLEANUP = join(ROOT, 'hack/lib/real-node-cleanup.sh');
+export const LOCK = '/run/vws-real-node.lock';
+export const NODE_NAME = 'vws-node';
+export const NODE_IP = '10.250.250.1';
+export const POD_CIDR = '10.244.0.0/24';
+export const SERVICE_CIDR = '10.96.0.0/16';
+export const DNS_IP = '10.96.0.10';
+export const REGISTRY_NAMESPACE = 'vworkspace';
+const BRIDGE = 'vws-br0';
+const DOCKER_HUB = 'https://registry-1.docker.io';
+/** The device plugin socket's directory (fixed in the kubelet) and libcni's result cache. */
+const HOST_DIRS = ['/var/lib/kubelet', '/var/lib/cni'];
+
+export interface RealNodeOptions {
+  /** Install the project's and the upstream CRDs (as the integration control plane does). Default true. */
+  crds?: boolean;
+  /** Progress lines (default: stderr). */
+  log?: (line: string) => void;
+}
+
+export interface RealNode {
+  workdir: string;
+  kubeconfigPath: string;
+  nodeName: string;
+  nodeIp: string;
+  controlPlane: ControlPlane;
+  client: KubeClient;
+  kc: KubeConfig;
+  registry: Registry;
+  /** `<registry>/vworkspace`: where images for this node go. */
+  registryPrefix: string;
+  /** The node's own images, by digest. */
+  images: { pause: string; busybox: string; coredns: string; olmUtil: string };
+  /** Host pids of the node's pods' processes (its cgroup tree) whose argv matches. */
+  podProcesses(match: (argv: string[]) => boolean): number[];
+  /** The last lines of every component's log, for failure reports. */
+  logs(lines?: number): string;
+  stop(): Promise<void>;
+}
+
+function need(name: string): string {
+  const p = join(BIN, name);
+  if (!existsSync(p)) throw new Error(`${p} is missing: run \`make tools\` (hack/build-tools.sh node)`);
+  return p;
+}
+
+function sh(cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Is a process alive that names `dir` on its command line (the holder of the lock)? */
+function nodeAlive(dir: string): boolean {
+  for (const pid of execFileSync('ls', ['/proc'], { encoding: 'utf8' }).split('\n')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir)) return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
+}
+
+/** Takes the one-node lock; a stale holder's leftovers are cleaned first. */
+async function takeLock(workdir: string, log: (l: string) => void): Promise<void> {
+  if (existsSync(LOCK)) {
+    const holder = readFileSync(LOCK, 'utf8').trim();
+    if (holder && nodeAlive(holder))
+      throw new Error(`another real node runs on this machine (${holder}); stop it first (one per machine)`);
+    if (holder && existsSync(holder)) {
+      log(`cleaning up after a real node that did not stop (${holder})`);
+      sh(CLEANUP, [holder]);
+    }
+  }
+  await writeFile(LOCK, `${workdir}\n`);
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, logs: () => string) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs / 1000} s\n${logs()}`);
+    await sleep(500);
+  }
+}
+
+export async function apply(
+  client: KubeClient,
+  obj: Record<string, unknown>,
+  fieldManager = 'vws-real-node',
+) {
+  const meta = obj.metadata as { name: string; namespace?: string };
+  const [group, version] = String(obj.apiVersion).includes('/')
+    ? String(obj.apiVersion).split('/')
+    : ['', String(obj.apiVersion)];
+  const plural = `${String(obj.kind).toLowerCase()}s`.replace(/ys$/, 'ies');
+  const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
+  const ns = meta.namespace ? `/namespaces/${meta.namespace}` : '';
+  await client.request({
+    method: 'PATCH',
+    path: `${base}${ns}/${plural}/${meta.name}`,
+    query: { fieldManager, force: true },
+    contentType: PATCH_TYPES.apply,
+    body: obj,
+  });
+}
+
+export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNode> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(`[real-node] ${l}\n`));
+  if (process.getuid?.() !== 0)
+    throw new Error('the real node needs root (containerd, runc, bridges, iptables); run as root');
+  const bins = Object.fromEntries(
+    [
+      'containerd',
+      'containerd-shim-runc-v2',
+      'runc',
+      'kubelet',
+      'kube-proxy',
+      'kube-controller-manager',
+      'kube-scheduler',
+      'iptables',
+      'coredns',
+      'pause',
+      'busybox',
+      'cpb',
+      'crane',
+      'registry',
+    ].map((n) => [n, need(n)]),
+  );
+  for (const p of ['bridge', 'host-local', 'loopback', 'portmap']) need(`cni/${p}`);
+
+  const workdir = await mkdtemp('/tmp/vws-node-');
+  await takeLock(workdir, log);
+  const layout: NodeLayout = {
+    dir: workdir,
+    bin: BIN,
+    nodeName: NODE_NAME,
+    nodeIp: NODE_IP,
+    podCidr: POD_CIDR,
+    serviceCidr: SERVICE_CIDR,
+    dnsIp: DNS_IP,
+    bridge: BRIDGE,
+    cgroupRoot: `vws-node-${workdir.slice(-6)}`,
+    registryHost: '',
+    sandboxImage: '',
+  };
+  const p = paths(layout);
+  await writeFile(
+    join(workdir, 'node.env'),
+    [
+      `NODE_BRIDGE=${BRIDGE}`,
+      `NODE_IP=${NODE_IP}`,
+      `CGROUP_ROOT=${layout.cgroupRoot}`,
+      `BIN=${BIN}`,
+      // Host paths the kubelet and libcni write to whatever they are told: removed after the node
+      // when it created them.
+      ...HOST_DIRS.map((d, i) => `HOST_DIR_${i}=${existsSync(d) ? '' : d}`),
+      '',
+    ].join('\n'),
+  );
+  const saved = SYSCTLS.filter((k) => existsSync(`/proc/sys/${k}`)).map(
+    (k) => `${k} ${readFileSync(`/proc/sys/${k}`, 'utf8').trim()}`,
+  );
+  await writeFile(join(workdir, 'sysctl.saved'), `${saved.join('\n')}\n`);
+  const guard = startGuard('real node cleanup', `"${CLEANUP}" "$NODE_DIR"`, join(workdir, 'cleanup.log'), {
+    NODE_DIR: workdir,
+  });
+  const procs: Proc[] = [];
+  let controlPlane: ControlPlane | undefined;
+  let registry: Registry | undefined;
+  const env = { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}` };
+  const logs = (lines = 30) =>
+    [...(controlPlane ? [join(controlPlane.dir, 'kube-apiserver.log')] : []), ...procs.map((x) => x.logPath)]
+      .map((f) => `--- ${f} ---\n${tailFile(f, lines)}`)
+      .join('\n');
+  const start = (name: string, args: string[]) => {
+    const proc = startProcess(name, bins[name] ?? name, args, join(workdir, `${name}.log`), env);
+    procs.push(proc);
+    return proc;
+  };
+  const stop = async () => {
+    // The kubelet and kube-proxy first, so nothing recreates what the cleanup removes.
+    for (const name of ['kube-proxy', 'kubelet'])
+      await stopProcess(
+        procs.find((x) => x.name === name),
+        5000,
+      );
+    await stopProcess(guard, 60_000);
+    await Promise.all(procs.map((x) => stopProcess(x, 2000)));
+    await controlPlane?.stop();
+    await registry?.stop();
+  };
+
+  try {
+    for (const [k, v] of [
+      ['net/ipv4/ip_forward', '1'],
+      ['net/bridge/bridge-nf-call-iptables', '1'],
+    ] as const)
+      await writeFile(`/proc/sys/${k}`, v);
+    // The node's address lives on the loopback link (the kernel here has no dummy links, and the CNI
+    // bridge plugin refuses a bridge with an address other than its gateway): local to the host, and
+    // reached by pods through their gateway.
+    sh('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo', 'label', 'lo:vws']);
+
+    await mkdir(join(workdir, 'registry'));
+    registry = await startRegistry({ name: 'node-registry', dir: join(workdir, 'registry') });
+    const registryPrefix = `${registry.host}/${REGISTRY_NAMESPACE}`;
+    log(`loopback registry ${registry.url}; building and pushing the node images ...`);
+    const built = nodeImages(registryPrefix);
+    pushBuilt(Object.values(built), workdir);
+    // The RunCommand template's default allowlisted image names docker.io, which these machines cannot
+    // reach: containerd mirrors docker.io to the loopback registry (hosts.toml below), where our
+    // Debian busybox stands under that name.
+    const mirrored = splitImage(RUNCOMMAND_IMAGES[0]);
+    copyImage(built.busybox.ref, `${registry.host}/${mirrored.path}`);
+    layout.registryHost = registry.host;
+    layout.sandboxImage = `${built.pause.repo}:${built.pause.tag}`;
+
+    log('control plane (etcd, kube-apiserver on the node address, controller-manager, scheduler) ...');
+    const pki = join(workdir, 'kubelet-client');
+    const kubeletClient = makeClientCert(pki, 'kube-apiserver-kubelet-client', 'system:masters');
+    controlPlane = await startControlPlane({
+      dir: join(workdir, 'cp'),
+      address: NODE_IP,
+      crds: opts.crds ?? true,
+      keep: true,
+      apiServerArgs: [
+        `--kubelet-client-certificate=${kubeletClient.cert}`,
+        `--kubelet-client-key=${kubeletClient.key}`,
+        '--kubelet-preferred-address-types=InternalIP',
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      ],
+    });
+    const cp = controlPlane;
+    const kubeconfig = cp.kubeconfigPath;
+    start('kube-controller-manager', [
+      `--kubeconfig=${kubeconfig}`,
+      `--service-account-private-key-file=${join(cp.dir, 'pki/sa.key')}`,
+      `--root-ca-file=${join(cp.dir, 'pki/apiserver.crt')}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      '--use-service-account-credentials=false',
+      '--leader-elect=false',
+      '--secure-port=0',
+      '--v=1',
+    ]);
+    start('kube-scheduler', [
+      `--kubeconfig=${kubeconfig}`,
+      '--leader-elect=false',
+      '--secure-port=0',
+      '--v=1',
+    ]);
+
+    log('containerd, kubelet, kube-proxy ...');
+    for (const d of [
+      p.registryHosts,
+      p.cniConfDir,
+      p.kubeletRoot,
+      p.kubeletCerts,
+      p.podLogs,
+      join(workdir, 'containerd'),
+    ])
+      await mkdir(d, { recursive: true });
+    await mkdir(join(p.registryHosts, registry.host), { recursive: true });
+    await writeFile(join(p.registryHosts, registry.host, 'hosts.toml'), registryHostsToml(registry.host));
+    await mkdir(join(p.registryHosts, mirrored.host), { recursive: true });
+    await writeFile(
+      join(p.registryHosts, mirrored.host, 'hosts.toml'),
+      mirrorHostsToml(DOCKER_HUB, registry.host),
+    );
+    await writeFile(p.containerdConfig, containerdConfig(layout));
+    await writeFile(join(p.cniConfDir, '10-vws-pods.conflist'), cniConflist(layout));
+    await writeFile(p.resolvConf, readFileSync('/etc/resolv.conf'));
+    const containerd = start('containerd', ['--config', p.containerdConfig, '--log-level', 'warn']);
+    await waitUntil(
+      'containerd socket',
+      async () => running(containerd) && existsSync(p.containerdSocket),
+      30_000,
+      logs,
+    );
+
+    await createCgroupRoot(layout.cgroupRoot);
+    await writeFile(p.kubeletConfig, kubeletConfig(layout, kubeletClient.ca));
+    start('kubelet', [
+      `--config=${p.kubeletConfig}`,
+      `--kubeconfig=${kubeconfig}`,
+      `--root-dir=${p.kubeletRoot}`,
+      `--cert-dir=${p.kubeletCerts}`,
+      `--node-ip=${NODE_IP}`,
+      `--hostname-override=${NODE_NAME}`,
+      '--v=1',
+    ]);
+    await writeFile(p.kubeProxyConfig, kubeProxyConfig(layout, kubeconfig));
+    start('kube-proxy', [`--config=${p.kubeProxyConfig}`, '--v=1']);
+
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const client = new RestClient(kc);
+    await waitUntil(
+      `node ${NODE_NAME} Ready`,
+      async () => {
+        const node = await client.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
+          method: 'GET',
+          path: `/api/v1/nodes/${NODE_NAME}`,
+        });
+        return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      },
+      120_000,
+      logs,
+    );
+
+    log(`node ${NODE_NAME} Ready; CoreDNS ...`);
+    await waitUntil(
+      'the kube-system/default ServiceAccount',
+      async () =>
+        !!(await client.request({
+          method: 'GET',
+          path: '/api/v1/namespaces/kube-system/serviceaccounts/default',
+        })),
+      60_000,
+      logs,
+    );
+    for (const obj of corednsObjects(built.coredns.ref, DNS_IP)) await apply(client, obj);
+    await waitUntil(
+      'CoreDNS available',
+      async () => {
+        const d = await client.request<{ status?: { availableReplicas?: number } }>({
+          method: 'GET',
+          path: '/apis/apps/v1/namespaces/kube-system/deployments/coredns',
+        });
+        return (d.status?.availableReplicas ?? 0) >= 1;
+      },
+      180_000,
+      logs,
+    );
+    log('CoreDNS available: the node is up');
+    return {
+      workdir,
+      kubeconfigPath: kubeconfig,
+      nodeName: NODE_NAME,
+      nodeIp: NODE_IP,
+      controlPlane: cp,
+      client,
+      kc,
+      registry,
+      registryPrefix,
+      images: {
+        pause: built.pause.ref,
+        busybox: built.busybox.ref,
+        coredns: built.coredns.ref,
+        olmUtil: built.olmUtil.ref,
+      },
+      podProcesses: (match) => podProcesses(layout.cgroupRoot, match),
+      logs,
+      stop,
+    };
+  } catch (err) {
+    const report = logs();
+    await stop();
+    throw new Error(
+      `the real node failed to start: ${err instanceof Error ? err.message : String(err)}\n${report}`,
+    );
+  }
+}
+
+/**
+ * The kubelet's cgroupRoot must exist in every hierarchy (cgroup v1: one per controller, and the named
+ * systemd one); a new cpuset cgroup takes its parent's cpus and mems, or no task could join it.
+ */
+async function createCgroupRoot(root: string): Promise<void> {
+  if (!existsSync('/sys/fs/cgroup/cpu')) {
+    await mkdir(`/sys/fs/cgroup/${root}`, { recursive: true }); // cgroup v2: one unified tree
+    return;
+  }
+  for (const h of readdirSync('/sys/fs/cgroup', { withFileTypes: true })) {
+    if (!h.isDirectory() || h.name === 'unified') continue;
+    await mkdir(`/sys/fs/cgroup/${h.name}/${root}`, { recursive: true });
+  }
+  for (const f of ['cpuset.cpus', 'cpuset.mems'])
+    await writeFile(`/sys/fs/cgroup/cpuset/${root}/${f}`, readFileSync(`/sys/fs/cgroup/cpuset/${f}`));
+}
+
+/** Every pid in the `pids` cgroup tree under `root` whose argv matches (the pods' processes on the host). */
+export function podProcesses(root: string, match: (argv: string[]) => boolean): number[] {
+  const out: number[] = [];
+  const walk = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const pid of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+        if (match(argv)) out.push(Number(pid));
+      } catch {
+        // exited meanwhile
+      }
+    }
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
+  };
+  // cgroup v1 (this machine): the pids hierarchy; v2: the unified one.
+  walk(existsSync('/sys/fs/cgroup/pids') ? `/sys/fs/cgroup/pids/${root}` : `/sys/fs/cgroup/${root}`);
+  return out;
+}
+
+/** Deletes a namespaced object; a missing one is fine. */
+export async function deleteIfExists(client: KubeClient, path: string): Promise<void> {
+  await client.request({ method: 'DELETE', path }).catch((err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  });
+}
