@@ -14,6 +14,7 @@ import {
 const layout: NodeLayout = {
   dir: '/tmp/vws-node-abc',
   bin: '/repo/bin',
+  runc: '/repo/bin/runc',
   nodeName: 'vws-node',
   nodeIp: '10.250.250.1',
   podCidr: '10.244.0.0/24',

@@ -10,6 +10,8 @@ export interface NodeLayout {
   dir: string;
   /** bin/ of the repository. */
   bin: string;
+  /** The runc binary containerd's shim runs. */
+  runc: string;
   nodeName: string;
   /** The node's address: a /32 on a dummy link; the API server and the kubelet listen on it. */
   nodeIp: string;
@@ -83,7 +85,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        BinaryName = ${q(`${l.bin}/runc`)}
+        BinaryName = ${q(l.runc)}
         Root = ${q(p.runcRoot)}
         SystemdCgroup = false
   [plugins."io.containerd.cri.v1.runtime".cni]

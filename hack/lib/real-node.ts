@@ -174,6 +174,8 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
   const layout: NodeLayout = {
     dir: workdir,
     bin: BIN,
+    // VWS_NODE_RUNC: another runc for the shim (debugging a runtime problem).
+    runc: process.env.VWS_NODE_RUNC ?? join(BIN, 'runc'),
     nodeName: NODE_NAME,
     nodeIp: NODE_IP,
     podCidr: POD_CIDR,
