@@ -6,8 +6,8 @@
 // would hold up the controller. Child events enqueue the owning Operation (progress is watch-driven).
 //
 // NameWatcher: narrow watches (fieldSelector metadata.name=<name>) on the Secrets / ServiceAccounts a
-// Blocked Operation waits for, started while someone waits for them and stopped afterwards. Secret
-// data never reaches the cache: objects are reduced to their metadata on receipt.
+// Blocked Operation waits for, started while someone waits for them and stopped afterwards. Only existence
+// matters, so they list and watch metadata only (PartialObjectMetadata): Secret data is never sent.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import { type Clock, realClock } from '../runtime/clock.ts';
@@ -15,6 +15,7 @@ import { Informer, kubeListerWatcher, type ListerWatcher } from '../runtime/info
 import { keyOf } from '../runtime/keys.ts';
 import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
+import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
 
 export interface ChildKind {
   apiVersion: string;
@@ -128,27 +129,6 @@ export class ChildWatcher {
   }
 }
 
-/** Keeps only metadata: a watched Secret's data must never sit in memory or reach a log. */
-function metadataOnly<T extends KubernetesObject>(lw: ListerWatcher<T>): ListerWatcher<T> {
-  const strip = (o: unknown): T => {
-    const obj = o as T;
-    return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata } as T;
-  };
-  return {
-    async list(opts, signal) {
-      const r = await lw.list(opts, signal);
-      return { ...r, items: r.items.map(strip) };
-    },
-    watch(opts, onEvent, signal) {
-      return lw.watch(
-        opts,
-        (type, obj) => onEvent(type, type === 'ERROR' || type === 'BOOKMARK' ? obj : strip(obj)),
-        signal,
-      );
-    },
-  };
-}
-
 export type NamedKind = 'secrets' | 'serviceaccounts';
 
 /** On-demand watches of single named objects, reference-counted by the Operations waiting for them. */
@@ -185,12 +165,12 @@ export class NameWatcher {
     let inf = this.#informers.get(id);
     if (!inf) {
       const resource = { group: '', version: 'v1', plural: kind, namespace };
-      const lw =
-        this.#deps.listerWatcher?.(resource) ??
-        kubeListerWatcher<KubernetesObject>(this.#deps.kc, resource, this.#deps.client);
+      const test = this.#deps.listerWatcher?.(resource);
       inf = new Informer<KubernetesObject>({
         name: `wait-${id}`,
-        listerWatcher: metadataOnly(lw),
+        listerWatcher: test
+          ? metadataOnly(test)
+          : kubeMetadataListerWatcher(this.#deps.kc, resource, this.#deps.client),
         fieldSelector: `metadata.name=${name}`,
         clock: this.#deps.clock ?? realClock,
         logger: this.#deps.logger ?? silentLogger,

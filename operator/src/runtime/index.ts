@@ -12,6 +12,7 @@ export * from './kube-client.ts';
 export * from './leader-election.ts';
 export * from './logger.ts';
 export * from './manager.ts';
+export * from './metadata.ts';
 export * from './metrics.ts';
 export * from './normalize.ts';
 export * from './rate-limiter.ts';
