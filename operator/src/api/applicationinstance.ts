@@ -109,7 +109,7 @@ export const ApplicationInstanceStatusSchema = Type.Object(
     observedGeneration: Type.Optional(ObservedGeneration('ApplicationInstance')),
     conditions: Type.Optional(
       Conditions(
-        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound).',
+        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound; ReleaseNamespaceForbidden when spec.release.namespace names another namespace).',
       ),
     ),
     release: Type.Optional(

@@ -8,35 +8,54 @@
 // uninstall all write those Secrets), and every instance when the catalog reloads. It never installs
 // anything.
 //
-// RBAC: the Secret informer needs cluster-wide `list` and `watch` on core Secrets (read-only, no
-// `get` of other Secrets, no writes), narrowed on the wire to Helm's records by field selector
-// type=helm.sh/release.v1 and label selector owner=helm. Secret data (the gzipped release, which
-// holds the rendered values and so possibly credentials) must NEVER be logged or put in an Event:
-// log the Secret's namespace/name at most.
+// Secrets: the release Secrets are watched as METADATA ONLY (PartialObjectMetadata, narrowed on the wire
+// by field selector type=helm.sh/release.v1 and label selector owner=helm): the cache holds names and
+// Helm's labels, never a payload. A record's payload is read (release-records.ts) only for the newest
+// revisions of a release an instance names in its own namespace, once per resourceVersion, and only the
+// fields the status needs are kept. RBAC: cluster-wide `list` and `watch` on Secrets; the single-record
+// read is a `list` by name, so no `get` is needed. The payload (rendered values, possibly credentials)
+// must NEVER be logged or put in an Event: name the Secret at most.
 
-import type { KubeConfig, KubernetesObject, V1Secret } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
 import {
   type Clock,
   Controller,
   createInformer,
+  createMetadataInformer,
   type EventRecorder,
   Informer,
   KubeApiError,
   type KubeClient,
   type ListerWatcher,
   type Logger,
+  metadataOnly,
   type ObjectWriter,
   objectKey,
+  type PartialObjectMetadata,
   type ReconcileContext,
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  resourcePath,
 } from '../runtime/index.ts';
 import { planCapabilities } from './capabilities.ts';
-import { HELM_RELEASE_SECRET_TYPE, latestRelease, type ReadyReason } from './helm-release.ts';
-import { computeInstanceStatus, eventTypeFor, READY, readyReason, releaseRef } from './status.ts';
+import {
+  HELM_RELEASE_SECRET_TYPE,
+  latestRelease,
+  type ReadyReason,
+  type SecretLike,
+} from './helm-release.ts';
+import { type ReadSecret, ReleaseRecords } from './release-records.ts';
+import {
+  computeInstanceStatus,
+  eventTypeFor,
+  READY,
+  readyReason,
+  releaseNamespaceForbidden,
+  releaseRef,
+} from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
 
@@ -56,7 +75,8 @@ export interface CatalogSource {
   onChange(fn: () => void): () => void;
 }
 
-export type HelmSecret = V1Secret & KubernetesObject;
+/** A release Secret as the controller's cache holds it: metadata only. */
+export type HelmSecretMetadata = PartialObjectMetadata;
 
 export interface InstanceControllerDeps {
   kc: KubeConfig;
@@ -69,17 +89,39 @@ export interface InstanceControllerDeps {
   workers?: number;
   /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
   catalog?: CatalogSource;
-  /** Tests: list/watch from memory instead of the API server. */
+  /**
+   * Tests: list/watch from memory instead of the API server (Secrets in full: the controller keeps their
+   * metadata only), and read single Secrets with `readSecret`.
+   */
   listerWatchers?: {
     instances: ListerWatcher<ApplicationInstance>;
-    secrets: ListerWatcher<HelmSecret>;
+    secrets: ListerWatcher<KubernetesObject>;
+    readSecret: ReadSecret;
   };
 }
 
 export interface InstanceController {
   controller: Controller;
   /** Register with the Manager (addInformer): it starts them and gates readiness on their sync. */
-  informers: readonly [Informer<ApplicationInstance>, Informer<HelmSecret>];
+  informers: readonly [Informer<ApplicationInstance>, Informer<HelmSecretMetadata>];
+  /** The decoded records read so far (one per release Secret read). */
+  records: ReleaseRecords;
+}
+
+/**
+ * Reads one Secret by name with `list` (a field selector on metadata.name): the operator's RBAC has
+ * `list` and `watch` on Secrets for its informers anyway, and no `get`.
+ */
+export function listSecretByName(client: KubeClient): ReadSecret {
+  return async (namespace, name, signal) => {
+    const list = await client.request<{ items?: SecretLike[] }>({
+      method: 'GET',
+      path: resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace }),
+      query: { fieldSelector: `metadata.name=${name}` },
+      ...(signal ? { signal } : {}),
+    });
+    return list.items?.[0];
+  };
 }
 
 /** Keys of the instances whose release (name + namespace, defaulted) the Secret records. */
@@ -122,18 +164,22 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       })
     : createInformer<ApplicationInstance>(deps.kc, instanceResource, { client: deps.client, ...common });
   const secrets = lw
-    ? new Informer<HelmSecret>({
+    ? new Informer<HelmSecretMetadata>({
         name: 'helm-release-secrets',
-        listerWatcher: lw.secrets,
+        listerWatcher: metadataOnly(lw.secrets),
         ...secretSelectors,
         ...common,
       })
-    : createInformer<HelmSecret>(deps.kc, secretResource, {
+    : createMetadataInformer(deps.kc, secretResource, {
         name: 'helm-release-secrets',
         client: deps.client,
         ...secretSelectors,
         ...common,
       });
+  const records = new ReleaseRecords(lw?.readSecret ?? listSecretByName(deps.client));
+  secrets.addEventHandler({
+    delete: (s) => records.forget(s.metadata.namespace ?? '', s.metadata.name ?? ''),
+  });
 
   // What this replica last announced per instance, so a reconcile that runs on a cache that has
   // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
@@ -153,7 +199,12 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       announced.set(ctx.key, seen);
     }
     const ref = releaseRef(instance);
-    const { record, problems } = latestRelease(secrets.list(ref.namespace), ref.name);
+    // Another namespace's record is never read (status.ts says why); the status says what to do.
+    const { record, problems } = releaseNamespaceForbidden(instance)
+      ? { record: undefined, problems: [] }
+      : await latestRelease(secrets.list(ref.namespace), ref.name, (meta) =>
+          records.record(meta, ctx.signal),
+        );
 
     if (problems.length > 0) {
       const note = `${problems.join('; ')}. Ready is taken from the newest readable revision; inspect the record with \`helm history ${ref.name} -n ${ref.namespace}\`.`;
@@ -255,5 +306,5 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   deps.catalog?.onChange(() => {
     for (const i of instances.list()) controller.enqueue(objectKey(i));
   });
-  return { controller, informers: [instances, secrets] };
+  return { controller, informers: [instances, secrets], records };
 }

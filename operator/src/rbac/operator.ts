@@ -3,7 +3,9 @@
 // namespace is absent on purpose: it comes from a profile RoleBinding there (profiles.ts).
 //
 // Cluster-wide the operator only reads and watches, plus: its own kinds (status, Operations created by
-// CronOperation/WatchOperation, TTL deletion), access reviews, and Events about its own objects.
+// CronOperation/WatchOperation, TTL deletion), access reviews, and Events about its own objects. It holds
+// no type verb (backup, restore, …) on applicationinstances: the Operations it creates for CronOperations
+// and WatchOperations carry their owner's checked authority (docs/adr/0008-…).
 
 export interface PolicyRule {
   apiGroups: readonly string[];
@@ -56,7 +58,7 @@ export const OPERATOR_CLUSTER_RULES: readonly PolicyRule[] = [
     apiGroups: [''],
     resources: ['secrets'],
     verbs: ['list', 'watch'],
-    why: 'Helm release records (field selector type=helm.sh/release.v1) and name-scoped watches of Secrets an Operation waits for (MissingSecret); never get, data is dropped on receipt',
+    why: 'metadata-only (PartialObjectMetadata) watches of Helm release records (type=helm.sh/release.v1) and of Secrets an Operation waits for (MissingSecret); the payload of one release record at a time, listed by name, only for a release an ApplicationInstance names in its own namespace. No get. RBAC cannot narrow list/watch to metadata or to a type: docs/security/threat-model.md says what the pod could read',
   },
   {
     apiGroups: [''],
