@@ -2,12 +2,13 @@
 //
 // The thin shell: settings from the environment (config.ts), a kubeconfig (KUBECONFIG or the
 // in-cluster ServiceAccount), one Manager that owns informers, controllers (leader only), the
-// admission webhook (every replica), metrics on :8080 and probes on :8081, and graceful shutdown
+// admission webhook (every replica), metrics on :8080 and probes on :8081 (each address settable:
+// METRICS_HOST, PROBE_HOST, WEBHOOK_HOST), and graceful shutdown
 // on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createAdmissionHandlers } from './admission/handlers.ts';
+import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { loadConfig, type OperatorConfig } from './config.ts';
@@ -49,6 +50,8 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       : false,
     metricsPort: config.metricsPort,
     probePort: config.probePort,
+    ...(config.metricsHost ? { metricsHost: config.metricsHost } : {}),
+    ...(config.probeHost ? { probeHost: config.probeHost } : {}),
     logger: log,
     metrics,
   });
@@ -101,7 +104,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
           port: config.webhookPort,
           ...(config.webhookHost ? { host: config.webhookHost } : {}),
           certDir: config.webhookCertDir,
-          handlers: createAdmissionHandlers({ client, templates: catalog }),
+          handlers: createAdmissionHandlers({ client, templates: catalog, self: operatorIdentity(client) }),
           log,
         });
         log.info({ port: server.port }, 'admission webhook serving');

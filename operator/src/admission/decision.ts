@@ -31,6 +31,8 @@ export interface Needs {
   /** Name of the ApplicationInstance to read in the request's namespace. */
   target?: string;
   access: AccessCheck[];
+  /** The CronOperation/WatchOperation whose authority an Operation the operator creates carries (scheduled.ts). */
+  scheduledBy?: { kind: 'CronOperation' | 'WatchOperation'; name: string; uid: string };
 }
 
 export interface Facts {
@@ -40,6 +42,8 @@ export interface Facts {
   target?: Lookup<TargetInstance | undefined>;
   /** Results by accessKey(check). A missing entry counts as a transient failure, never as allowed. */
   access: Readonly<Record<string, Lookup<AccessResult>>>;
+  /** Needs.scheduledBy as read now (the object; undefined value = it does not exist). */
+  scheduledBy?: { claim: NonNullable<Needs['scheduledBy']>; owner: Lookup<unknown> };
 }
 
 export function accessKey(c: AccessCheck): string {

@@ -4,7 +4,7 @@
 // lookup is passed on as such and the decision denies with "retry": with failurePolicy Fail nothing
 // is ever admitted on a guess. Every lookup is a read, so the webhooks are sideEffects: None and
 // `--dry-run=server` gets the same answer.
-import { APPLICATION_INSTANCE } from '../api/constants.ts';
+import { APPLICATION_INSTANCE, OPS_GROUP, VERSION_V1ALPHA1 } from '../api/constants.ts';
 import type { Template } from '../catalog/index.ts';
 import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
 import {
@@ -16,9 +16,11 @@ import {
   type Needs,
   type TargetInstance,
 } from './decision.ts';
+import { decideInstance } from './instance.ts';
 import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
 import type { AdmissionRequest, AdmissionResponse } from './review.ts';
 import { reviewAccess } from './sar.ts';
+import { schedulerClaim, schedulerPlural, trustScheduled } from './scheduled.ts';
 import { decideScheduler, schedulerNeeds } from './schedules.ts';
 import type { AdmissionHandler } from './server.ts';
 
@@ -28,6 +30,7 @@ export const WEBHOOK_PATHS = {
   validateOperation: '/validate-operation',
   validateCronOperation: '/validate-cronoperation',
   validateWatchOperation: '/validate-watchoperation',
+  validateApplicationInstance: '/validate-applicationinstance',
 } as const;
 
 export interface TemplateSource {
@@ -38,6 +41,31 @@ export interface AdmissionDeps {
   /** The operator's own client: reads targets and posts SubjectAccessReviews. */
   client: KubeClient;
   templates: TemplateSource;
+  /** The operator's own user name (operatorIdentity); undefined: unknown, nothing is trusted as its. */
+  self?: () => Promise<string | undefined>;
+}
+
+/**
+ * The operator's user name as the API server sees it (SelfSubjectReview, allowed to every authenticated
+ * user), asked once and kept; a failed review is asked again on the next call.
+ */
+export function operatorIdentity(client: KubeClient): () => Promise<string | undefined> {
+  let known: string | undefined;
+  return async () => {
+    if (known) return known;
+    try {
+      const review = await client.request<{ status?: { userInfo?: { username?: string } } }>({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        timeoutMs: 5_000,
+      });
+      known = review.status?.userInfo?.username || undefined;
+    } catch {
+      // Unknown for now: Operations it creates are judged as anyone's (refused), and it asks again.
+    }
+    return known;
+  };
 }
 
 function stringMap(v: unknown): Record<string, string> | undefined {
@@ -74,10 +102,12 @@ async function readTarget(
 /** Looks up what `needs` names, concurrently. */
 export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, needs: Needs): Promise<Facts> {
   const namespace = req.namespace ?? '';
-  const [target, ...access] = await Promise.all([
+  const claim = needs.scheduledBy;
+  const [target, owner, ...access] = await Promise.all([
     needs.target !== undefined
       ? readTarget(deps.client, namespace, needs.target)
       : Promise.resolve(undefined),
+    claim ? readScheduler(deps.client, namespace, claim) : Promise.resolve(undefined),
     ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c)),
   ]);
   const byKey: Record<string, Lookup<AccessResult>> = {};
@@ -88,14 +118,42 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
     templates: deps.templates.lookupTemplates(),
     ...(target !== undefined ? { target } : {}),
     access: byKey,
+    ...(claim && owner ? { scheduledBy: { claim, owner } } : {}),
   };
+}
+
+/** The CronOperation/WatchOperation an Operation names as its controller, read now. */
+async function readScheduler(
+  client: KubeClient,
+  namespace: string,
+  claim: NonNullable<Needs['scheduledBy']>,
+): Promise<Lookup<unknown>> {
+  try {
+    const path = resourcePath(
+      { group: OPS_GROUP, version: VERSION_V1ALPHA1, plural: schedulerPlural(claim.kind), namespace },
+      claim.name,
+    );
+    return { ok: true, value: await client.request<unknown>({ method: 'GET', path, timeoutMs: 5_000 }) };
+  } catch (err) {
+    if (isNotFound(err)) return { ok: true, value: undefined };
+    return { ok: false, message: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/** operationNeeds, with the operator's own creates for a CronOperation/WatchOperation (scheduled.ts). */
+async function operationNeedsOf(deps: AdmissionDeps, req: AdmissionRequest): Promise<Needs> {
+  const needs = operationNeeds(req);
+  const spec = isRecord(req.object) && isRecord(req.object.spec) ? req.object.spec : {};
+  const verb = typeof spec.type === 'string' ? spec.type.toLowerCase() : undefined; // typeVerb
+  const self = req.operation === 'CREATE' && schedulerClaim(req.object) ? await deps.self?.() : undefined;
+  return trustScheduled(needs, req, self, verb);
 }
 
 export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
   return {
     [WEBHOOK_PATHS.mutateOperation]: (req) => mutateOperation(req),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
-      decideOperation(req, await gatherFacts(deps, req, operationNeeds(req))),
+      decideOperation(req, await gatherFacts(deps, req, await operationNeedsOf(deps, req))),
     [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
       decideScheduler(
         'CronOperation',
@@ -108,5 +166,6 @@ export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, Adm
         req,
         await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req)),
       ),
+    [WEBHOOK_PATHS.validateApplicationInstance]: (req) => decideInstance(req),
   };
 }

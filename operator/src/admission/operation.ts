@@ -6,7 +6,9 @@
 //   3. spec.parameters: depth and size limits, then against the template's inputSchema; spec.policy may
 //      not loosen the template's floor (requiresApproval)
 //   4. the target exists in this namespace, advertises the capability, matches the template selectors
-//   5. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview)
+//   5. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview), or, for an
+//      Operation the operator creates for a CronOperation/WatchOperation, that object's checked authority
+//      (scheduled.ts)
 //   6. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
 //      template's separationOfDuties, someone other than the creator
 // UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 6.
@@ -26,6 +28,7 @@ import {
   respond,
 } from './decision.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
+import { checkScheduledBy } from './scheduled.ts';
 import {
   checkAccess,
   checkParameters,
@@ -94,7 +97,12 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
       problems.push(...checkPolicyFloor(view, template, 'spec'));
     }
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
-    if (view.type && view.targetName !== undefined) {
+    if (facts.scheduledBy) {
+      // Created by the operator for a CronOperation/WatchOperation: its authority (scheduled.ts).
+      problems.push(
+        ...checkScheduledBy(facts.scheduledBy.claim, facts.scheduledBy.owner, specOf(req.object)),
+      );
+    } else if (view.type && view.targetName !== undefined) {
       problems.push(
         ...checkAccess(
           { verb: typeVerb(view.type), name: view.targetName },

@@ -136,6 +136,10 @@ export const REASONS = {
   ReleaseFailed: instance('False', 'latest release revision is failed'),
   ReleasePending: instance('False', 'latest release revision is pending-install/upgrade/rollback'),
   ReleaseNotFound: instance('False', 'no helm.sh/release.v1 Secret for the release in the namespace'),
+  ReleaseNamespaceForbidden: instance(
+    'False',
+    '(added) spec.release.namespace names another namespace; the record is not read (admitted without the webhook)',
+  ),
   // CronOperation / WatchOperation Ready
   ScheduleActive: scheduler('True', 'CronOperation schedule and time zone are valid; runs are planned'),
   InvalidSchedule: scheduler('False', 'spec.schedule does not parse'),
@@ -143,6 +147,10 @@ export const REASONS = {
   Suspended: scheduler('False', 'spec.suspend is true; nothing is created'),
   WatchActive: scheduler('True', 'WatchOperation watches its ApplicationInstances'),
   InvalidSelector: scheduler('False', 'spec.selector does not parse'),
+  OperationRefused: scheduler(
+    'False',
+    '(added) the API server or the admission webhook refused the Operation a run or trigger would create; Warning Event with the refusal',
+  ),
 } as const satisfies Record<string, ReasonInfo>;
 
 export type Reason = keyof typeof REASONS;

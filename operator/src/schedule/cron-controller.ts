@@ -43,6 +43,7 @@ import {
 } from '../runtime/index.ts';
 import { decideCron } from './cron-decide.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
+import { isRefusal, refuseCronRun } from './refused.ts';
 import { CreatedOperations, phaseChanged } from './shell.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
@@ -105,7 +106,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
     const ops = created.merge(ctx.key, mine);
     const status = trustedStatus(ctx.key, cron);
     const now = new Date(clock.now());
-    const plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now);
+    let plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now);
     const identity = {
       apiVersion: CRON_OPERATION.apiVersion,
       kind: CRON_OPERATION.kind,
@@ -126,13 +127,20 @@ export function createCronController(deps: CronControllerDeps): CronController {
     }
     let adopted = false;
     if (plan.create) {
-      const res = await createOrAdopt(deps.client, plan.create, ctx.signal);
-      adopted = res.adopted;
-      created.add(ctx.key, res.op);
-      ctx.log.info(
-        { operation: res.op.metadata.name, adopted },
-        adopted ? 'adopted Operation' : 'created Operation',
-      );
+      try {
+        const res = await createOrAdopt(deps.client, plan.create, ctx.signal);
+        adopted = res.adopted;
+        created.add(ctx.key, res.op);
+        ctx.log.info(
+          { operation: res.op.metadata.name, adopted },
+          adopted ? 'adopted Operation' : 'created Operation',
+        );
+      } catch (err) {
+        // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
+        if (!isRefusal(err)) throw err;
+        ctx.log.warn({ operation: plan.create.metadata.name, err: String(err) }, 'Operation refused');
+        plan = refuseCronRun(plan, err, cron.metadata.generation, now);
+      }
     }
     if (plan.handledSlot && cron.metadata.uid)
       decided.set(ctx.key, { uid: cron.metadata.uid, status: plan.status });

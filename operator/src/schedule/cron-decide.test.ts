@@ -6,41 +6,17 @@ import {
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
   type CronOperation,
-  type CronOperationSpec,
   LABEL_CRON_OPERATION,
   type Operation,
   type OperationPhase,
 } from '../api/index.ts';
 import { FakeClock } from '../runtime/clock.ts';
 import { CRON_EVENT, type CronPlan, decideCron, MAX_MISSED_SLOTS, operationForSlot } from './cron-decide.ts';
+import { cronOp } from './testing.ts';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const at = (iso: string) => new Date(iso);
-
-function cronOp(spec: Partial<CronOperationSpec> = {}, annotations?: Record<string, string>): CronOperation {
-  return {
-    apiVersion: 'ops.vworkspace.io/v1alpha1',
-    kind: 'CronOperation',
-    metadata: {
-      name: 'nightly',
-      namespace: 'team',
-      uid: 'uid-1',
-      generation: 1,
-      creationTimestamp: '2025-06-01T00:00:00Z' as unknown as Date,
-      ...(annotations ? { annotations } : {}),
-    },
-    spec: {
-      schedule: '0 * * * *',
-      timeZone: 'UTC',
-      operationTemplate: {
-        metadata: { labels: { kind: 'nightly' } },
-        spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } },
-      },
-      ...spec,
-    },
-  };
-}
 
 function finished(op: Operation, phase: OperationPhase, finishedAt: string): Operation {
   return { ...op, status: { phase, finishedAt } };

@@ -22,6 +22,7 @@ import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
+import { keepRefusal } from './refused.ts';
 import { decideRun, latestFiring, nextRuns, operationNameForSlot } from './slots.ts';
 
 /** status.missedSlots keeps this many (the schema's maxItems). */
@@ -281,5 +282,7 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
     nextScheduleTime: upcoming ? formatTime(decision.next) : undefined,
     nextRuns: upcoming,
   });
+  // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
+  plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, created !== undefined);
   return plan;
 }

@@ -16,6 +16,7 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  ANNOTATION_TRIGGER,
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   LABEL_WATCH_OPERATION,
@@ -47,6 +48,7 @@ import {
   realClock,
 } from '../runtime/index.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
+import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
 import { CreatedOperations, phaseChanged } from './shell.ts';
 import { decideWatch } from './watch-decide.ts';
 
@@ -147,7 +149,8 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     const view = instances.list(ns).map((i) => trustedInstance(ctx.name, i));
     const mine = operations.list(ns).filter((o) => o.metadata.labels?.[LABEL_WATCH_OPERATION] === ctx.name);
     const ops = created.merge(ctx.key, mine);
-    const plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, new Date(clock.now()));
+    const now = new Date(clock.now());
+    let plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, now);
     const uid = watch.metadata.uid ?? '';
 
     for (const name of plan.cancel) {
@@ -155,14 +158,34 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
       await cancelOperation(deps.client, ns, name, ctx.signal);
     }
     const adopted = new Set<string>();
+    const refusals: Refusal[] = [];
     for (const op of plan.create) {
-      const r = await createOrAdopt(deps.client, op, ctx.signal);
+      let r: Awaited<ReturnType<typeof createOrAdopt>>;
+      try {
+        r = await createOrAdopt(deps.client, op, ctx.signal);
+      } catch (err) {
+        // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
+        if (!isRefusal(err)) throw err;
+        ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
+        const trigger = op.metadata.annotations?.[ANNOTATION_TRIGGER] ?? 'a trigger';
+        refusals.push(
+          refusalOf(
+            op.metadata.name ?? '',
+            `${trigger} on ApplicationInstance ${op.spec.targetRef.name}`,
+            err,
+          ),
+        );
+        continue;
+      }
       created.add(ctx.key, r.op);
       if (r.adopted) adopted.add(r.op.metadata.name ?? '');
       ctx.log.info(
         { operation: r.op.metadata.name, target: op.spec.targetRef.name, adopted: r.adopted },
         r.adopted ? 'adopted Operation' : 'created Operation',
       );
+    }
+    if (refusals.length > 0) {
+      plan = { ...plan, ...withRefusals(plan.status, plan.events, refusals, watch.metadata.generation, now) };
     }
     if (plan.decided || plan.create.length > 0) decided.set(ctx.key, { uid, status: plan.status });
 

@@ -36,6 +36,7 @@ import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import type { PlannedEvent } from './cron-decide.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
+import { keepRefusal } from './refused.ts';
 
 export const WATCH_EVENT = {
   OperationCreated: 'OperationCreated',
@@ -396,5 +397,7 @@ export function decideWatch(
     watchingResources: matching.length,
     targets: targets.length ? targets : undefined,
   });
+  // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
+  plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, plan.create.length > 0);
   return plan;
 }
