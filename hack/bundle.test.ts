@@ -33,7 +33,7 @@ import {
   relatedImageProblems,
   webhookProblems,
 } from './packaging/checks.ts';
-import { bundleAnnotations } from './packaging/manifests.ts';
+import { bundleAnnotations, METRICS_SCRAPER_LABEL } from './packaging/manifests.ts';
 import { runTool, sdkFindings } from './packaging/tools.ts';
 
 type Obj = Record<string, unknown>;
@@ -135,10 +135,15 @@ describe('CSV consistency', () => {
     const hooks = spec(c).webhookdefinitions as Obj[];
     expect(hooks.map((h) => h.webhookPath).sort()).toEqual([
       '/mutate-operation',
+      '/validate-applicationinstance',
       '/validate-cronoperation',
       '/validate-operation',
       '/validate-watchoperation',
     ]);
+    // Instances never wait for the operator: the controller enforces the same rule.
+    expect(hooks.find((h) => h.webhookPath === '/validate-applicationinstance')?.failurePolicy).toBe(
+      'Ignore',
+    );
     (hooks[0]!.rules as Obj[]).push({
       apiGroups: [''],
       apiVersions: ['v1'],
@@ -191,6 +196,41 @@ describe('CSV consistency', () => {
       LEADER_ELECT: 'true',
       RELATED_IMAGE_HELM: opts.images.helm,
     });
+  });
+});
+
+describe('NetworkPolicy and PodDisruptionBudget', () => {
+  const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
+  const podLabels = () => (((deployments(csv())[0]!.spec as Obj).template as Obj).metadata as Obj).labels;
+  const ports = () =>
+    Object.fromEntries((containers(csv())[0]!.ports as Obj[]).map((p) => [p.name, p.containerPort]));
+
+  it('keeps one of the two replicas through voluntary disruptions', () => {
+    const [pdb] = byKind('PodDisruptionBudget') as (Obj & { spec: Obj })[];
+    expect(pdb?.spec).toEqual({ minAvailable: 1, selector: { matchLabels: podLabels() } });
+  });
+
+  it('admits the webhook and probe ports from addresses (the API server, the kubelet), metrics from scraper namespaces', () => {
+    const [np] = byKind('NetworkPolicy') as (Obj & { spec: Obj & { ingress: Obj[] } })[];
+    expect(np?.spec.podSelector).toEqual({ matchLabels: podLabels() });
+    expect(np?.spec.policyTypes).toEqual(['Ingress']);
+    const rule = (port: unknown) => np?.spec.ingress.find((r) => (r.ports as Obj[])[0]?.port === port);
+    const { 'webhook-server': webhook, probes, metrics } = ports();
+    for (const port of [webhook, probes]) {
+      const from = rule(port)?.from as Obj[];
+      expect(from.filter((f) => f.ipBlock).map((f) => (f.ipBlock as Obj).cidr)).toEqual([
+        '0.0.0.0/0',
+        '::/0',
+      ]);
+      // No pod or namespace of the cluster is a peer (OpenShift's host-network group is not pods).
+      expect(from.some((f) => f.podSelector)).toBe(false);
+    }
+    const scrapers = rule(metrics)?.from as Obj[];
+    expect(scrapers).toContainEqual({
+      namespaceSelector: { matchLabels: { [METRICS_SCRAPER_LABEL]: 'true' } },
+    });
+    expect(scrapers.some((f) => f.ipBlock)).toBe(false);
+    expect(np?.spec.ingress).toHaveLength(3);
   });
 });
 

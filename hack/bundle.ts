@@ -1,6 +1,8 @@
 // Writes the OLM bundle files derived from packaging/ and the project's tables:
 //   bundle/manifests/vworkspace-operator.clusterserviceversion.yaml
 //   bundle/manifests/vworkspace-operator-metrics_v1_service.yaml
+//   bundle/manifests/vworkspace-operator_networking.k8s.io_v1_networkpolicy.yaml (who reaches which port)
+//   bundle/manifests/vworkspace-operator_policy_v1_poddisruptionbudget.yaml (one of two replicas stays)
 //   bundle/metadata/annotations.yaml, bundle/metadata/dependencies.yaml
 //   bundle.Dockerfile
 //   packaging/monitoring/servicemonitor.yaml   (beside the bundle, not in it: see docs/adr/0004-olm-packaging.md)
@@ -23,6 +25,10 @@ import {
   dependencies,
   METRICS_SERVICE,
   metricsService,
+  NETWORK_POLICY,
+  networkPolicy,
+  PDB,
+  podDisruptionBudget,
   serviceMonitor,
 } from './packaging/manifests.ts';
 
@@ -120,6 +126,14 @@ export function bundleFiles(
     {
       path: `bundle/manifests/${METRICS_SERVICE}_v1_service.yaml`,
       content: HEADER + toYaml(metricsService()),
+    },
+    {
+      path: `bundle/manifests/${NETWORK_POLICY}_networking.k8s.io_v1_networkpolicy.yaml`,
+      content: HEADER + toYaml(networkPolicy()),
+    },
+    {
+      path: `bundle/manifests/${PDB}_policy_v1_poddisruptionbudget.yaml`,
+      content: HEADER + toYaml(podDisruptionBudget()),
     },
     {
       path: 'bundle/metadata/annotations.yaml',

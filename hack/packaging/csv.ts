@@ -3,7 +3,7 @@
 // operator's permissions (operator/src/rbac/operator.ts). Nothing here reads files or the clock, so the
 // same inputs always give the same bytes (the staleness check depends on it).
 import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
-import { ALL_KINDS, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
+import { ALL_KINDS, APPS_GROUP, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
 import {
   OPERATOR_CLUSTER_RULES,
   OPERATOR_NAMESPACE_RULES,
@@ -162,9 +162,9 @@ export function webhookDefinitions(): Obj[] {
     sideEffects: 'None',
     timeoutSeconds: 10,
   };
-  const rule = (resource: string) => [
+  const rule = (resource: string, group: string = OPS_GROUP) => [
     {
-      apiGroups: [OPS_GROUP],
+      apiGroups: [group],
       apiVersions: [VERSION_V1ALPHA1],
       operations: ['CREATE', 'UPDATE'],
       resources: [resource],
@@ -198,6 +198,16 @@ export function webhookDefinitions(): Obj[] {
       generateName: `vwatchoperation.${OPS_GROUP}`,
       webhookPath: WEBHOOK_PATHS.validateWatchOperation,
       rules: rule('watchoperations'),
+    },
+    {
+      ...common,
+      // Ignore: the instance controller enforces the same rule (ReleaseNamespaceForbidden), so instances
+      // never wait for the operator; the webhook only makes the refusal early and readable.
+      failurePolicy: 'Ignore',
+      type: 'ValidatingAdmissionWebhook',
+      generateName: `vapplicationinstance.${APPS_GROUP}`,
+      webhookPath: WEBHOOK_PATHS.validateApplicationInstance,
+      rules: rule('applicationinstances', APPS_GROUP),
     },
   ];
 }

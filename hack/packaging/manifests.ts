@@ -44,6 +44,59 @@ export function metricsService(): Record<string, unknown> {
   };
 }
 
+/** The namespace label that lets a namespace's pods scrape /metrics through the NetworkPolicy. */
+export const METRICS_SCRAPER_LABEL = 'ops.vworkspace.io/metrics-scraper';
+export const NETWORK_POLICY = 'vworkspace-operator';
+export const PDB = 'vworkspace-operator';
+
+/**
+ * Who may reach the operator's ports (docs/security/network.md). A NetworkPolicy cannot name the API
+ * server: it is not a pod. Its calls come from node or control-plane addresses (ipBlock; on OpenShift the
+ * host-network policy group), which is what the webhook and probe rules admit; pods are no ipBlock peers
+ * on plugins that follow the API's guidance that ipBlock selects cluster-external addresses. /metrics is
+ * open only to namespaces labelled as scrapers. Egress is left alone (the API server, DNS).
+ */
+export function networkPolicy(): Record<string, unknown> {
+  const apiServer = [
+    { ipBlock: { cidr: '0.0.0.0/0' } },
+    { ipBlock: { cidr: '::/0' } },
+    { namespaceSelector: { matchLabels: { 'policy-group.network.openshift.io/host-network': '' } } },
+  ];
+  const port = (p: number) => [{ protocol: 'TCP', port: p }];
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: NETWORK_POLICY, labels: { ...POD_LABELS } },
+    spec: {
+      podSelector: { matchLabels: { ...POD_LABELS } },
+      policyTypes: ['Ingress'],
+      ingress: [
+        { ports: port(PORTS.webhook), from: apiServer },
+        // The kubelet probes from the pod's own node, which NetworkPolicy never blocks; admitted anyway
+        // for plugins that police node traffic. /healthz and /readyz reveal nothing.
+        { ports: port(PORTS.probes), from: apiServer },
+        {
+          ports: port(PORTS.metrics),
+          from: [
+            { namespaceSelector: { matchLabels: { [METRICS_SCRAPER_LABEL]: 'true' } } },
+            { namespaceSelector: { matchLabels: { 'network.openshift.io/policy-group': 'monitoring' } } },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/** Two replicas serve the webhook (failurePolicy Fail): a voluntary disruption keeps one. */
+export function podDisruptionBudget(): Record<string, unknown> {
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: { name: PDB, labels: { ...POD_LABELS } },
+    spec: { minAvailable: 1, selector: { matchLabels: { ...POD_LABELS } } },
+  };
+}
+
 /** For clusters with the Prometheus Operator: `kubectl apply -n <operator-namespace> -f` it. */
 export function serviceMonitor(): Record<string, unknown> {
   return {

@@ -31,6 +31,8 @@ describe('loadConfig', () => {
       PROBE_PORT: '18081',
       WEBHOOK_PORT: '19443',
       WEBHOOK_HOST: '127.0.0.2',
+      METRICS_HOST: '127.0.0.3',
+      PROBE_HOST: '::1',
       WEBHOOK_CERT_DIR: '/certs',
       LOG_LEVEL: 'debug',
       RELATED_IMAGE_HELM: 'registry.example/helm@sha256:abc',
@@ -49,6 +51,8 @@ describe('loadConfig', () => {
       probePort: 18081,
       webhookPort: 19443,
       webhookHost: '127.0.0.2',
+      metricsHost: '127.0.0.3',
+      probeHost: '::1',
       webhookCertDir: '/certs',
       logLevel: 'debug',
       helmImage: 'registry.example/helm@sha256:abc',
@@ -62,10 +66,12 @@ describe('loadConfig', () => {
       LEADER_ELECT: 'yes',
       LOG_LEVEL: 'loud',
       WEBHOOK_HOST: 'pod.local',
+      METRICS_HOST: 'localhost',
     });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.problems).toHaveLength(5);
+    expect(r.problems).toHaveLength(6);
+    expect(r.problems.join('\n')).toMatch(/METRICS_HOST="localhost" must be an IP address/);
     expect(r.problems.join('\n')).toMatch(/OPERATOR_NAMESPACE/);
     expect(r.problems.join('\n')).toMatch(/METRICS_PORT="eighty" is not a port number/);
     expect(r.problems.join('\n')).toMatch(/LEADER_ELECT="yes" must be true or false/);

@@ -14,7 +14,9 @@ export interface OperatorConfig {
   metricsPort: number;
   probePort: number;
   webhookPort: number;
-  /** Address the webhook server listens on; unset: every interface. */
+  /** Addresses the servers listen on (METRICS_HOST, PROBE_HOST, WEBHOOK_HOST); unset: every interface. */
+  metricsHost?: string;
+  probeHost?: string;
   webhookHost?: string;
   /** Directory with tls.crt/tls.key; the webhook is served when it exists. */
   webhookCertDir: string;
@@ -64,11 +66,15 @@ export function loadConfig(
     problems.push(
       'OPERATOR_NAMESPACE (or POD_NAMESPACE from the downward API) must name the operator namespace',
     );
-  const webhookHost = env.WEBHOOK_HOST || undefined;
-  if (webhookHost !== undefined && isIP(webhookHost) === 0)
-    problems.push(
-      `WEBHOOK_HOST=${JSON.stringify(webhookHost)} must be an IP address (unset: every interface)`,
-    );
+  const host = (name: string): string | undefined => {
+    const raw = env[name] || undefined;
+    if (raw !== undefined && isIP(raw) === 0)
+      problems.push(`${name}=${JSON.stringify(raw)} must be an IP address (unset: every interface)`);
+    return raw;
+  };
+  const metricsHost = host('METRICS_HOST');
+  const probeHost = host('PROBE_HOST');
+  const webhookHost = host('WEBHOOK_HOST');
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of ${LEVELS.join(', ')}`);
@@ -89,6 +95,8 @@ export function loadConfig(
     metricsPort: port('METRICS_PORT', 8080),
     probePort: port('PROBE_PORT', 8081),
     webhookPort: port('WEBHOOK_PORT', 9443),
+    ...(metricsHost ? { metricsHost } : {}),
+    ...(probeHost ? { probeHost } : {}),
     ...(webhookHost ? { webhookHost } : {}),
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,
