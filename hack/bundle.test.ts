@@ -317,8 +317,29 @@ describe('operator-sdk bundle validate --select-optional suite=operatorframework
       ]),
     );
 
-  it('reports no error and no warning for bundle/', () => {
-    expect(validate('./bundle')).toEqual([]);
+  it('reports no error and no warning for bundle/ (the NetworkPolicy left to opm: see the comment)', () => {
+    // operator-sdk v1.34.1 (the newest the module mirror serves) embeds operator-registry v1.35.0, whose
+    // list of registry+v1 kinds predates NetworkPolicy; operator-registry v1.65.0 (our opm) and OLM v0.38.0
+    // accept it (docs/adr/0004-olm-packaging.md). So operator-sdk checks everything else here, `opm render`
+    // and `opm validate` take the full bundle (hack/catalog.test.ts), and OLM installs it in the e2e journeys.
+    const dir = mkdtempSync(join(tmpdir(), 'vws-bundle-'));
+    try {
+      writeBundleDir(dir, opts);
+      const policy = manifestNames.filter((n) => n.endsWith('_networking.k8s.io_v1_networkpolicy.yaml'));
+      expect(policy).toHaveLength(1);
+      for (const n of policy) rmSync(join(dir, 'manifests', n));
+      expect(validate(dir)).toEqual([]);
+      // The one thing operator-sdk says about the full bundle is that gap, nothing else.
+      expect(validate('./bundle')).toEqual([
+        {
+          level: 'error',
+          message:
+            'Error: Value networking.k8s.io/v1, Kind=NetworkPolicy: unsupported media type registry+v1 for bundle object',
+        },
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports the warnings it finds (a container without resource requests)', () => {
