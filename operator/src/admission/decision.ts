@@ -13,11 +13,16 @@ export interface TargetInstance {
   annotations?: Readonly<Record<string, string>>;
 }
 
-/** One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]? */
+/**
+ * One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]
+ * (or, with `resource`, another resource of the namespace)?
+ */
 export interface AccessCheck {
   verb: string;
   /** Unset: every ApplicationInstance of the namespace (WatchOperation targets whichever instance changes). */
   name?: string;
+  /** Another resource than applicationinstances.apps.vworkspace.io, e.g. pods or serviceaccounts (core group). */
+  resource?: { group: string; resource: string };
 }
 
 export interface AccessResult {
@@ -43,7 +48,8 @@ export interface Facts {
 }
 
 export function accessKey(c: AccessCheck): string {
-  return `${c.verb}/${c.name ?? '*'}`;
+  const on = c.resource ? `${c.resource.resource}.${c.resource.group}/` : '';
+  return `${c.verb}/${on}${c.name ?? '*'}`;
 }
 
 /** invalid → 422, forbidden → 403, retry → 503 (a lookup failed: never admit on a failed lookup). */

@@ -4,7 +4,8 @@
 //   1. shape of spec (type, engine, engine runs type, targetRef.name, template, parameters)
 //   2. template resolution (spec.template, else type + engine)
 //   3. spec.parameters: depth and size limits, then against the template's inputSchema; spec.policy may
-//      not loosen the template's floor (requiresApproval)
+//      not loosen the template's floor (requiresApproval); the parameters ask for nothing the template
+//      does not grant (a ServiceAccount outside its list only from a requester who could run pods as it)
 //   4. the target exists in this namespace, advertises the capability, matches the template selectors
 //   5. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview)
 //   6. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
@@ -28,12 +29,15 @@ import {
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
 import {
   checkAccess,
+  checkGrants,
   checkParameters,
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
   type OperationSpecView,
   readOperationSpec,
+  requestedServiceAccount,
+  runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
 
@@ -57,6 +61,8 @@ export function operationNeeds(req: AdmissionRequest): Needs {
       needs.target = view.targetName;
       if (view.type) needs.access.push({ verb: typeVerb(view.type), name: view.targetName });
     }
+    const sa = requestedServiceAccount(view);
+    if (sa !== undefined) needs.access.push(...runAsChecks(sa));
   }
   if ((req.operation === 'CREATE' || req.operation === 'UPDATE') && isApprovalTransition(req)) {
     const { targetName } = approvalView(req);
@@ -92,6 +98,7 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
     if (template) {
       problems.push(...checkParameters(view, template, 'spec'));
       problems.push(...checkPolicyFloor(view, template, 'spec'));
+      problems.push(...checkGrants(view, template, 'spec', user, namespace, facts));
     }
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
     if (view.type && view.targetName !== undefined) {

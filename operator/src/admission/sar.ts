@@ -45,8 +45,8 @@ export function subjectAccessReview(
       resourceAttributes: {
         namespace,
         verb: check.verb,
-        group: APPS_GROUP,
-        resource: PLURAL_APPLICATION_INSTANCES,
+        group: check.resource?.group ?? APPS_GROUP,
+        resource: check.resource?.resource ?? PLURAL_APPLICATION_INSTANCES,
         ...(check.name !== undefined ? { name: check.name } : {}),
       },
     },

@@ -8,6 +8,8 @@
 //   4. the requester may <type lower-case> the target: the named instance for a CronOperation, every
 //      ApplicationInstance of the namespace for a WatchOperation (it targets whichever one changes).
 //      Without this, a CronOperation would let anyone run a Restore through the operator's identity.
+//   5. the parameters ask for nothing the template does not grant, judged for the requester (who is the
+//      authority behind every Operation the scheduler creates)
 
 import { matchTemplateTarget } from '../catalog/index.ts';
 import { validateSchedule } from '../schedule/cron.ts';
@@ -15,11 +17,14 @@ import { type Facts, invalid, isRecord, jsonEqual, type Needs, type Problem, res
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
+  checkGrants,
   checkParameters,
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
   readOperationSpec,
+  requestedServiceAccount,
+  runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
 
@@ -46,10 +51,15 @@ export function schedulerNeeds(kind: SchedulerKind, req: AdmissionRequest): Need
   const { view } = readOperationSpec(templateSpecOf(specOf(req.object)), TEMPLATE_BASE, {
     target: kind === 'CronOperation',
   });
-  if (!view.type) return { access: [] };
-  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }] };
-  if (view.targetName === undefined) return { access: [] };
-  return { target: view.targetName, access: [{ verb: typeVerb(view.type), name: view.targetName }] };
+  const sa = requestedServiceAccount(view);
+  const runAs = sa === undefined ? [] : runAsChecks(sa);
+  if (!view.type) return { access: runAs };
+  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }, ...runAs] };
+  if (view.targetName === undefined) return { access: runAs };
+  return {
+    target: view.targetName,
+    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...runAs],
+  };
 }
 
 export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, facts: Facts): AdmissionResponse {
@@ -83,6 +93,9 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   if (template) {
     problems.push(...checkParameters(view, template, TEMPLATE_BASE));
     problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
+    problems.push(
+      ...checkGrants(view, template, TEMPLATE_BASE, req.userInfo?.username ?? '', namespace, facts),
+    );
   }
 
   if (kind === 'CronOperation') {

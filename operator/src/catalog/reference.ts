@@ -1,5 +1,6 @@
 // Renders the parameter reference of the built-in templates (the generated part of docs/templates.md).
 import { PRECONDITIONS } from '../api/enums.ts';
+import { allowedServiceAccounts } from './grants.ts';
 import type { JsonSchema } from './schema-validation.ts';
 import { capabilitySelectors, type Template } from './template.ts';
 
@@ -44,6 +45,25 @@ function parameterRows(schema: JsonSchema, prefix: string, out: string[]): void 
   }
 }
 
+/** What the template grants a requester (catalog/grants.ts), for the templates where it matters. */
+function grantsLine(t: Template): string | undefined {
+  const props = (t.inputSchema.properties ?? {}) as Record<string, unknown>;
+  const parts: string[] = [];
+  if ('serviceAccountName' in props || t.engine === 'helmHookJob') {
+    parts.push(
+      `ServiceAccounts: ${allowedServiceAccounts(t)
+        .map((s) => `\`${s}\``)
+        .join(', ')}`,
+    );
+  }
+  if (t.engine === 'workflow')
+    parts.push(`ClusterWorkflowTemplates: ${t.allowClusterWorkflowTemplates ? 'yes' : 'no'}`);
+  if (t.engine === 'velero' && t.type === 'Restore') {
+    parts.push(`cluster-scoped objects: ${t.allowClusterResources ? 'yes' : 'no'}`);
+  }
+  return parts.length > 0 ? `grants: ${parts.join('; ')}` : undefined;
+}
+
 export function renderTemplateReference(t: Template): string {
   const caps = capabilitySelectors(t)
     .map((c) => `\`ops.vworkspace.io/${c.verb}: ${c.engine}\``)
@@ -56,6 +76,7 @@ export function renderTemplateReference(t: Template): string {
     .join(', ');
   const rows: string[] = [];
   parameterRows(t.inputSchema, '', rows);
+  const reach = grantsLine(t);
   return [
     `### ${t.name}`,
     '',
@@ -66,6 +87,7 @@ export function renderTemplateReference(t: Template): string {
     `- RBAC profile: \`${t.rbacProfile}\``,
     `- preconditions: ${pre}`,
     `- policy defaults: ${defaults || '(none)'}`,
+    ...(reach ? [`- ${reach}`] : []),
     '',
     '| Parameter | Type | Required | Default | Description |',
     '|---|---|---|---|---|',
