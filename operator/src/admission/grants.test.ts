@@ -29,8 +29,8 @@ function factsWith(runAs: { pods?: boolean; impersonate?: boolean; fail?: boolea
       if (runAs.fail && c.resource) return { ok: false, message: 'connection refused' };
       const allowed =
         c.resource === undefined ||
-        (c.resource.resource === 'pods' && runAs.pods === true) ||
-        (c.resource.resource === 'serviceaccounts' && runAs.impersonate === true);
+        (c.resource === 'pods' && runAs.pods === true) ||
+        (c.resource === 'serviceaccounts' && runAs.impersonate === true);
       return { ok: true, value: { allowed } };
     },
   });
@@ -40,8 +40,8 @@ describe('serviceAccountName at admission', () => {
   it('looks up whether the requester could run pods as the named ServiceAccount', () => {
     expect(operationNeeds(aRequest(runCommand({ serviceAccountName: 'admin' }))).access).toEqual([
       { verb: 'runcommand', name: 'shop' },
-      { verb: 'create', resource: { group: '', resource: 'pods' } },
-      { verb: 'impersonate', resource: { group: '', resource: 'serviceaccounts' }, name: 'admin' },
+      { verb: 'create', resource: 'pods' },
+      { verb: 'impersonate', resource: 'serviceaccounts', name: 'admin' },
     ]);
     expect(operationNeeds(aRequest(runCommand({}))).access).toEqual([{ verb: 'runcommand', name: 'shop' }]);
   });

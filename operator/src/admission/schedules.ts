@@ -14,6 +14,7 @@
 import { matchTemplateTarget } from '../catalog/index.ts';
 import { validateSchedule } from '../schedule/cron.ts';
 import { type Facts, invalid, isRecord, jsonEqual, type Needs, type Problem, respond } from './decision.ts';
+import { sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
@@ -46,7 +47,11 @@ function needsCheck(req: AdmissionRequest): boolean {
   return !jsonEqual(specOf(req.oldObject), specOf(req.object));
 }
 
-export function schedulerNeeds(kind: SchedulerKind, req: AdmissionRequest): Needs {
+export function schedulerNeeds(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
+  templates?: Pick<Facts, 'templates'>,
+): Needs {
   if (!needsCheck(req)) return { access: [] };
   const { view } = readOperationSpec(templateSpecOf(specOf(req.object)), TEMPLATE_BASE, {
     target: kind === 'CronOperation',
@@ -54,11 +59,14 @@ export function schedulerNeeds(kind: SchedulerKind, req: AdmissionRequest): Need
   const sa = requestedServiceAccount(view);
   const runAs = sa === undefined ? [] : runAsChecks(sa);
   if (!view.type) return { access: runAs };
-  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }, ...runAs] };
-  if (view.targetName === undefined) return { access: runAs };
+  // A template's parametersFrom default (a Restore without backupName) reads Operations: list access.
+  const { template } = templates ? checkTemplate(view, TEMPLATE_BASE, templates) : {};
+  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE).map((a) => a.check) : [];
+  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }, ...sources, ...runAs] };
+  if (view.targetName === undefined) return { access: [...sources, ...runAs] };
   return {
     target: view.targetName,
-    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...runAs],
+    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...sources, ...runAs],
   };
 }
 
@@ -93,9 +101,13 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   if (template) {
     problems.push(...checkParameters(view, template, TEMPLATE_BASE));
     problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
-    problems.push(
-      ...checkGrants(view, template, TEMPLATE_BASE, req.userInfo?.username ?? '', namespace, facts),
-    );
+    const user = req.userInfo?.username ?? '';
+    problems.push(...checkGrants(view, template, TEMPLATE_BASE, user, namespace, facts));
+    for (const a of sourceAccess(view, template, TEMPLATE_BASE)) {
+      problems.push(
+        ...checkAccess(a.check, user, namespace, a.field, `the ${kind}'s Operations ${a.why}`, facts),
+      );
+    }
   }
 
   if (kind === 'CronOperation') {

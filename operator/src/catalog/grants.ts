@@ -1,6 +1,6 @@
 // What a template lets a requester reach beyond what every Operation of the template gets: other
 // ServiceAccounts, ClusterWorkflowTemplates, cluster-scoped restores. The operator acts with its own
-// identity, so each of these would otherwise hand the requester what RBAC does not (ADR 0007). Pure:
+// identity, so each of these would otherwise hand the requester what RBAC does not (ADR 0009). Pure:
 // the webhook reports each denial at its field path; the engine adapters refuse the same requests
 // for Operations that reached the reconciler without the webhook.
 

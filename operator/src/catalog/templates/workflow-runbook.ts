@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** argoproj.io/v1alpha1 Workflow from a WorkflowTemplate; parameters.arguments become workflow arguments. */
 export const workflowRunbook: Template = {
@@ -40,6 +40,7 @@ export const workflowRunbook: Template = {
       ),
     },
   },
+  outputSchema: outputSchema({ workflowName: 'Name of the Argo Workflow (argo get <workflowName>)' }),
   rbacProfile: 'runbook.workflow',
   preconditions: standardPreconditions(),
   targetSelectors: { capabilities: [{ verb: 'runbook', engine: 'workflow' }] },
