@@ -113,6 +113,14 @@ describe('job materialize', () => {
     // created-by is written only by the webhook, which admitted the name because the requester could run pods as it.
     const judged = input({ parameters, annotations: { [ANNOTATION_CREATED_BY]: 'bob' } });
     expect(jobOf(judged).pod.serviceAccountName).toBe('cluster-admin-sa');
+    // A name that arrived through parametersFrom (not in spec.parameters) was never judged by the webhook.
+    const viaInputs = input({ annotations: { [ANNOTATION_CREATED_BY]: 'bob' } });
+    expect(
+      jobAdapter.materialize({
+        ...viaInputs,
+        parameters: { ...viaInputs.parameters, serviceAccountName: 'cluster-admin-sa' },
+      }),
+    ).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
     const listed = input({
       parameters: { command: ['id'], serviceAccountName: 'ops' },
       template: allowingOps,
