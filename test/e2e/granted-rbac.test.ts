@@ -17,7 +17,7 @@
 // through Velero's phases); a RunCommand runs a real Job (kwok completes it) in the namespace where
 // runCommand.job is granted and stops at Accepted=False/RbacProfileMissing, creating nothing, in the
 // namespace where it is not. Last, a CronOperation's Operation — created by the operator's ServiceAccount,
-// which holds no type verb — is admitted on the CronOperation's authority (ADR 0008) and succeeds.
+// which holds no type verb — is admitted on the CronOperation's authority (ADR 0011) and succeeds.
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
 import { decideOperation, operationNeeds } from './operation.ts';
-import { checkScheduledBy, schedulerClaim, trustScheduled } from './scheduled.ts';
+import { checkScheduledBy, ownerAuthority, schedulerClaim, trustScheduled } from './scheduled.ts';
 import { aCronOperation, anOperation, aRequest, aWatchOperation, causesOf, someFacts } from './testing.ts';
 
 const SELF = 'system:serviceaccount:operators:vworkspace-operator';
@@ -33,12 +33,12 @@ describe('Operations a CronOperation/WatchOperation has the operator create', ()
 
   it('looks the owner up instead of the type verb only for a CREATE by the operator itself', () => {
     const req = aRequest(owned('CronOperation'), { user: SELF });
-    const needs = trustScheduled(operationNeeds(req), req, SELF, 'backup');
+    const needs = trustScheduled(operationNeeds(req), req, SELF);
     expect(needs.scheduledBy).toEqual({ kind: 'CronOperation', name: 'nightly', uid: 'uid-cron' });
     expect(needs.access.map((c) => c.verb)).not.toContain('backup');
     const byTenant = aRequest(owned('CronOperation'), { user: 'mallory' });
-    expect(trustScheduled(operationNeeds(byTenant), byTenant, SELF, 'backup').scheduledBy).toBeUndefined();
-    expect(trustScheduled(operationNeeds(req), req, undefined, 'backup').scheduledBy).toBeUndefined();
+    expect(trustScheduled(operationNeeds(byTenant), byTenant, SELF).scheduledBy).toBeUndefined();
+    expect(trustScheduled(operationNeeds(req), req, undefined).scheduledBy).toBeUndefined();
   });
 
   it('admits what the live owner produces; refuses a missing owner, another uid, another spec', () => {
@@ -90,5 +90,21 @@ describe('Operations a CronOperation/WatchOperation has the operator create', ()
     expect(causesOf(res).map((c) => c.field)).toEqual(['metadata.ownerReferences']);
     // Without the owner fact the operator is judged as anyone: it holds no type verb.
     expect(decideOperation(req, denyAll).status?.code).toBe(403);
+  });
+});
+
+describe('ownerAuthority', () => {
+  it('grants every requester check by the owner, except approving', () => {
+    const facts = {
+      ...someFacts({ allow: () => ({ ok: true, value: { allowed: false } }) }),
+      scheduledBy: {
+        claim: { kind: 'CronOperation' as const, name: 'nightly', uid: 'uid-cron' },
+        owner: { ok: true as const, value: cron() },
+      },
+    };
+    const judged = ownerAuthority(facts);
+    expect(judged.access['backup/shop']).toMatchObject({ ok: true, value: { allowed: true } });
+    expect(judged.access['create/pods']).toMatchObject({ ok: true, value: { allowed: true } });
+    expect(judged.access['approve/shop']).toEqual(facts.access['approve/shop']);
   });
 });

@@ -5,7 +5,7 @@
 // Cluster-wide the operator only reads and watches, plus: its own kinds (status, Operations created by
 // CronOperation/WatchOperation, TTL deletion), access reviews, and Events about its own objects. It holds
 // no type verb (backup, restore, …) on applicationinstances: the Operations it creates for CronOperations
-// and WatchOperations carry their owner's checked authority (docs/adr/0008-…).
+// and WatchOperations carry their owner's checked authority (docs/adr/0011-…).
 
 export interface PolicyRule {
   apiGroups: readonly string[];

@@ -8,7 +8,7 @@
 //   and in-flight reconciles finish, bounded by the grace period), THEN release the Lease (so a
 //   successor never overlaps our last reconciles), then stop the webhook and informers, then
 //   close the servers;
-// - losing the Lease is NOT fatal (docs/adr/0007-lease-loss-keeps-serving.md): controllers and leader
+// - losing the Lease is NOT fatal (docs/adr/0010-lease-loss-keeps-serving.md): controllers and leader
 //   runnables stop at once without draining (another replica may lead already), while the webhook,
 //   probes, metrics and informers keep running; the replica campaigns again and, once it leads,
 //   starts its controllers with fresh queues. controller-runtime exits instead, which with

@@ -1,5 +1,5 @@
 // Item 6 of the threat model: CronOperations and WatchOperations on the CSV's RBAC
-// (docs/adr/0008-scheduled-operations-carry-checked-authority.md). The operator's ServiceAccount holds none
+// (docs/adr/0011-scheduled-operations-carry-checked-authority.md). The operator's ServiceAccount holds none
 // of the type verbs, so the webhook used to refuse every Operation it created for them (403) while the
 // CronOperation went on saying Ready=True/ScheduleActive. Now an Operation the operator creates carries the
 // authority the webhook checked when its CronOperation/WatchOperation was created or last edited; a tenant
