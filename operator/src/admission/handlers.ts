@@ -17,9 +17,10 @@ import {
   type TargetInstance,
 } from './decision.ts';
 import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
-import type { AdmissionRequest, AdmissionResponse } from './review.ts';
+import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import { reviewAccess } from './sar.ts';
 import { decideScheduler, schedulerNeeds } from './schedules.ts';
+import { outsideScope, watches } from './scope.ts';
 import type { AdmissionHandler } from './server.ts';
 
 /** Webhook paths, as the bundle's webhookdefinitions and the test configurations name them. */
@@ -38,6 +39,8 @@ export interface AdmissionDeps {
   /** The operator's own client: reads targets and posts SubjectAccessReviews. */
   client: KubeClient;
   templates: TemplateSource;
+  /** WATCH_NAMESPACE: creates elsewhere are refused (scope.ts); empty or unset: every namespace. */
+  watchNamespaces?: readonly string[];
 }
 
 function stringMap(v: unknown): Record<string, string> | undefined {
@@ -92,17 +95,21 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
 }
 
 export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
+  const watched = deps.watchNamespaces ?? [];
   return {
-    [WEBHOOK_PATHS.mutateOperation]: (req) => mutateOperation(req),
+    [WEBHOOK_PATHS.mutateOperation]: (req) =>
+      watches(watched, req.namespace) ? mutateOperation(req) : allow(req.uid),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
-      decideOperation(req, await gatherFacts(deps, req, operationNeeds(req))),
+      outsideScope(req, watched) ?? decideOperation(req, await gatherFacts(deps, req, operationNeeds(req))),
     [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
+      outsideScope(req, watched) ??
       decideScheduler(
         'CronOperation',
         req,
         await gatherFacts(deps, req, schedulerNeeds('CronOperation', req)),
       ),
     [WEBHOOK_PATHS.validateWatchOperation]: async (req) =>
+      outsideScope(req, watched) ??
       decideScheduler(
         'WatchOperation',
         req,

@@ -33,6 +33,7 @@ import {
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { planCapabilities } from './capabilities.ts';
 import { HELM_RELEASE_SECRET_TYPE, latestRelease, type ReadyReason } from './helm-release.ts';
@@ -69,6 +70,8 @@ export interface InstanceControllerDeps {
   workers?: number;
   /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
   catalog?: CatalogSource;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
   /** Tests: list/watch from memory instead of the API server. */
   listerWatchers?: {
     instances: ListerWatcher<ApplicationInstance>;
@@ -120,7 +123,11 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
         listerWatcher: lw.instances,
         ...common,
       })
-    : createInformer<ApplicationInstance>(deps.kc, instanceResource, { client: deps.client, ...common });
+    : createInformer<ApplicationInstance>(deps.kc, instanceResource, {
+        client: deps.client,
+        ...scopedTo(deps.namespaces),
+        ...common,
+      });
   const secrets = lw
     ? new Informer<HelmSecret>({
         name: 'helm-release-secrets',
@@ -131,6 +138,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     : createInformer<HelmSecret>(deps.kc, secretResource, {
         name: 'helm-release-secrets',
         client: deps.client,
+        ...scopedTo(deps.namespaces),
         ...secretSelectors,
         ...common,
       });

@@ -13,6 +13,7 @@ export * from './leader-election.ts';
 export * from './logger.ts';
 export * from './manager.ts';
 export * from './metrics.ts';
+export * from './multi-namespace.ts';
 export * from './normalize.ts';
 export * from './rate-limiter.ts';
 export * from './status.ts';

@@ -45,6 +45,7 @@ import {
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
 import { CreatedOperations, phaseChanged } from './shell.ts';
@@ -61,6 +62,8 @@ export interface WatchControllerDeps {
   metrics?: RuntimeMetrics;
   /** "now" of every decision (lastTriggerTime, pendingSince). Tests pass a FakeClock. */
   clock?: Clock;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface WatchController {
@@ -91,16 +94,19 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
   const res = (r: typeof WATCH_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
   const watches = createInformer<WatchOperation>(deps.kc, res(WATCH_OPERATION), {
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const instances = createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
     name: 'applicationinstances.watch',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const operations = createInformer<Operation>(deps.kc, res(OPERATION), {
     name: 'operations.watch',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
     labelSelector: LABEL_WATCH_OPERATION,
   });
