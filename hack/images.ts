@@ -16,11 +16,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { allImages, buildImages, type ImageSet, pushImages } from './images/build.ts';
+import { allImages, buildImages, type ImageSet, pushImages, RELEASE_REGISTRY } from './images/build.ts';
 import { isLoopback } from './images/crane.ts';
 import { startRegistry } from './lib/registry.ts';
 
-export const DEFAULT_REGISTRY = 'quay.io/vworkspace';
+export const DEFAULT_REGISTRY = RELEASE_REGISTRY;
 /** The namespace under a loopback registry this command starts itself. */
 export const LOCAL_NAMESPACE = 'vworkspace';
 
