@@ -27,7 +27,10 @@ export const LOCAL_NAMESPACE = 'vworkspace';
 export interface Summary {
   registry: string;
   version: string;
+  /** The operator image of package.json's version (IMG). */
   operator: string;
+  /** Every version's operator image built: version → reference (each bundle names its own). */
+  operators: Record<string, string>;
   helm: string;
   bundles: Record<string, string>;
   catalog: string;
@@ -40,6 +43,7 @@ export function summarize(set: ImageSet): Summary {
     registry: set.registry,
     version: set.version,
     operator: set.operator.ref,
+    operators: Object.fromEntries(Object.entries(set.operators).map(([v, o]) => [v, o.ref])),
     helm: set.helmRef,
     bundles: set.bundleRefs,
     catalog: set.catalog.ref,
