@@ -24,6 +24,7 @@ import {
 } from './checks.ts';
 import { ciConfig, releaseConfig } from './layout.ts';
 import type { Bundle, CommunityRepo, Operator } from './repo.ts';
+import { validatorNames } from './sdk.ts';
 import { compareSemver, satisfies } from './semver.ts';
 
 type Obj = Record<string, unknown>;
@@ -190,6 +191,18 @@ describe('the other checks', () => {
     expect(bundleOnly.map((r) => r.check)).toContain('check_api_version_constraints');
     const fbc = runSuites(repo({ fbc: { enabled: true } }), { sdk: none });
     expect(fbc.map((r) => r.check)).not.toContain('check_dangling_bundles');
+  });
+});
+
+describe('operator-sdk --list-optional', () => {
+  it('finds every validator whichever line of its row the name= label is on', () => {
+    const out = [
+      'NAME             LABELS                     DESCRIPTION',
+      'categories       suite=operatorframework    OperatorHub.io categories',
+      '                 name=categories',
+      'multiarch        name=multiarch             (Alpha) Multiple Architectures',
+    ].join('\n');
+    expect(validatorNames(out)).toEqual(['categories', 'multiarch']);
   });
 });
 

@@ -37,15 +37,18 @@ export const pipelineSdk: SdkRunner = (bundleDir, selector, k8sVersion) => {
   }
 };
 
-/** The NAME column of `operator-sdk bundle validate --list-optional`. */
+/**
+ * The validators `operator-sdk bundle validate --list-optional` lists, by their `name=` label (each
+ * row's labels come in map order, so `name=` is not always on the row's first line).
+ */
 export function optionalValidators(): string[] {
   const r = runTool(ROOT, 'operator-sdk', ['bundle', 'validate', '--list-optional']);
   if (r.code !== 0) throw new Error(`operator-sdk bundle validate --list-optional: ${r.stderr}`);
-  return r.stdout
-    .split('\n')
-    .slice(1)
-    .map((l) => /^(\S+)\s+name=/.exec(l)?.[1])
-    .filter((n): n is string => !!n);
+  return validatorNames(r.stdout);
+}
+
+export function validatorNames(listOptional: string): string[] {
+  return [...listOptional.matchAll(/\bname=(\S+)/g)].map((m) => m[1]!);
 }
 
 /** `docker pull` / `docker manifest inspect` over crane; VWS_MIRROR_FROM/TO rename a registry. */
