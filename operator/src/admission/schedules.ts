@@ -12,6 +12,7 @@
 import { matchTemplateTarget } from '../catalog/index.ts';
 import { validateSchedule } from '../schedule/cron.ts';
 import { type Facts, invalid, isRecord, jsonEqual, type Needs, type Problem, respond } from './decision.ts';
+import { sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
@@ -41,15 +42,25 @@ function needsCheck(req: AdmissionRequest): boolean {
   return !jsonEqual(specOf(req.oldObject), specOf(req.object));
 }
 
-export function schedulerNeeds(kind: SchedulerKind, req: AdmissionRequest): Needs {
+export function schedulerNeeds(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
+  templates?: Pick<Facts, 'templates'>,
+): Needs {
   if (!needsCheck(req)) return { access: [] };
   const { view } = readOperationSpec(templateSpecOf(specOf(req.object)), TEMPLATE_BASE, {
     target: kind === 'CronOperation',
   });
   if (!view.type) return { access: [] };
-  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }] };
-  if (view.targetName === undefined) return { access: [] };
-  return { target: view.targetName, access: [{ verb: typeVerb(view.type), name: view.targetName }] };
+  // A template's parametersFrom default (a Restore without backupName) reads Operations: list access.
+  const { template } = templates ? checkTemplate(view, TEMPLATE_BASE, templates) : {};
+  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE).map((a) => a.check) : [];
+  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }, ...sources] };
+  if (view.targetName === undefined) return { access: sources };
+  return {
+    target: view.targetName,
+    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...sources],
+  };
 }
 
 export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, facts: Facts): AdmissionResponse {
@@ -83,6 +94,12 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   if (template) {
     problems.push(...checkParameters(view, template, TEMPLATE_BASE));
     problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
+    const user = req.userInfo?.username ?? '';
+    for (const a of sourceAccess(view, template, TEMPLATE_BASE)) {
+      problems.push(
+        ...checkAccess(a.check, user, namespace, a.field, `the ${kind}'s Operations ${a.why}`, facts),
+      );
+    }
   }
 
   if (kind === 'CronOperation') {
