@@ -13,13 +13,19 @@ export interface TargetInstance {
   annotations?: Readonly<Record<string, string>>;
 }
 
-/** One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]? */
+/**
+ * One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]
+ * (or, with `resource`, another resource of the namespace)?
+ */
 export interface AccessCheck {
   verb: string;
   /** Unset: every ApplicationInstance of the namespace (WatchOperation targets whichever instance changes). */
   name?: string;
-  /** Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom). */
-  resource?: 'operations';
+  /**
+   * Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom);
+   * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount).
+   */
+  resource?: 'operations' | 'pods' | 'serviceaccounts';
 }
 
 export interface AccessResult {

@@ -4,7 +4,8 @@
 //   1. shape of spec (type, engine, engine runs type, targetRef.name, template, parameters)
 //   2. template resolution (spec.template, else type + engine)
 //   3. spec.parameters: depth and size limits, then against the template's inputSchema; spec.policy may
-//      not loosen the template's floor (requiresApproval)
+//      not loosen the template's floor (requiresApproval); the parameters ask for nothing the template
+//      does not grant (a ServiceAccount outside its list only from a requester who could run pods as it)
 //   4. spec.parametersFrom (and the template's defaults it falls back on): shape, parameters the template
 //      knows, outputs the sources can have, and get/list on operations for the requester (ADR 0007)
 //   5. the target exists in this namespace, advertises the capability, matches the template selectors
@@ -31,12 +32,15 @@ import { checkParametersFrom, sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
 import {
   checkAccess,
+  checkGrants,
   checkParameters,
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
   type OperationSpecView,
   readOperationSpec,
+  requestedServiceAccount,
+  runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
 
@@ -65,6 +69,8 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
       needs.target = view.targetName;
       if (view.type) needs.access.push({ verb: typeVerb(view.type), name: view.targetName });
     }
+    const sa = requestedServiceAccount(view);
+    if (sa !== undefined) needs.access.push(...runAsChecks(sa));
     const names = (view.parametersFrom ?? []).flatMap((s) => (s.operationRef ? [s.operationRef.name] : []));
     if (names.length > 0) needs.operations = [...new Set(names)];
     const { template } = templates ? checkTemplate(view, 'spec', templates) : {};
@@ -105,6 +111,7 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
       problems.push(...checkParameters(view, template, 'spec'));
       problems.push(...checkParametersFrom(view, template, 'spec', facts));
       problems.push(...checkPolicyFloor(view, template, 'spec'));
+      problems.push(...checkGrants(view, template, 'spec', user, namespace, facts));
       for (const a of sourceAccess(view, template, 'spec')) {
         problems.push(...checkAccess(a.check, user, namespace, a.field, a.why, facts));
       }

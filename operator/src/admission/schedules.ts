@@ -8,6 +8,8 @@
 //   4. the requester may <type lower-case> the target: the named instance for a CronOperation, every
 //      ApplicationInstance of the namespace for a WatchOperation (it targets whichever one changes).
 //      Without this, a CronOperation would let anyone run a Restore through the operator's identity.
+//   5. the parameters ask for nothing the template does not grant, judged for the requester (who is the
+//      authority behind every Operation the scheduler creates)
 
 import { matchTemplateTarget } from '../catalog/index.ts';
 import { validateSchedule } from '../schedule/cron.ts';
@@ -16,11 +18,14 @@ import { sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
+  checkGrants,
   checkParameters,
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
   readOperationSpec,
+  requestedServiceAccount,
+  runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
 
@@ -51,15 +56,17 @@ export function schedulerNeeds(
   const { view } = readOperationSpec(templateSpecOf(specOf(req.object)), TEMPLATE_BASE, {
     target: kind === 'CronOperation',
   });
-  if (!view.type) return { access: [] };
+  const sa = requestedServiceAccount(view);
+  const runAs = sa === undefined ? [] : runAsChecks(sa);
+  if (!view.type) return { access: runAs };
   // A template's parametersFrom default (a Restore without backupName) reads Operations: list access.
   const { template } = templates ? checkTemplate(view, TEMPLATE_BASE, templates) : {};
   const sources = template ? sourceAccess(view, template, TEMPLATE_BASE).map((a) => a.check) : [];
-  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }, ...sources] };
-  if (view.targetName === undefined) return { access: sources };
+  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }, ...sources, ...runAs] };
+  if (view.targetName === undefined) return { access: [...sources, ...runAs] };
   return {
     target: view.targetName,
-    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...sources],
+    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...sources, ...runAs],
   };
 }
 
@@ -95,6 +102,7 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
     problems.push(...checkParameters(view, template, TEMPLATE_BASE));
     problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
     const user = req.userInfo?.username ?? '';
+    problems.push(...checkGrants(view, template, TEMPLATE_BASE, user, namespace, facts));
     for (const a of sourceAccess(view, template, TEMPLATE_BASE)) {
       problems.push(
         ...checkAccess(a.check, user, namespace, a.field, `the ${kind}'s Operations ${a.why}`, facts),

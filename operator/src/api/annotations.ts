@@ -28,6 +28,17 @@ export const ANNOTATION_RECONCILE = `${OPS_GROUP}/reconcile`;
  */
 export const LABEL_OPERATION = `${OPS_GROUP}/operation`;
 export const LABEL_OPERATION_NAMESPACE = `${OPS_GROUP}/operation-namespace`;
+/**
+ * On children outside the Operation's namespace (no owner reference possible): the Operation's uid. An
+ * existing object of a child's name is adopted only when it carries this Operation's uid.
+ */
+export const LABEL_OPERATION_UID = `${OPS_GROUP}/operation-uid`;
+/**
+ * On every velero.io Backup the operator creates: the ApplicationInstance it backs up. With
+ * LABEL_OPERATION_NAMESPACE it says whom the backup was made for; a Restore only accepts a Backup whose
+ * LABEL_OPERATION_NAMESPACE is the Operation's namespace.
+ */
+export const LABEL_INSTANCE = `${OPS_GROUP}/instance`;
 
 /** "true" on a ConfigMap in the operator namespace: it holds a catalog (key CATALOG_CONFIGMAP_KEY). */
 export const LABEL_CATALOG = `${OPS_GROUP}/catalog`;

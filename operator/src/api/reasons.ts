@@ -85,6 +85,18 @@ export const REASONS = {
   SelectorMismatch: accepted('False', "the target does not match the template's label selector"),
   TargetNotFound: accepted('False', 'no ApplicationInstance spec.targetRef.name in the namespace'),
   RbacProfileMissing: accepted('False', "the operator lacks a rule of the template's RBAC profile here"),
+  NotAllowedByTemplate: accepted(
+    'False',
+    '(added) the request asks for what its template does not allow: a ServiceAccount outside allowedServiceAccounts, a ClusterWorkflowTemplate, cluster-scoped objects',
+  ),
+  UnsafePodSpec: accepted(
+    'False',
+    "(added) the chart's migration Job asks for more than the restricted Pod Security Standard (host namespaces or paths, privilege, capabilities, root)",
+  ),
+  BackupNotAllowed: accepted(
+    'False',
+    "(added) the velero.io Backup to restore does not exist or was not made for the Operation's namespace",
+  ),
   EngineNotInstalled: accepted(
     'False',
     "(added) the engine's child kinds are not served (e.g. Velero's CRDs are missing); waits, then fails",
@@ -148,6 +160,9 @@ export const REASONS = {
   DeadlineExceeded: policy('policy.activeDeadlineSeconds passed since startedAt'),
   RetryLimitExceeded: policy('the child failed policy.retryLimit + 1 times'),
   Cancelled: policy('spec.cancel was set; the child was stopped'),
+  ChildConflict: policy(
+    "(added) an object under a child's name is not this Operation's (no controller owner reference / operation-uid label of it), or was replaced",
+  ),
   PreconditionDeadlineExceeded: policy(
     '(added) policy.preconditionDeadlineSeconds passed while still waiting',
   ),

@@ -68,6 +68,10 @@ export const RECONCILE_RETRY_REASONS: readonly string[] = [
   'CapabilityMissing',
   'SelectorMismatch',
   'RetryLimitExceeded',
+  'NotAllowedByTemplate',
+  'UnsafePodSpec',
+  'BackupNotAllowed',
+  'ChildConflict',
 ];
 
 export const RETRY_BACKOFF_BASE_MS = 10_000;
