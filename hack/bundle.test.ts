@@ -93,8 +93,61 @@ describe('generated bundle files', () => {
     );
     const annotations = YAML.parse(readRepoFile('bundle/metadata/annotations.yaml')!).annotations;
     expect(labels).toEqual(annotations);
-    expect(annotations).toEqual(bundleAnnotations());
+    expect(annotations).toEqual(bundleAnnotations(spec(csv()).minKubeVersion as string));
     expect(dockerfile).toMatch(/^FROM scratch$/m);
+  });
+});
+
+describe('what the community pipeline reads from the bundle', () => {
+  it('offers the bundle on the OpenShift releases whose Kubernetes meets minKubeVersion', () => {
+    expect(spec(csv()).minKubeVersion).toBe('1.30.0');
+    const annotations = YAML.parse(readRepoFile('bundle/metadata/annotations.yaml')!).annotations;
+    expect(annotations['com.redhat.openshift.versions']).toBe('v4.17');
+  });
+
+  it('carries the channel edges in the CSV: replaces and olm.skipRange', () => {
+    const c = csv();
+    expect(spec(c).replaces).toBe('vworkspace-operator.v0.0.9');
+    expect((c.metadata as Obj & { annotations: Obj }).annotations['olm.skipRange']).toBe('>=0.0.0 <0.1.0');
+    const first = YAML.parse(
+      bundleFiles({ ...opts, version: '0.0.9' }).find((f) => f.path === CSV_PATH)!.content,
+    ) as Obj;
+    expect(spec(first).replaces).toBeUndefined();
+  });
+
+  it('labels its platforms and keeps its Pods on them (operator-sdk multiarch)', () => {
+    const c = csv();
+    expect((c.metadata as Obj).labels).toEqual({
+      'operatorframework.io/arch.amd64': 'supported',
+      'operatorframework.io/os.linux': 'supported',
+    });
+    const pod = (deployments(c)[0]!.spec as { template: { spec: Obj } }).template.spec;
+    expect(pod.affinity).toMatchObject({
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            {
+              matchExpressions: [
+                { key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] },
+                { key: 'kubernetes.io/os', operator: 'In', values: ['linux'] },
+              ],
+            },
+          ],
+        },
+      },
+    });
+  });
+
+  it('names its own operator image per version', () => {
+    const image = (v: string) =>
+      (
+        YAML.parse(
+          bundleFiles(resolveOptions({ VERSION: v })).find((f) => f.path === CSV_PATH)!.content,
+        ) as Obj & {
+          metadata: { annotations: Obj };
+        }
+      ).metadata.annotations.containerImage;
+    expect(image('0.0.9')).not.toBe(image('0.1.0'));
   });
 });
 

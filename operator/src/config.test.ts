@@ -8,6 +8,7 @@ describe('loadConfig', () => {
       ok: true,
       config: {
         namespace: 'vworkspace-system',
+        watchNamespaces: [],
         leaderElection: true,
         leaseDurationMs: 15_000,
         renewDeadlineMs: 10_000,
@@ -58,6 +59,19 @@ describe('loadConfig', () => {
       helmImage: 'registry.example/helm@sha256:abc',
       veleroNamespace: 'backup-system',
     });
+  });
+
+  it('reads the install mode from WATCH_NAMESPACE (OLM olm.targetNamespaces): a list, or empty for all', () => {
+    const watch = (v: string) => {
+      const r = loadConfig({ POD_NAMESPACE: 'ops', WATCH_NAMESPACE: v });
+      return r.ok ? r.config.watchNamespaces : r.problems;
+    };
+    expect(watch('')).toEqual([]);
+    expect(watch('ops')).toEqual(['ops']);
+    expect(watch(' team-a, team-b,team-a,')).toEqual(['team-a', 'team-b']);
+    expect(watch('team-a,Team_B')).toEqual([
+      'WATCH_NAMESPACE: "Team_B" is not a namespace name (comma-separated names; empty: every namespace)',
+    ]);
   });
 
   it('reports every problem at once, naming the variable', () => {

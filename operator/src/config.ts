@@ -6,6 +6,11 @@ import { parsePositiveDuration } from './schedule/duration.ts';
 export interface OperatorConfig {
   /** Namespace of the operator: the leader-election Lease and the catalog ConfigMaps live here. */
   namespace: string;
+  /**
+   * The namespaces whose instances, Operations and schedules it runs (WATCH_NAMESPACE, OLM's
+   * olm.targetNamespaces, comma-separated); empty: every namespace (OLM's AllNamespaces install).
+   */
+  watchNamespaces: string[];
   leaderElection: boolean;
   /** Leader-election timing (controller-runtime's defaults: 15s, 10s, 2s). */
   leaseDurationMs: number;
@@ -28,6 +33,8 @@ export interface OperatorConfig {
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** A namespace name: an RFC 1123 label. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function loadConfig(
   env: Record<string, string | undefined>,
@@ -66,6 +73,19 @@ export function loadConfig(
     problems.push(
       'OPERATOR_NAMESPACE (or POD_NAMESPACE from the downward API) must name the operator namespace',
     );
+  const watchNamespaces = [
+    ...new Set(
+      (env.WATCH_NAMESPACE ?? '')
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean),
+    ),
+  ];
+  for (const n of watchNamespaces)
+    if (!DNS_LABEL.test(n))
+      problems.push(
+        `WATCH_NAMESPACE: ${JSON.stringify(n)} is not a namespace name (comma-separated names; empty: every namespace)`,
+      );
   const host = (name: string): string | undefined => {
     const raw = env[name] || undefined;
     if (raw !== undefined && isIP(raw) === 0)
@@ -88,6 +108,7 @@ export function loadConfig(
     );
   const config: OperatorConfig = {
     namespace,
+    watchNamespaces,
     leaderElection: bool('LEADER_ELECT', true),
     leaseDurationMs,
     renewDeadlineMs,

@@ -51,7 +51,7 @@ import {
 } from './support/app.ts';
 import { CURRENT_VERSION, installOperator } from './support/install.ts';
 import { list } from './support/olm-api.ts';
-import { OperatorPods } from './support/operator-pods.ts';
+import { OperatorPods, reportAndStopPods } from './support/operator-pods.ts';
 import { grantProfile } from './support/rbac.ts';
 import { Journey } from './support/world.ts';
 
@@ -75,12 +75,7 @@ const children = async (client: KubeClient, ns: string, group: string, version: 
 describe('journey 2: the operator with the RBAC OLM granted, webhooks through OLM’s Service', () => {
   let pods: OperatorPods | undefined;
   const journey = new Journey('granted-rbac', {
-    onStart(world) {
-      world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-      world.cleanup('operator processes', async () => {
-        for (const slow of (await pods?.stop()) ?? []) world.say(`  ${slow}`);
-      });
-    },
+    onStart: (world) => reportAndStopPods(world, () => pods),
   });
 
   journey.step(

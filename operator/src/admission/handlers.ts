@@ -21,10 +21,11 @@ import {
 } from './decision.ts';
 import { decideInstance } from './instance.ts';
 import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
-import type { AdmissionRequest, AdmissionResponse } from './review.ts';
+import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import { reviewAccess } from './sar.ts';
 import { schedulerClaim, schedulerPlural, trustScheduled } from './scheduled.ts';
 import { decideScheduler, schedulerNeeds } from './schedules.ts';
+import { outsideScope, watches } from './scope.ts';
 import type { AdmissionHandler } from './server.ts';
 
 /** Webhook paths, as the bundle's webhookdefinitions and the test configurations name them. */
@@ -44,6 +45,8 @@ export interface AdmissionDeps {
   /** The operator's own client: reads targets and posts SubjectAccessReviews. */
   client: KubeClient;
   templates: TemplateSource;
+  /** WATCH_NAMESPACE: creates elsewhere are refused (scope.ts); empty or unset: every namespace. */
+  watchNamespaces?: readonly string[];
   /** The operator's own user name (operatorIdentity); undefined: unknown, nothing is trusted as its. */
   self?: () => Promise<string | undefined>;
 }
@@ -177,17 +180,22 @@ async function operationNeedsOf(deps: AdmissionDeps, req: AdmissionRequest): Pro
 }
 
 export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
+  const watched = deps.watchNamespaces ?? [];
   return {
-    [WEBHOOK_PATHS.mutateOperation]: (req) => mutateOperation(req),
+    [WEBHOOK_PATHS.mutateOperation]: (req) =>
+      watches(watched, req.namespace) ? mutateOperation(req) : allow(req.uid),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
+      outsideScope(req, watched) ??
       decideOperation(req, await gatherFacts(deps, req, await operationNeedsOf(deps, req))),
     [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
+      outsideScope(req, watched) ??
       decideScheduler(
         'CronOperation',
         req,
         await gatherFacts(deps, req, schedulerNeeds('CronOperation', req, templatesOf(deps))),
       ),
     [WEBHOOK_PATHS.validateWatchOperation]: async (req) =>
+      outsideScope(req, watched) ??
       decideScheduler(
         'WatchOperation',
         req,

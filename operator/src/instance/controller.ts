@@ -39,6 +39,7 @@ import {
   type RuntimeMetrics,
   realClock,
   resourcePath,
+  scopedTo,
 } from '../runtime/index.ts';
 import { planCapabilities } from './capabilities.ts';
 import {
@@ -89,6 +90,8 @@ export interface InstanceControllerDeps {
   workers?: number;
   /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
   catalog?: CatalogSource;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
   /**
    * Tests: list/watch from memory instead of the API server (Secrets in full: the controller keeps their
    * metadata only), and read single Secrets with `readSecret`.
@@ -162,7 +165,11 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
         listerWatcher: lw.instances,
         ...common,
       })
-    : createInformer<ApplicationInstance>(deps.kc, instanceResource, { client: deps.client, ...common });
+    : createInformer<ApplicationInstance>(deps.kc, instanceResource, {
+        client: deps.client,
+        ...scopedTo(deps.namespaces),
+        ...common,
+      });
   const secrets = lw
     ? new Informer<HelmSecretMetadata>({
         name: 'helm-release-secrets',
@@ -173,6 +180,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     : createMetadataInformer(deps.kc, secretResource, {
         name: 'helm-release-secrets',
         client: deps.client,
+        ...scopedTo(deps.namespaces),
         ...secretSelectors,
         ...common,
       });

@@ -56,6 +56,7 @@ import {
   type RuntimeMetrics,
   realClock,
   resourcePath,
+  scopedTo,
   statusCode,
 } from '../runtime/index.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer } from './access.ts';
@@ -99,6 +100,8 @@ export interface OperationControllerDeps {
   workers?: number;
   veleroNamespace?: string;
   helmImage?: string;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
   /** How long TargetNotFound / RbacProfileMissing / EngineNotInstalled wait before failing (default 5 min). */
   graceMs?: number;
   /** How often an Operation waiting for its engine's CRDs re-reads discovery (default 15 s). */
@@ -154,7 +157,11 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   const res = (r: { group: string; version: string; plural: string }) => r;
   const operations = lw
     ? new Informer<Operation>({ name: 'operations', listerWatcher: lw.operations, ...common })
-    : createInformer<Operation>(deps.kc, res(OPERATION), { client: deps.client, ...common });
+    : createInformer<Operation>(deps.kc, res(OPERATION), {
+        client: deps.client,
+        ...scopedTo(deps.namespaces),
+        ...common,
+      });
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'op-applicationinstances',
@@ -164,6 +171,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     : createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
         name: 'op-applicationinstances',
         client: deps.client,
+        ...scopedTo(deps.namespaces),
         ...common,
       });
   const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
@@ -174,6 +182,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
         { ...rbacRes, plural: 'rolebindings' },
         {
           client: deps.client,
+          ...scopedTo(deps.namespaces),
           ...common,
         },
       );
@@ -201,6 +210,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     mapper: deps.mapper,
     ...common,
     ...(lw?.other ? { listerWatcher: lw.other } : {}),
+    // Velero's children live in its own namespace; every other engine's in the Operation's.
+    ...(deps.namespaces?.length
+      ? {
+          childNamespaces: (apiVersion: string) =>
+            apiVersion.startsWith('velero.io/') ? [veleroNamespace] : (deps.namespaces ?? []),
+        }
+      : {}),
   };
   // Assigned below; the watchers call back into the controller's queue.
   let controller: Controller;

@@ -16,6 +16,7 @@ import { keyOf } from '../runtime/keys.ts';
 import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
 import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
+import { multiNamespaceListerWatcher } from '../runtime/multi-namespace.ts';
 
 export interface ChildKind {
   apiVersion: string;
@@ -44,6 +45,11 @@ export interface WatcherDeps {
   mapper: RestMapper;
   clock?: Clock;
   logger?: Logger;
+  /**
+   * The namespaces to watch children of a kind (by apiVersion) in; unset: every namespace. A
+   * namespace-scoped install (WATCH_NAMESPACE) lists and watches only where it has Roles.
+   */
+  childNamespaces?: (apiVersion: string) => readonly string[];
   /** Tests: list/watch sources instead of the API server. */
   listerWatcher?: (resource: {
     group: string;
@@ -62,6 +68,16 @@ export class ChildWatcher {
     this.#onEvent = onEvent;
   }
 
+  #childLw(apiVersion: string, resource: { group: string; version: string; plural: string }) {
+    const { kc, client } = this.#deps;
+    const namespaces = this.#deps.childNamespaces?.(apiVersion) ?? [];
+    return namespaces.length > 0
+      ? multiNamespaceListerWatcher<KubernetesObject>(namespaces, (namespace) =>
+          kubeListerWatcher<KubernetesObject>(kc, { ...resource, namespace }, client),
+        )
+      : kubeListerWatcher<KubernetesObject>(kc, resource, client);
+  }
+
   /** Starts the informer of `kind` if not yet running. */
   ensure(kind: ChildKind): Informer<KubernetesObject> {
     const id = `${kind.apiVersion}/${kind.kind}`;
@@ -72,9 +88,7 @@ export class ChildWatcher {
     const resource = { ...gv, plural: kind.plural };
     inf = new Informer<KubernetesObject>({
       name: `children-${kind.plural}${gv.group ? `.${gv.group}` : ''}`,
-      listerWatcher:
-        this.#deps.listerWatcher?.(resource) ??
-        kubeListerWatcher<KubernetesObject>(this.#deps.kc, resource, this.#deps.client),
+      listerWatcher: this.#deps.listerWatcher?.(resource) ?? this.#childLw(kind.apiVersion, resource),
       labelSelector: LABEL_OPERATION,
       clock: this.#deps.clock ?? realClock,
       logger: this.#deps.logger ?? silentLogger,

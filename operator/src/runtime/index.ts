@@ -14,6 +14,7 @@ export * from './logger.ts';
 export * from './manager.ts';
 export * from './metadata.ts';
 export * from './metrics.ts';
+export * from './multi-namespace.ts';
 export * from './normalize.ts';
 export * from './rate-limiter.ts';
 export * from './status.ts';

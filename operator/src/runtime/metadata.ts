@@ -8,6 +8,7 @@
 import type { KubeConfig, KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import { Informer, type KubeInformerOptions, kubeListerWatcher, type ListerWatcher } from './informer.ts';
 import { type KubeClient, type ResourceRef, RestClient } from './kube-client.ts';
+import { multiNamespaceListerWatcher } from './multi-namespace.ts';
 
 /** Accept of a metadata-only list (meta.k8s.io/v1 PartialObjectMetadataList). */
 export const PARTIAL_OBJECT_METADATA_LIST =
@@ -79,10 +80,17 @@ export function createMetadataInformer(
   resource: ResourceRef,
   opts: KubeInformerOptions<PartialObjectMetadata> = {},
 ): Informer<PartialObjectMetadata> {
-  const { client, name, ...rest } = opts;
+  const { client, name, namespaces, ...rest } = opts;
+  const c = client ?? new RestClient(kc);
   return new Informer<PartialObjectMetadata>({
     ...rest,
     name: name ?? `${resource.plural}${resource.group ? `.${resource.group}` : ''}.metadata`,
-    listerWatcher: kubeMetadataListerWatcher(kc, resource, client ?? new RestClient(kc)),
+    // WATCH_NAMESPACE: one stream per watched namespace, as createInformer does (multi-namespace.ts).
+    listerWatcher:
+      namespaces?.length && !resource.namespace
+        ? multiNamespaceListerWatcher<PartialObjectMetadata>(namespaces, (namespace) =>
+            kubeMetadataListerWatcher(kc, { ...resource, namespace }, c),
+          )
+        : kubeMetadataListerWatcher(kc, resource, c),
   });
 }

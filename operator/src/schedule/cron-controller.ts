@@ -40,6 +40,7 @@ import {
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { decideCron } from './cron-decide.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
@@ -57,6 +58,8 @@ export interface CronControllerDeps {
   metrics?: RuntimeMetrics;
   /** Drives the schedule: "now" of every decision and the requeue at the next slot. Tests pass a FakeClock. */
   clock?: Clock;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface CronController {
@@ -75,11 +78,13 @@ export function createCronController(deps: CronControllerDeps): CronController {
   // Informers keep the real clock: their reconnect backoff is not part of the schedule.
   const crons = createInformer<CronOperation>(deps.kc, resource(CRON_OPERATION), {
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const operations = createInformer<Operation>(deps.kc, resource(OPERATION), {
     name: 'operations.cron',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
     labelSelector: LABEL_CRON_OPERATION,
   });

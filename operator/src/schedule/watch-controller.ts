@@ -46,6 +46,7 @@ import {
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
 import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
@@ -63,6 +64,8 @@ export interface WatchControllerDeps {
   metrics?: RuntimeMetrics;
   /** "now" of every decision (lastTriggerTime, pendingSince). Tests pass a FakeClock. */
   clock?: Clock;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface WatchController {
@@ -93,16 +96,19 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
   const res = (r: typeof WATCH_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
   const watches = createInformer<WatchOperation>(deps.kc, res(WATCH_OPERATION), {
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const instances = createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
     name: 'applicationinstances.watch',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const operations = createInformer<Operation>(deps.kc, res(OPERATION), {
     name: 'operations.watch',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
     labelSelector: LABEL_WATCH_OPERATION,
   });

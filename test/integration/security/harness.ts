@@ -241,20 +241,23 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
         subjects: subject,
       });
     }
+    // permissions: the world is an AllNamespaces install, for which OLM lifts the CSV's permissions to a
+    // ClusterRole and ClusterRoleBinding and adds namespaces get/list/watch (olm operatorgroup.go,
+    // ensureSingletonRBAC); a namespace-scoped install would get them as Roles (docs/security/rbac.md).
     for (const [i, p] of (install.permissions ?? []).entries()) {
-      const name = `operator-${i}`;
-      const base = `${RBAC}/namespaces/${operatorNamespace}`;
-      await applyObject(admin, `${base}/roles/${name}`, {
+      const name = `sec-${id}-operator-ns-${i}`;
+      clusterScoped.push(`${RBAC}/clusterroles/${name}`, `${RBAC}/clusterrolebindings/${name}`);
+      await applyObject(admin, `${RBAC}/clusterroles/${name}`, {
         apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name, namespace: operatorNamespace },
-        rules: p.rules,
+        kind: 'ClusterRole',
+        metadata: { name },
+        rules: [...p.rules, { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }],
       });
-      await applyObject(admin, `${base}/rolebindings/${name}`, {
+      await applyObject(admin, `${RBAC}/clusterrolebindings/${name}`, {
         apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name, namespace: operatorNamespace },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
         subjects: subject,
       });
     }
