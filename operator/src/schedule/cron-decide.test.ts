@@ -255,6 +255,31 @@ describe('decideCron: creating Operations', () => {
       CRON_EVENT.OperationCreated,
     ]);
     expect(plan.create?.metadata.name).toBe(slotName('2025-06-01T05:00:00Z'));
+    expect(plan.events[0]?.note).toMatch(/^more than 100 slots were missed /);
+  });
+
+  it('counts missed slots only inside startingDeadlineSeconds, as CronJob does', () => {
+    const w = new World(
+      cronOp({ schedule: '* * * * *', startingDeadlineSeconds: 600 }),
+      '2025-06-01T00:00:30Z',
+    );
+    w.reconcile();
+    w.clock.advanceSync(5 * HOUR);
+    const plan = w.reconcile();
+    expect(plan.events.map((e) => e.reason)).toEqual([CRON_EVENT.OperationCreated]);
+    // A window that does hold more than 100 slots warns, and says which window it counted.
+    const wide = new World(
+      cronOp({ schedule: '* * * * *', startingDeadlineSeconds: 7200 }),
+      '2025-06-01T00:00:30Z',
+    );
+    wide.reconcile();
+    wide.clock.advanceSync(5 * HOUR);
+    expect(wide.reconcile().events[0]).toMatchObject({
+      reason: CRON_EVENT.TooManyMissedSchedules,
+      note: expect.stringMatching(
+        /^more than 100 slots were missed within startingDeadlineSeconds \(7200s\)/,
+      ),
+    });
   });
 });
 

@@ -22,7 +22,7 @@ import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
-import { decideRun, latestFiring, nextRuns, operationNameForSlot } from './slots.ts';
+import { decideRun, latestFiring, MISSED_COUNT_CAP, nextRuns, operationNameForSlot } from './slots.ts';
 
 /** status.missedSlots keeps this many (the schema's maxItems). */
 export const MAX_MISSED_SLOTS = 10;
@@ -177,7 +177,11 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
       events.push({
         type: 'Warning',
         reason: CRON_EVENT.TooManyMissedSchedules,
-        note: `more than ${decision.skippedCount} slots were missed (operator down or clock moved); only the most recent one is considered`,
+        note: `more than ${MISSED_COUNT_CAP} slots were missed${
+          spec.startingDeadlineSeconds !== undefined
+            ? ` within startingDeadlineSeconds (${spec.startingDeadlineSeconds}s)`
+            : ''
+        } (operator down or clock moved); only the most recent one is considered. Set or lower spec.startingDeadlineSeconds, or check the clock`,
       });
     }
     if (decision.missedPastDeadline) {
