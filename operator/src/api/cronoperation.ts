@@ -8,11 +8,15 @@ import {
   CronOperationTemplateSchema,
   concurrencyPolicyField,
   historyFields,
+  maxConcurrentField,
+  oneTargetRule,
+  parametersFromTriggerField,
 } from './operation-template.ts';
 import {
   Conditions,
   cel,
   DateTime,
+  LabelSelector,
   maxNameLength,
   ObservedGeneration,
   RootSchema,
@@ -64,11 +68,27 @@ export const CronOperationSpecSchema = Type.Object(
       ),
     ),
     ...historyFields,
+    targetSelector: Type.Optional(
+      LabelSelector(
+        'Fleet: each run creates one Operation per ApplicationInstance of this namespace that matches, named <name>-<run>-<hash of the instance>. Set this or operationTemplate.spec.targetRef, not both. An empty selector matches every instance of the namespace.',
+      ),
+    ),
+    maxConcurrent: Type.Optional(
+      maxConcurrentField(
+        'the other targets of a run wait in status.queue and start, in name order, as running ones finish; a new run takes over the queue',
+      ),
+    ),
+    parametersFromTrigger: Type.Optional(
+      parametersFromTriggerField(
+        "trigger.scheduledTime (the slot, RFC 3339 UTC; for a run-now request the time it was acted on), trigger.reason (schedule or manual), trigger.request (the run-now value), or object.<path> — a field of the targeted ApplicationInstance: object.metadata.name, object.metadata.labels['<key>'], object.metadata.annotations['<key>'] or object.spec.<field>.",
+      ),
+    ),
     operationTemplate: CronOperationTemplateSchema,
   },
   {
     description:
-      'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only.',
+      'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only, or ops.vworkspace.io/run-now: <any new value> to run now.',
+    'x-kubernetes-validations': [oneTargetRule()],
   },
 );
 export type CronOperationSpec = Static<typeof CronOperationSpecSchema>;
@@ -103,6 +123,48 @@ export const MissedSlotSchema = Type.Object(
 );
 export type MissedSlot = Static<typeof MissedSlotSchema>;
 
+export const MANUAL_RUN_PHASES = ['Pending', 'Created', 'Superseded'] as const;
+
+export const ManualRunSchema = Type.Object(
+  {
+    request: Type.String({
+      description: 'The ops.vworkspace.io/run-now value acted on; the same value never runs twice.',
+      maxLength: 256,
+    }),
+    phase: StringEnum(MANUAL_RUN_PHASES, {
+      description:
+        'Created (its Operations exist), Pending (waiting in status.queue: concurrencyPolicy Forbid while an Operation for the target runs, or maxConcurrent reached) or Superseded (a newer run took over the queue before it was created).',
+    }),
+    time: DateTime({ description: 'When the request was acted on.' }),
+    operation: Type.Optional(
+      Type.String({ description: 'The Operation created (one-target CronOperations).', maxLength: 253 }),
+    ),
+  },
+  { description: 'The last run-now request.' },
+);
+export type ManualRun = Static<typeof ManualRunSchema>;
+
+export const RunQueueSchema = Type.Object(
+  {
+    reason: StringEnum(['schedule', 'manual'] as const, {
+      description: 'The run the queued targets belong to: a scheduled slot or a run-now request.',
+    }),
+    scheduledTime: DateTime({ description: 'The slot (or when the run-now request was acted on).' }),
+    request: Type.Optional(
+      Type.String({ description: 'The run-now value (reason manual).', maxLength: 256 }),
+    ),
+    targets: Type.Array(Type.String({ description: 'An ApplicationInstance.', maxLength: 63 }), {
+      description: 'The instances still waiting for their Operation, in the order they start.',
+      maxItems: 4096,
+    }),
+  },
+  {
+    description:
+      'Targets of the latest run that wait for a free place (maxConcurrent) or, for a run-now request under concurrencyPolicy Forbid, for the Operation on their instance to finish.',
+  },
+);
+export type RunQueue = Static<typeof RunQueueSchema>;
+
 export const CronOperationStatusSchema = Type.Object(
   {
     observedGeneration: Type.Optional(ObservedGeneration('CronOperation')),
@@ -126,6 +188,8 @@ export const CronOperationStatusSchema = Type.Object(
         maxItems: 5,
       }),
     ),
+    manualRun: Type.Optional(ManualRunSchema),
+    queue: Type.Optional(RunQueueSchema),
     missedSlots: Type.Optional(
       Type.Array(MissedSlotSchema, {
         description:

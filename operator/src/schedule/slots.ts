@@ -150,13 +150,18 @@ const MAX_NAME = 63;
  * given a hash of the full name, so two CronOperations sharing a long prefix never collide.
  */
 export function operationNameForSlot(cronName: string, slot: Date): string {
-  const suffix = `-${Math.floor(slot.getTime() / 60_000)}`;
-  if (cronName.length + suffix.length <= MAX_NAME) return `${cronName}${suffix}`;
-  const hash = createHash('sha256').update(cronName).digest('hex').slice(0, 8);
-  const room = MAX_NAME - suffix.length - hash.length - 1;
+  return boundedName(cronName, String(Math.floor(slot.getTime() / 60_000)), MAX_NAME);
+}
+
+/** `<base>-<suffix>` in at most `max` characters: a base that does not fit is cut and given 8 hex of its hash. */
+export function boundedName(base: string, suffix: string, max: number): string {
+  const tail = `-${suffix}`;
+  if (base.length + tail.length <= max) return `${base}${tail}`;
+  const hash = createHash('sha256').update(base).digest('hex').slice(0, 8);
+  const room = max - tail.length - hash.length - 1;
   // Cutting may leave a trailing "-" or "."; drop them so the name stays a valid DNS label.
-  const head = cronName.slice(0, room).replace(/[-.]+$/, '');
-  return `${head}-${hash}${suffix}`;
+  const head = base.slice(0, room).replace(/[-.]+$/, '');
+  return `${head}-${hash}${tail}`;
 }
 
 export interface NextRun {
