@@ -1,6 +1,11 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  type CronOperation,
+  type Operation,
+} from '../api/index.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -142,7 +147,12 @@ describe('the instance controller', () => {
       events: new EventRecorder({ client: api, dedupWindowMs: 0 }),
       logger: silentLogger,
       metrics,
-      listerWatchers: { instances, secrets },
+      listerWatchers: {
+        instances,
+        secrets,
+        operations: new MemoryResource<Operation>(),
+        cronOperations: new MemoryResource<CronOperation>(),
+      },
     });
     for (const i of running.informers) i.start();
     void running.controller.start();

@@ -1,12 +1,15 @@
 // The ApplicationInstance controller: keeps status.conditions[Ready], status.release and
 // status.observedGeneration in line with the Helm release record of each instance, and in Pull mode
 // projects the catalog's capabilities onto the instance's annotations (capabilities.ts) and reports
-// the effective set in status.capabilities.
+// the effective set in status.capabilities. It also shows the day-2 work on the instance:
+// status.operations (per type: unfinished count, current, last) and status.nextScheduledRun (from the
+// CronOperations that target it), see operations-summary.ts.
 //
 // Watch-driven, no polling: it reconciles an instance when the instance changes and when a Helm
 // release Secret of its release is added, updated or deleted (helm install/upgrade/rollback/
-// uninstall all write those Secrets), and every instance when the catalog reloads. It never installs
-// anything.
+// uninstall all write those Secrets), when an Operation on it is created, changes phase or reason, or
+// is deleted, when a CronOperation targeting it plans another run, and every instance when the catalog
+// reloads. It never installs anything.
 //
 // RBAC: the Secret informer needs cluster-wide `list` and `watch` on core Secrets (read-only, no
 // `get` of other Secrets, no writes), narrowed on the wire to Helm's records by field selector
@@ -15,7 +18,15 @@
 // log the Secret's namespace/name at most.
 
 import type { KubeConfig, KubernetesObject, V1Secret } from '@kubernetes/client-node';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CONDITION_SUCCEEDED,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
 import {
   type Clock,
@@ -25,6 +36,7 @@ import {
   Informer,
   KubeApiError,
   type KubeClient,
+  keyOf,
   type ListerWatcher,
   type Logger,
   type ObjectWriter,
@@ -36,6 +48,7 @@ import {
 } from '../runtime/index.ts';
 import { planCapabilities } from './capabilities.ts';
 import { HELM_RELEASE_SECRET_TYPE, latestRelease, type ReadyReason } from './helm-release.ts';
+import { cronTargets, nextScheduledRun, summarizeOperations } from './operations-summary.ts';
 import { computeInstanceStatus, eventTypeFor, READY, readyReason, releaseRef } from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
@@ -73,14 +86,23 @@ export interface InstanceControllerDeps {
   listerWatchers?: {
     instances: ListerWatcher<ApplicationInstance>;
     secrets: ListerWatcher<HelmSecret>;
+    operations: ListerWatcher<Operation>;
+    cronOperations: ListerWatcher<CronOperation>;
   };
 }
 
 export interface InstanceController {
   controller: Controller;
   /** Register with the Manager (addInformer): it starts them and gates readiness on their sync. */
-  informers: readonly [Informer<ApplicationInstance>, Informer<HelmSecret>];
+  informers: readonly [
+    Informer<ApplicationInstance>,
+    Informer<HelmSecret>,
+    Informer<Operation>,
+    Informer<CronOperation>,
+  ];
 }
+
+const reasonOf = (o: Operation) => o.status?.conditions?.find((c) => c.type === CONDITION_SUCCEEDED)?.reason;
 
 /** Keys of the instances whose release (name + namespace, defaulted) the Secret records. */
 export function instanceKeysForSecret(
@@ -132,6 +154,26 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
         name: 'helm-release-secrets',
         client: deps.client,
         ...secretSelectors,
+        ...common,
+      });
+
+  const resource = (r: typeof OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
+  const operations = lw
+    ? new Informer<Operation>({ name: 'operations.instance', listerWatcher: lw.operations, ...common })
+    : createInformer<Operation>(deps.kc, resource(OPERATION), {
+        name: 'operations.instance',
+        client: deps.client,
+        ...common,
+      });
+  const crons = lw
+    ? new Informer<CronOperation>({
+        name: 'cronoperations.instance',
+        listerWatcher: lw.cronOperations,
+        ...common,
+      })
+    : createInformer<CronOperation>(deps.kc, resource(CRON_OPERATION), {
+        name: 'cronoperations.instance',
+        client: deps.client,
         ...common,
       });
 
@@ -212,9 +254,14 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     else delete seen.held;
 
     const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
+    const ns = ctx.namespace ?? '';
+    const summary = summarizeOperations(ctx.name, operations.list(ns), instance.status?.operations);
+    const next = nextScheduledRun(instance, crons.list(ns));
     const status = {
       ...computed,
       ...(capabilities.length > 0 ? { capabilities } : {}),
+      ...(summary.length > 0 ? { operations: summary } : {}),
+      ...(next ? { nextScheduledRun: next } : {}),
     };
     const wrote = await deps.writer.applyStatusIfChanged(
       {
@@ -251,9 +298,29 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   controller.watch(secrets, {
     map: (secret) => instanceKeysForSecret(secret, instances.list()),
   });
+  controller.watch(operations, {
+    map: (op) => {
+      const target = op.spec?.targetRef?.name;
+      return target ? keyOf(op.metadata.namespace, target) : undefined;
+    },
+    updatePredicate: (a, b) =>
+      a.status?.phase !== b.status?.phase ||
+      reasonOf(a) !== reasonOf(b) ||
+      a.status?.startedAt !== b.status?.startedAt,
+  });
+  controller.watch(crons, {
+    map: (cron) =>
+      instances
+        .list(cron.metadata.namespace)
+        .filter((i) => cronTargets(cron, i))
+        .map((i) => objectKey(i)),
+    updatePredicate: (a, b) =>
+      a.status?.nextScheduleTime !== b.status?.nextScheduleTime ||
+      a.metadata.generation !== b.metadata.generation,
+  });
   // A catalog reload may change any instance's projection.
   deps.catalog?.onChange(() => {
     for (const i of instances.list()) controller.enqueue(objectKey(i));
   });
-  return { controller, informers: [instances, secrets] };
+  return { controller, informers: [instances, secrets, operations, crons] };
 }
