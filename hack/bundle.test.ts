@@ -1,7 +1,7 @@
 // The OLM bundle: generated files are fresh, the CSV is consistent with the bundle's CRDs, webhooks,
 // images and RBAC tables, and operator-sdk's validators (operatorframework suite) report nothing at all.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import {
   staleFiles,
   writeBundleDir,
 } from './bundle.ts';
+import { bundlePath, renderBundle } from './catalog.ts';
 import { generatedFiles } from './generate.ts';
 import {
   almExampleProblems,
@@ -34,7 +35,7 @@ import {
   webhookProblems,
 } from './packaging/checks.ts';
 import { bundleAnnotations } from './packaging/manifests.ts';
-import { runTool, sdkFindings } from './packaging/tools.ts';
+import { opmValidateFindings, runTool, sdkFindings } from './packaging/tools.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -294,6 +295,44 @@ describe('operator-sdk bundle validate --select-optional suite=operatorframework
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the monitoring bundle (--with-monitoring: ServiceMonitor and PrometheusRule inside)', () => {
+  it('passes operator-sdk bundle validate and opm validate with no finding', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vws-bundle-'));
+    const catalog = mkdtempSync(join(tmpdir(), 'vws-catalog-'));
+    try {
+      writeBundleDir(dir, opts, true);
+      const kinds = readdirSync(join(dir, 'manifests')).map(
+        (n) => (YAML.parse(readFileSync(join(dir, 'manifests', n), 'utf8')) as Obj).kind,
+      );
+      expect(kinds).toEqual(expect.arrayContaining(['PrometheusRule', 'ServiceMonitor']));
+      expect(
+        sdkFindings(
+          runTool(ROOT, 'operator-sdk', [
+            'bundle',
+            'validate',
+            dir,
+            '--select-optional',
+            'suite=operatorframework',
+            '--output',
+            'json-alpha1',
+          ]),
+        ),
+      ).toEqual([]);
+      // The same version's olm.bundle rendered from it, in a copy of the catalog.
+      cpSync(join(ROOT, 'catalog'), catalog, { recursive: true });
+      writeFileSync(join(catalog, bundlePath(opts.version).slice('catalog/'.length)), renderBundle(dir));
+      expect(opmValidateFindings(runTool(ROOT, 'opm', ['validate', catalog]))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(catalog, { recursive: true, force: true });
+    }
+  });
+
+  it('is not the default bundle: bundle/ ships no monitoring.coreos.com object', () => {
+    expect(manifests.filter((m) => String(m.apiVersion).startsWith('monitoring.coreos.com/'))).toEqual([]);
   });
 });
 

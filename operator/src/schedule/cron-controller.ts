@@ -50,6 +50,7 @@ import {
   realClock,
 } from '../runtime/index.ts';
 import { decideCron } from './cron-decide.ts';
+import { registerCronMetrics } from './cron-metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
 import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
@@ -173,6 +174,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
+  if (deps.metrics) registerCronMetrics(deps.metrics.registry, () => crons.list());
   // Status-only updates (our own writes) do not reconcile: the requeue and the in-memory status cover them.
   controller.watch(crons, { updatePredicate: anyOf(generationChanged, labelsOrAnnotationsChanged) });
   controller.watch(operations, {
