@@ -106,7 +106,11 @@ export const NextRunSchema = Type.Object(
 );
 export type NextRun = Static<typeof NextRunSchema>;
 
-export const MISSED_SLOT_REASONS = ['StartingDeadlineExceeded', 'ConcurrencyForbidden'] as const;
+export const MISSED_SLOT_REASONS = [
+  'StartingDeadlineExceeded',
+  'ConcurrencyForbidden',
+  'TargetPaused',
+] as const;
 
 export const MissedSlotSchema = Type.Object(
   {
@@ -115,7 +119,7 @@ export const MissedSlotSchema = Type.Object(
     reason: Type.Optional(
       StringEnum(MISSED_SLOT_REASONS, {
         description:
-          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late) or ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running).',
+          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late), ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running) or TargetPaused (the target carried ops.vworkspace.io/paused: "true").',
       }),
     ),
   },

@@ -3,8 +3,9 @@
 // Triggers: a CronOperation's spec, labels or annotations change (skip-next, run-now), one of its
 // Operations (label ops.vworkspace.io/cron-operation) is added, changes phase or is deleted (a queued
 // target may start), and the requeue at exactly the next slot (on the injected Clock: no polling).
-// ApplicationInstances are read from a cache (fleet targets, object.* substitutions) but do not trigger:
-// a fleet's targets are chosen when a run starts.
+// ApplicationInstances are read from a cache (fleet targets, object.* substitutions, the paused
+// annotation); only resuming a paused one triggers (a queued request may run): a fleet's targets are
+// chosen when a run starts.
 //
 // Order of writes, chosen so a crash anywhere never runs a slot twice: skip-next removal, cancels,
 // create (deterministic name; AlreadyExists ⇒ adopt), then status.lastScheduleTime. A restart between
@@ -30,6 +31,7 @@ import {
   OPERATION,
   type Operation,
 } from '../api/index.ts';
+import { cronTargets } from '../instance/operations-summary.ts';
 import {
   anyOf,
   type Clock,
@@ -44,6 +46,7 @@ import {
   type Logger,
   labelsOrAnnotationsChanged,
   type ObjectWriter,
+  objectKey,
   type ReconcileContext,
   type ReconcileResult,
   type RuntimeMetrics,
@@ -52,6 +55,7 @@ import {
 import { decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
+import { isPaused } from './paused.ts';
 import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
@@ -177,6 +181,15 @@ export function createCronController(deps: CronControllerDeps): CronController {
   if (deps.metrics) registerCronMetrics(deps.metrics.registry, () => crons.list());
   // Status-only updates (our own writes) do not reconcile: the requeue and the in-memory status cover them.
   controller.watch(crons, { updatePredicate: anyOf(generationChanged, labelsOrAnnotationsChanged) });
+  // A paused instance that is resumed may release a queued run-now request (or queued fleet targets).
+  controller.watch(instances, {
+    map: (inst) =>
+      crons
+        .list(inst.metadata.namespace)
+        .filter((c) => cronTargets(c, inst))
+        .map((c) => objectKey(c)),
+    updatePredicate: (a, b) => isPaused(a) !== isPaused(b),
+  });
   controller.watch(operations, {
     map: (op) => {
       const owner = op.metadata.labels?.[LABEL_CRON_OPERATION];

@@ -14,6 +14,7 @@
 
 import { createHash } from 'node:crypto';
 import {
+  ANNOTATION_PAUSED,
   ANNOTATION_RUN_NOW,
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
@@ -37,6 +38,7 @@ import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
+import { isPaused } from './paused.ts';
 import {
   boundedName,
   decideRun,
@@ -57,6 +59,7 @@ export const CRON_EVENT = {
   TooManyMissedSchedules: 'TooManyMissedSchedules',
   RunSkipped: 'RunSkipped',
   RunSkippedForbidden: 'RunSkippedForbidden',
+  RunSkippedPaused: 'RunSkippedPaused',
   ReplacingOperation: 'ReplacingOperation',
   RunNowPending: 'RunNowPending',
   RunQueued: 'RunQueued',
@@ -239,6 +242,11 @@ class RunPlanner {
     return this.#byName.has(runOperationName(this.#cron, run, target));
   }
 
+  /** The target instance carries ops.vworkspace.io/paused: "true" (maintenance): nothing starts on it. */
+  paused(target: string): boolean {
+    return isPaused(this.#instances.get(target));
+  }
+
   /** This CronOperation's Operations that run for `target`, other than `except`. */
   runningFor(target: string, except?: string): Operation[] {
     return this.#running.filter((o) => o.spec?.targetRef?.name === target && o.metadata.name !== except);
@@ -365,9 +373,22 @@ export function decideCron(
     }
     const at = formatTime(run.time);
     const waiting: string[] = [];
+    const waitReason = (ts: string[]) =>
+      ts.some((t) => planner.paused(t))
+        ? `${ANNOTATION_PAUSED} is "true" on ${ts.filter((t) => planner.paused(t)).join(', ')}; it runs once the annotation is removed`
+        : planner.full()
+          ? `maxConcurrent (${spec.maxConcurrent}) Operations are running; they start as running ones finish`
+          : 'concurrencyPolicy is Forbid and an Operation for the instance is still running; it starts when that one finished';
     const skipped: { target: string; by: string[] }[] = [];
+    const paused: string[] = [];
     for (const target of targets) {
       if (planner.exists(run, target)) continue; // created before (restart, stale cache): adopt
+      if (planner.paused(target)) {
+        // Maintenance: a slot passes the instance over; a request waits until the annotation goes.
+        if (run.reason === 'schedule') paused.push(target);
+        else waiting.push(target);
+        continue;
+      }
       const name = runOperationName(cron, run, target);
       const running = planner.runningFor(target, name);
       if (running.length > 0 && spec.concurrencyPolicy === 'Forbid') {
@@ -387,6 +408,14 @@ export function decideCron(
       }
       if (planner.full()) waiting.push(target);
       else planner.create(run, target);
+    }
+    if (paused.length > 0) {
+      if (paused.length === targets.length) recordMissed(at, 'TargetPaused');
+      events.push({
+        type: 'Normal',
+        reason: CRON_EVENT.RunSkippedPaused,
+        note: `the run scheduled for ${at} was skipped on ${paused.join(', ')}: ${ANNOTATION_PAUSED} is "true" (maintenance); the next slot runs once it is removed`,
+      });
     }
     if (skipped.length > 0) {
       // Like CronJob's Forbid, a skipped slot counts as handled and the schedule moves on; it is recorded
@@ -409,7 +438,7 @@ export function decideCron(
       events.push({
         type: 'Normal',
         reason: run.reason === 'manual' ? CRON_EVENT.RunNowPending : CRON_EVENT.RunQueued,
-        note: `${plural(waiting.length, 'target')} of ${run.reason === 'manual' ? `the run requested by ${ANNOTATION_RUN_NOW}=${run.request}` : `the run scheduled for ${at}`} wait${waiting.length === 1 ? 's' : ''} (${waiting.join(', ')}): ${planner.full() ? `maxConcurrent (${spec.maxConcurrent}) Operations are running` : 'concurrencyPolicy is Forbid and an Operation for the instance is still running'}; ${waiting.length === 1 ? 'it starts' : 'they start'} as running ones finish`,
+        note: `${plural(waiting.length, 'target')} of ${run.reason === 'manual' ? `the run requested by ${ANNOTATION_RUN_NOW}=${run.request}` : `the run scheduled for ${at}`} wait${waiting.length === 1 ? 's' : ''} (${waiting.join(', ')}): ${waitReason(waiting)}`,
       });
     if (run.reason === 'manual') {
       const single = spec.targetSelector ? undefined : runOperationName(cron, run, targets[0] ?? '');
@@ -442,7 +471,9 @@ export function decideCron(
     for (const target of queue.targets) {
       if (planner.exists(run, target) || gone.includes(target)) continue;
       const name = runOperationName(cron, run, target);
-      const blocked = spec.concurrencyPolicy === 'Forbid' && planner.runningFor(target, name).length > 0;
+      const blocked =
+        planner.paused(target) ||
+        (spec.concurrencyPolicy === 'Forbid' && planner.runningFor(target, name).length > 0);
       if (blocked || planner.full()) left.push(target);
       else planner.create(run, target);
     }

@@ -244,3 +244,52 @@ describe('decideCron: parametersFromTrigger', () => {
     expect(w.cron.spec.operationTemplate.spec.parameters).toEqual({ version: '1.0.0', keep: true });
   });
 });
+
+describe('decideCron: a paused target (ops.vworkspace.io/paused: "true")', () => {
+  const pause = (w: CronWorld, name: string, on: boolean) => {
+    const i = w.instances.find((x) => x.metadata.name === name)!;
+    i.metadata.annotations = on ? { 'ops.vworkspace.io/paused': 'true' } : {};
+  };
+
+  it('a slot passes it over (recorded, Event) and the next slot after resuming runs', () => {
+    const w = new CronWorld(cronOp(), '2025-06-01T00:30:00Z');
+    w.instances = [anInstance('shop')];
+    pause(w, 'shop', true);
+    w.run(31 * MIN);
+    expect(w.ops).toEqual([]);
+    expect(w.cron.status?.missedSlots).toEqual([
+      { scheduledTime: '2025-06-01T01:00:00Z', detectedAt: '2025-06-01T01:00:00Z', reason: 'TargetPaused' },
+    ]);
+    expect(w.plans.flatMap((p) => p.events).map((e) => e.reason)).toContain(CRON_EVENT.RunSkippedPaused);
+    pause(w, 'shop', false);
+    w.run(HOUR);
+    expect(w.names()).toEqual([slotName('2025-06-01T02:00:00Z')]);
+  });
+
+  it('a run-now request waits until the annotation is removed', () => {
+    const w = new CronWorld(cronOp(), '2025-06-01T00:10:00Z');
+    w.instances = [anInstance('shop')];
+    pause(w, 'shop', true);
+    runNow(w, 'r1');
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(plan.events.map((e) => e.note)).toEqual([
+      '1 target of the run requested by ops.vworkspace.io/run-now=r1 waits (shop): ops.vworkspace.io/paused is "true" on shop; it runs once the annotation is removed',
+    ]);
+    expect(w.cron.status?.manualRun?.phase).toBe('Pending');
+    pause(w, 'shop', false);
+    expect(w.reconcile().create.map((o) => o.metadata.name)).toEqual([manualName('r1')]);
+  });
+
+  it('in a fleet only the paused instance is passed over', () => {
+    const w = new CronWorld(
+      cronOp({ targetSelector: {}, operationTemplate: { spec: { type: 'Backup', engine: 'velero' } } }),
+      '2025-06-01T00:30:00Z',
+    );
+    w.instances = [anInstance('a'), anInstance('b')];
+    pause(w, 'b', true);
+    w.run(31 * MIN);
+    expect(w.ops.map((o) => o.spec.targetRef.name)).toEqual(['a']);
+    expect(w.cron.status?.missedSlots).toBeUndefined();
+  });
+});

@@ -468,3 +468,21 @@ describe('decideWatch: parametersFromTrigger', () => {
     expect(plan.events.map((e) => e.reason)).toContain(WATCH_EVENT.TriggerParameterMissing);
   });
 });
+
+describe('decideWatch: a paused instance', () => {
+  it('keeps the trigger pending while ops.vworkspace.io/paused is "true" and runs it once removed', () => {
+    const w = new World(watchOp(), [instance('shop')]);
+    w.reconcile();
+    w.get('shop').metadata.annotations = { 'ops.vworkspace.io/paused': 'true' };
+    w.setVersion('shop', '2.0.0');
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(plan.events.map((e) => e.note)).toEqual([
+      `field:${VERSION} on shop waits: ops.vworkspace.io/paused is "true" on the instance; it runs once the annotation is removed`,
+    ]);
+    expect(w.watch.status?.targets?.[0]?.pendingTrigger).toBe(`field:${VERSION}`);
+    w.get('shop').metadata.annotations = {};
+    w.reconcile();
+    expect(w.triggers()).toEqual([`shop field:${VERSION}`]);
+  });
+});

@@ -19,6 +19,7 @@
 
 import { createHash } from 'node:crypto';
 import {
+  ANNOTATION_PAUSED,
   ANNOTATION_TRIGGER,
   type ApplicationInstance,
   CONDITION_READY,
@@ -36,6 +37,7 @@ import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import type { PlannedEvent } from './cron-decide.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
+import { isPaused } from './paused.ts';
 import { applyTriggerParameters, valueAt } from './trigger-parameters.ts';
 
 export { valueAt };
@@ -353,13 +355,18 @@ export function decideWatch(
     const made = run
       ? operationForTrigger(watch, inst, run, hash, before?.lastTriggerTime, nowIso)
       : undefined;
-    if (run && made && capacity <= 0 && !ops.some((o) => o.metadata.name === made.op.metadata.name)) {
-      // maxConcurrent: wait like a Forbid trigger, keeping the time it first waited (oldest runs first).
+    const hold = isPaused(inst) ? 'paused' : capacity <= 0 ? 'full' : undefined;
+    if (run && made && hold && !ops.some((o) => o.metadata.name === made.op.metadata.name)) {
+      // A paused instance (maintenance) or maxConcurrent: wait like a Forbid trigger, keeping the time it
+      // first waited (oldest runs first).
       if (run !== before?.pendingTrigger)
         plan.events.push({
           type: 'Normal',
           reason: WATCH_EVENT.TriggerPending,
-          note: `${run} on ${iname} waits: maxConcurrent (${spec.maxConcurrent}) Operations of this WatchOperation are running`,
+          note:
+            hold === 'paused'
+              ? `${run} on ${iname} waits: ${ANNOTATION_PAUSED} is "true" on the instance; it runs once the annotation is removed`
+              : `${run} on ${iname} waits: maxConcurrent (${spec.maxConcurrent}) Operations of this WatchOperation are running`,
         });
       next.pendingSince = run === before?.pendingTrigger ? (before.pendingSince ?? nowIso) : nowIso;
       next.pendingTrigger = run;

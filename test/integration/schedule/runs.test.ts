@@ -143,6 +143,31 @@ describe('run-now', () => {
   });
 });
 
+describe('a paused target (ops.vworkspace.io/paused: "true")', () => {
+  it('holds a run-now request until the annotation is removed, then runs it', async () => {
+    const ns = await createNamespace(kc, 'paused');
+    const clock = new FakeClock(Date.now());
+    startOperator(clock);
+    await create(raw, instanceObject(ns, 'shop'));
+    await mergePatch(raw, pathOf(kinds.instance, ns, 'shop'), {
+      metadata: { annotations: { 'ops.vworkspace.io/paused': 'true' } },
+    });
+    const cron = await cronIn(ns, 'nightly');
+    await runNow(ns, 'nightly', 'during-maintenance');
+    await eventually(
+      'Pending',
+      async () => (await getCron(ns, 'nightly')).status?.manualRun?.phase === 'Pending',
+    );
+    expect(await ops(ns)).toEqual([]);
+    await mergePatch(raw, pathOf(kinds.instance, ns, 'shop'), {
+      metadata: { annotations: { 'ops.vworkspace.io/paused': null } },
+    });
+    await eventually('runs after the maintenance', async () =>
+      (await ops(ns)).some((o) => o.metadata.name === manualName(cron, 'during-maintenance')),
+    );
+  });
+});
+
 describe('fleets and parameters from the trigger', () => {
   it('a CronOperation with targetSelector runs each matching instance, at most maxConcurrent at once, with the label value as a parameter', async () => {
     const ns = await createNamespace(kc, 'fleet');
