@@ -75,7 +75,7 @@ export const CronOperationSpecSchema = Type.Object(
     ),
     maxConcurrent: Type.Optional(
       maxConcurrentField(
-        'the other targets of a run wait in status.queue and start, in name order, as running ones finish; a new run takes over the queue',
+        "the other targets of a run wait in status.queue and start, oldest run first and in name order, as running ones finish; the next slot replaces a slot's waiting targets, a run-now request's are kept until they run",
       ),
     ),
     parametersFromTrigger: Type.Optional(
@@ -127,7 +127,7 @@ export const MissedSlotSchema = Type.Object(
 );
 export type MissedSlot = Static<typeof MissedSlotSchema>;
 
-export const MANUAL_RUN_PHASES = ['Pending', 'Created', 'Superseded'] as const;
+export const MANUAL_RUN_PHASES = ['Pending', 'Created'] as const;
 
 export const ManualRunSchema = Type.Object(
   {
@@ -137,7 +137,7 @@ export const ManualRunSchema = Type.Object(
     }),
     phase: StringEnum(MANUAL_RUN_PHASES, {
       description:
-        'Created (its Operations exist), Pending (waiting in status.queue: concurrencyPolicy Forbid while an Operation for the target runs, or maxConcurrent reached) or Superseded (a newer run took over the queue before it was created).',
+        'Created (its Operations exist) or Pending (waiting in status.queue: concurrencyPolicy Forbid while an Operation for the target runs, maxConcurrent reached, or the target is paused).',
     }),
     time: DateTime({ description: 'When the request was acted on.' }),
     operation: Type.Optional(
@@ -164,10 +164,13 @@ export const RunQueueSchema = Type.Object(
   },
   {
     description:
-      'Targets of the latest run that wait for a free place (maxConcurrent) or, for a run-now request under concurrencyPolicy Forbid, for the Operation on their instance to finish.',
+      'Targets of one run that wait for a free place (maxConcurrent), or, for a run-now request, for the Operation on their instance to finish (concurrencyPolicy Forbid) or for the instance to be resumed (ops.vworkspace.io/paused).',
   },
 );
 export type RunQueue = Static<typeof RunQueueSchema>;
+
+/** status.queue keeps at most this many runs: the latest slot's and the run-now requests'. */
+export const MAX_QUEUED_RUNS = 16;
 
 export const CronOperationStatusSchema = Type.Object(
   {
@@ -193,7 +196,13 @@ export const CronOperationStatusSchema = Type.Object(
       }),
     ),
     manualRun: Type.Optional(ManualRunSchema),
-    queue: Type.Optional(RunQueueSchema),
+    queue: Type.Optional(
+      Type.Array(RunQueueSchema, {
+        description:
+          'Runs whose targets wait, oldest first: at most one scheduled slot (the next slot replaces it) and the run-now requests, which are kept until their Operations exist.',
+        maxItems: 16,
+      }),
+    ),
     missedSlots: Type.Optional(
       Type.Array(MissedSlotSchema, {
         description:

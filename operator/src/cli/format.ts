@@ -114,8 +114,8 @@ export function cronStatus(c: CronOperation): string {
       [
         'Queued',
         s.queue
-          ? `${s.queue.targets.join(', ')} (${s.queue.reason} ${s.queue.request ?? s.queue.scheduledTime})`
-          : undefined,
+          ?.map((q) => `${q.targets.join(', ')} (${q.reason} ${q.request ?? q.scheduledTime})`)
+          .join('; '),
       ],
       ['Missed', s.missedSlots?.map((m) => `${m.scheduledTime}${m.reason ? ` ${m.reason}` : ''}`).join(', ')],
     ]),

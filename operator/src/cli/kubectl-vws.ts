@@ -174,7 +174,7 @@ async function runCron(s: Session, c: Extract<Command, { cmd: 'run-cron' }>, io:
   }
   if (run.phase === 'Pending') {
     io.out(
-      `waiting: ${recorded.status?.queue?.targets.join(', ')} (concurrencyPolicy or maxConcurrent; see kubectl vws status cronoperation/${c.name})`,
+      `waiting: ${recorded.status?.queue?.find((q) => q.request === value)?.targets.join(', ')} (concurrencyPolicy, maxConcurrent or a paused target; see kubectl vws status cronoperation/${c.name})`,
     );
     return 0;
   }

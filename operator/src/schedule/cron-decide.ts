@@ -9,8 +9,9 @@
 // operationTemplate.spec.targetRef, or every instance matching spec.targetSelector. concurrencyPolicy is
 // applied per target instance (a slot under Forbid skips an instance whose Operation still runs; a run-now
 // request waits for it, because a request must not be lost). maxConcurrent caps this CronOperation's running
-// Operations: the targets beyond it wait in status.queue and start as others finish. The newest run owns
-// the queue: its targets replace what an older run left waiting there.
+// Operations: the targets beyond it wait in status.queue and start, oldest run first, as others finish. A
+// slot's waiting targets are replaced by the next slot's (a later backup is the better backup); a run-now
+// request's are kept until its Operations exist (a request is never lost).
 
 import { createHash } from 'node:crypto';
 import {
@@ -25,6 +26,7 @@ import {
   type CronOperationStatus,
   LABEL_CRON_OPERATION,
   MAX_OPERATION_NAME_LENGTH,
+  MAX_QUEUED_RUNS,
   type ManualRun,
   type MissedSlot,
   OPERATION,
@@ -316,7 +318,7 @@ export function decideCron(
       lastSuccessfulTime: lastSuccessfulTime(ops, prev.lastSuccessfulTime),
       missedSlots: prev.missedSlots?.length ? prev.missedSlots : undefined,
       manualRun: prev.manualRun,
-      queue: prev.queue,
+      queue: prev.queue?.length ? prev.queue : undefined,
     });
   plan.prune = operationsToPrune(ops, spec);
   const remaining = ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
@@ -353,7 +355,7 @@ export function decideCron(
   let handled: Date | undefined;
   let missed: MissedSlot[] = [...(prev.missedSlots ?? [])];
   let manualRun: ManualRun | undefined = prev.manualRun;
-  let queue: RunQueue | undefined = prev.queue;
+  let queue: RunQueue[] = [...(prev.queue ?? [])];
   const recordMissed = (at: string, reason: MissedSlot['reason']) => {
     if (!missed.some((m) => m.scheduledTime === at))
       missed = [
@@ -362,15 +364,9 @@ export function decideCron(
       ].slice(-MAX_MISSED_SLOTS);
   };
 
-  /** Starts `run`: it takes over the queue; each target is created, skipped (Forbid) or queued. */
+  /** Starts `run`: each target is created, skipped (Forbid, paused) or queued. */
   const start = (run: CronRun): void => {
     const targets = planner.targets();
-    if (queue) {
-      // The newest run owns the queue (drain already dropped targets that left the fleet).
-      const mr = manualRun;
-      if (queue.reason === 'manual' && mr && mr.request === queue.request && mr.phase === 'Pending')
-        manualRun = { ...mr, phase: 'Superseded' };
-    }
     const at = formatTime(run.time);
     const waiting: string[] = [];
     const waitReason = (ts: string[]) =>
@@ -430,10 +426,19 @@ export function decideCron(
           : `the run scheduled for ${at} was skipped: concurrencyPolicy is Forbid and ${held.join(', ')} is still running`,
       });
     }
-    queue =
-      waiting.length > 0
-        ? withoutUndefined({ reason: run.reason, scheduledTime: at, request: run.request, targets: waiting })
-        : undefined;
+    // A slot's waiting targets replace the previous slot's; a request's are added. The oldest entries go
+    // beyond MAX_QUEUED_RUNS (the schema's limit), said in an Event.
+    if (run.reason === 'schedule') queue = queue.filter((q) => q.reason !== 'schedule');
+    if (waiting.length > 0)
+      queue.push(
+        withoutUndefined({ reason: run.reason, scheduledTime: at, request: run.request, targets: waiting }),
+      );
+    for (const q of queue.splice(0, Math.max(0, queue.length - MAX_QUEUED_RUNS)))
+      events.push({
+        type: 'Warning',
+        reason: CRON_EVENT.QueuedRunDropped,
+        note: `${q.targets.join(', ')} of the ${q.reason === 'manual' ? `run requested by ${ANNOTATION_RUN_NOW}=${q.request}` : `run scheduled for ${q.scheduledTime}`} left the queue without an Operation: more than ${MAX_QUEUED_RUNS} runs were waiting`,
+      });
     if (waiting.length > 0)
       events.push({
         type: 'Normal',
@@ -451,53 +456,56 @@ export function decideCron(
     }
   };
 
-  /** Creates queued targets as far as concurrency allows; those that cannot run yet stay, in order. */
+  /** Creates queued targets, oldest run first, as far as concurrency allows; the others stay, in order. */
   const drain = (): void => {
-    if (!queue) return;
-    const run: CronRun = withoutUndefined({
-      reason: queue.reason,
-      time: parseTime(queue.scheduledTime) ?? now,
-      request: queue.request,
-    });
-    const left: string[] = [];
     const current = planner.targets();
-    const gone = queue.targets.filter((t) => !current.includes(t));
-    if (gone.length > 0)
-      events.push({
-        type: 'Warning',
-        reason: CRON_EVENT.QueuedRunDropped,
-        note: `${gone.join(', ')} left the queue without an Operation: no longer ${spec.targetSelector ? 'an ApplicationInstance matching spec.targetSelector' : 'the target'}`,
+    const kept: RunQueue[] = [];
+    for (const q of queue) {
+      if (spec.suspend && q.reason === 'schedule') {
+        // Suspending passes over slots, and so over what a slot left waiting: resuming never runs an old slot.
+        events.push({
+          type: 'Normal',
+          reason: CRON_EVENT.QueuedRunDropped,
+          note: `${q.targets.join(', ')} left the queue without an Operation: spec.suspend is true`,
+        });
+        continue;
+      }
+      const run: CronRun = withoutUndefined({
+        reason: q.reason,
+        time: parseTime(q.scheduledTime) ?? now,
+        request: q.request,
       });
-    for (const target of queue.targets) {
-      if (planner.exists(run, target) || gone.includes(target)) continue;
-      const name = runOperationName(cron, run, target);
-      const blocked =
-        planner.paused(target) ||
-        (spec.concurrencyPolicy === 'Forbid' && planner.runningFor(target, name).length > 0);
-      if (blocked || planner.full()) left.push(target);
-      else planner.create(run, target);
+      const gone = q.targets.filter((t) => !current.includes(t));
+      if (gone.length > 0)
+        events.push({
+          type: 'Warning',
+          reason: CRON_EVENT.QueuedRunDropped,
+          note: `${gone.join(', ')} left the queue without an Operation: no longer ${spec.targetSelector ? 'an ApplicationInstance matching spec.targetSelector' : 'the target'}`,
+        });
+      const left: string[] = [];
+      for (const target of q.targets) {
+        if (planner.exists(run, target) || gone.includes(target)) continue;
+        const name = runOperationName(cron, run, target);
+        const blocked =
+          planner.paused(target) ||
+          (spec.concurrencyPolicy === 'Forbid' && planner.runningFor(target, name).length > 0);
+        if (blocked || planner.full()) left.push(target);
+        else planner.create(run, target);
+      }
+      const mr = manualRun;
+      if (
+        q.reason === 'manual' &&
+        left.length === 0 &&
+        mr &&
+        mr.request === q.request &&
+        mr.phase === 'Pending'
+      )
+        manualRun = { ...mr, phase: 'Created', time: formatTime(now) };
+      if (left.length > 0) kept.push({ ...q, targets: left });
     }
-    const mr = manualRun;
-    if (
-      run.reason === 'manual' &&
-      left.length === 0 &&
-      mr &&
-      mr.request === run.request &&
-      mr.phase === 'Pending'
-    )
-      manualRun = { ...mr, phase: 'Created', time: formatTime(now) };
-    queue = left.length > 0 ? { ...queue, targets: left } : undefined;
+    queue = kept;
   };
 
-  if (spec.suspend && queue?.reason === 'schedule') {
-    // Suspending passes over slots, and so over what a slot left waiting: resuming never runs an old slot.
-    events.push({
-      type: 'Normal',
-      reason: CRON_EVENT.QueuedRunDropped,
-      note: `${queue.targets.join(', ')} left the queue without an Operation: spec.suspend is true`,
-    });
-    queue = undefined;
-  }
   drain();
 
   if (spec.suspend) {
@@ -565,7 +573,7 @@ export function decideCron(
     lastScheduleTime,
     missedSlots: missed.length ? missed : undefined,
     manualRun,
-    queue,
+    queue: queue.length ? queue : undefined,
     conditions: spec.suspend
       ? ready(
           prev.conditions,

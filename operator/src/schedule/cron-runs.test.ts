@@ -61,17 +61,32 @@ describe('decideCron: run-now', () => {
     expect(plan.create).toEqual([]);
     expect(plan.events.map((e) => e.reason)).toEqual([CRON_EVENT.RunNowPending]);
     expect(w.cron.status?.manualRun).toMatchObject({ request: 'r1', phase: 'Pending' });
-    expect(w.cron.status?.queue).toEqual({
-      reason: 'manual',
-      scheduledTime: '2025-06-01T01:01:00Z',
-      request: 'r1',
-      targets: ['shop'],
-    });
+    expect(w.cron.status?.queue).toEqual([
+      {
+        reason: 'manual',
+        scheduledTime: '2025-06-01T01:01:00Z',
+        request: 'r1',
+        targets: ['shop'],
+      },
+    ]);
     expect(w.reconcile().create).toEqual([]); // still running: still waiting, no second Event
     w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
     expect(w.reconcile().create.map((o) => o.metadata.name)).toEqual([manualName('r1')]);
     expect(w.cron.status?.manualRun).toMatchObject({ request: 'r1', phase: 'Created' });
     expect(w.cron.status?.queue).toBeUndefined();
+  });
+
+  it('a waiting request is not lost when the next slot comes: the slot is skipped, the request runs later', () => {
+    const w = new CronWorld(cronOp({ concurrencyPolicy: 'Forbid' }), '2025-06-01T00:30:00Z');
+    w.run(31 * MIN); // 01:00 runs
+    runNow(w, 'r1');
+    w.reconcile(); // r1 waits
+    w.clock.advanceSync(HOUR); // 02:00 comes while 01:00 still runs: skipped
+    expect(w.reconcile().events.map((e) => e.reason)).toEqual([CRON_EVENT.RunSkippedForbidden]);
+    expect(w.cron.status?.queue?.map((q) => q.request)).toEqual(['r1']);
+    w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
+    expect(w.reconcile().create.map((o) => o.metadata.name)).toEqual([manualName('r1')]);
+    expect(w.cron.status?.manualRun).toMatchObject({ request: 'r1', phase: 'Created' });
   });
 
   it('a manual run counts as running: Forbid skips the next slot while it runs', () => {
@@ -154,11 +169,13 @@ describe('decideCron: fleets (targetSelector) and maxConcurrent', () => {
     const w = world({ maxConcurrent: 2 });
     w.run(31 * MIN);
     expect(w.ops.map((o) => o.spec.targetRef.name)).toEqual(['a', 'b']);
-    expect(w.cron.status?.queue).toEqual({
-      reason: 'schedule',
-      scheduledTime: '2025-06-01T01:00:00Z',
-      targets: ['c'],
-    });
+    expect(w.cron.status?.queue).toEqual([
+      {
+        reason: 'schedule',
+        scheduledTime: '2025-06-01T01:00:00Z',
+        targets: ['c'],
+      },
+    ]);
     expect(w.plans.flatMap((p) => p.events).map((e) => e.reason)).toContain(CRON_EVENT.RunQueued);
     expect(w.reconcile().create).toEqual([]);
     w.finish(nameFor(w, 'b'), 'Failed');
@@ -166,7 +183,7 @@ describe('decideCron: fleets (targetSelector) and maxConcurrent', () => {
     expect(w.cron.status?.queue).toBeUndefined();
   });
 
-  it('a new run takes over the queue; an instance that no longer matches is dropped with an Event', () => {
+  it('the next slot replaces the waiting targets of the previous one; an instance that no longer matches is dropped with an Event', () => {
     const w = world({ maxConcurrent: 1 });
     w.run(31 * MIN); // a runs; b, c wait
     w.instances = w.instances.filter((i) => i.metadata.name !== 'c');
@@ -175,10 +192,12 @@ describe('decideCron: fleets (targetSelector) and maxConcurrent', () => {
     expect(plan.events.find((e) => e.reason === CRON_EVENT.QueuedRunDropped)?.note).toBe(
       'c left the queue without an Operation: no longer an ApplicationInstance matching spec.targetSelector',
     );
-    expect(w.cron.status?.queue).toMatchObject({
-      scheduledTime: '2025-06-01T02:00:00Z',
-      targets: ['a', 'b'],
-    });
+    expect(w.cron.status?.queue).toMatchObject([
+      {
+        scheduledTime: '2025-06-01T02:00:00Z',
+        targets: ['a', 'b'],
+      },
+    ]);
   });
 
   it('suspending drops what a slot left waiting, so resuming never runs an old slot', () => {

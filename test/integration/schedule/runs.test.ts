@@ -122,10 +122,9 @@ describe('run-now', () => {
       'Pending',
       async () => (await getCron(ns, 'exclusive')).status?.manualRun?.phase === 'Pending',
     );
-    expect((await getCron(ns, 'exclusive')).status?.queue).toMatchObject({
-      reason: 'manual',
-      targets: ['shop'],
-    });
+    expect((await getCron(ns, 'exclusive')).status?.queue).toMatchObject([
+      { reason: 'manual', targets: ['shop'] },
+    ]);
     expect((await eventsAbout(raw, ns, 'CronOperation', 'exclusive')).map((e) => e.reason)).toContain(
       CRON_EVENT.RunNowPending,
     );
@@ -193,11 +192,13 @@ describe('fleets and parameters from the trigger', () => {
     await eventually('two Operations', async () => (await ops(ns)).length === 2);
     expect(byTarget(await ops(ns))).toEqual({ a: '2.0.0', b: '2.1.0' });
     const queued = await eventually('the queue', async () => (await getCron(ns, 'fleet')).status?.queue);
-    expect(queued).toEqual({
-      reason: 'schedule',
-      scheduledTime: new Date(slot).toISOString().replace('.000Z', 'Z'),
-      targets: ['c'],
-    });
+    expect(queued).toEqual([
+      {
+        reason: 'schedule',
+        scheduledTime: new Date(slot).toISOString().replace('.000Z', 'Z'),
+        targets: ['c'],
+      },
+    ]);
 
     const first = (await ops(ns)).find((o) => o.spec.targetRef.name === 'a')!;
     await finishOperation(raw, ns, first.metadata.name ?? '', 'Succeeded', clock.now());
