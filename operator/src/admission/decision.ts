@@ -18,6 +18,8 @@ export interface AccessCheck {
   verb: string;
   /** Unset: every ApplicationInstance of the namespace (WatchOperation targets whichever instance changes). */
   name?: string;
+  /** Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom). */
+  resource?: 'operations';
 }
 
 export interface AccessResult {
@@ -31,6 +33,20 @@ export interface Needs {
   /** Name of the ApplicationInstance to read in the request's namespace. */
   target?: string;
   access: AccessCheck[];
+  /** Operations of the namespace to read (spec.parametersFrom operationRef). */
+  operations?: string[];
+}
+
+/** The fields of an Operation that parametersFrom admission reads, as read with the operator's identity. */
+export interface SourceOperation {
+  name: string;
+  type: string;
+  engine: string;
+  /** spec.template, else status.template. */
+  template?: string;
+  phase?: string;
+  outputs?: Record<string, unknown>;
+  dryRun: boolean;
 }
 
 export interface Facts {
@@ -40,10 +56,12 @@ export interface Facts {
   target?: Lookup<TargetInstance | undefined>;
   /** Results by accessKey(check). A missing entry counts as a transient failure, never as allowed. */
   access: Readonly<Record<string, Lookup<AccessResult>>>;
+  /** The Operations Needs.operations named, by name: `undefined` value = it does not exist. */
+  sources?: Readonly<Record<string, Lookup<SourceOperation | undefined>>>;
 }
 
 export function accessKey(c: AccessCheck): string {
-  return `${c.verb}/${c.name ?? '*'}`;
+  return `${c.resource ? `${c.resource}:` : ''}${c.verb}/${c.name ?? '*'}`;
 }
 
 /** invalid → 422, forbidden → 403, retry → 503 (a lookup failed: never admit on a failed lookup). */

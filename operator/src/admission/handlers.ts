@@ -4,8 +4,10 @@
 // lookup is passed on as such and the decision denies with "retry": with failurePolicy Fail nothing
 // is ever admitted on a guess. Every lookup is a read, so the webhooks are sideEffects: None and
 // `--dry-run=server` gets the same answer.
-import { APPLICATION_INSTANCE } from '../api/constants.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
+import type { Operation } from '../api/operation.ts';
 import type { Template } from '../catalog/index.ts';
+import { isDryRun } from '../operation/history.ts';
 import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
 import {
   type AccessResult,
@@ -14,6 +16,7 @@ import {
   isRecord,
   type Lookup,
   type Needs,
+  type SourceOperation,
   type TargetInstance,
 } from './decision.ts';
 import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
@@ -47,37 +50,60 @@ function stringMap(v: unknown): Record<string, string> | undefined {
   return out;
 }
 
-async function readTarget(
+/** GET one object with the operator's identity: `undefined` value when it does not exist. */
+async function readOptional<T>(
   client: KubeClient,
-  namespace: string,
-  name: string,
-): Promise<Lookup<TargetInstance | undefined>> {
+  path: string,
+  view: (obj: unknown) => T,
+): Promise<Lookup<T | undefined>> {
   try {
-    const obj = await client.request<unknown>({
-      method: 'GET',
-      path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
-      timeoutMs: 5_000,
-    });
-    const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
-    const labels = stringMap(meta.labels);
-    const annotations = stringMap(meta.annotations);
-    return {
-      ok: true,
-      value: { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) },
-    };
+    const obj = await client.request<unknown>({ method: 'GET', path, timeoutMs: 5_000 });
+    return { ok: true, value: view(obj) };
   } catch (err) {
     if (isNotFound(err)) return { ok: true, value: undefined };
     return { ok: false, message: err instanceof Error ? err.message : String(err) };
   }
 }
 
+function readTarget(client: KubeClient, namespace: string, name: string) {
+  return readOptional<TargetInstance>(
+    client,
+    resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
+    (obj) => {
+      const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
+      const labels = stringMap(meta.labels);
+      const annotations = stringMap(meta.annotations);
+      return { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
+    },
+  );
+}
+
+/** An Operation parametersFrom names (only what the checks read). */
+function readSource(client: KubeClient, namespace: string, name: string) {
+  return readOptional<SourceOperation>(client, resourcePath({ ...OPERATION, namespace }, name), (obj) => {
+    const op = obj as Operation;
+    const template = op.spec?.template ?? op.status?.template;
+    return {
+      name,
+      type: String(op.spec?.type ?? ''),
+      engine: String(op.spec?.engine ?? ''),
+      ...(template !== undefined ? { template } : {}),
+      ...(op.status?.phase !== undefined ? { phase: op.status.phase } : {}),
+      ...(op.status?.outputs ? { outputs: op.status.outputs } : {}),
+      dryRun: isDryRun(op),
+    };
+  });
+}
+
 /** Looks up what `needs` names, concurrently. */
 export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, needs: Needs): Promise<Facts> {
   const namespace = req.namespace ?? '';
-  const [target, ...access] = await Promise.all([
+  const names = needs.operations ?? [];
+  const [target, sources, ...access] = await Promise.all([
     needs.target !== undefined
       ? readTarget(deps.client, namespace, needs.target)
       : Promise.resolve(undefined),
+    Promise.all(names.map((n) => readSource(deps.client, namespace, n))),
     ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c)),
   ]);
   const byKey: Record<string, Lookup<AccessResult>> = {};
@@ -88,25 +114,28 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
     templates: deps.templates.lookupTemplates(),
     ...(target !== undefined ? { target } : {}),
     access: byKey,
+    ...(names.length > 0 ? { sources: Object.fromEntries(names.map((n, i) => [n, sources[i]!])) } : {}),
   };
 }
+
+const templatesOf = (deps: AdmissionDeps) => ({ templates: deps.templates.lookupTemplates() });
 
 export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
   return {
     [WEBHOOK_PATHS.mutateOperation]: (req) => mutateOperation(req),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
-      decideOperation(req, await gatherFacts(deps, req, operationNeeds(req))),
+      decideOperation(req, await gatherFacts(deps, req, operationNeeds(req, templatesOf(deps)))),
     [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
       decideScheduler(
         'CronOperation',
         req,
-        await gatherFacts(deps, req, schedulerNeeds('CronOperation', req)),
+        await gatherFacts(deps, req, schedulerNeeds('CronOperation', req, templatesOf(deps))),
       ),
     [WEBHOOK_PATHS.validateWatchOperation]: async (req) =>
       decideScheduler(
         'WatchOperation',
         req,
-        await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req)),
+        await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req, templatesOf(deps))),
       ),
   };
 }

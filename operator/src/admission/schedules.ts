@@ -30,6 +30,7 @@ import {
   type Problem,
   respond,
 } from './decision.ts';
+import { sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
@@ -72,18 +73,26 @@ function isFleet(kind: SchedulerKind, spec: unknown): boolean {
   return kind === 'CronOperation' && isRecord(spec) && spec.targetSelector !== undefined;
 }
 
-export function schedulerNeeds(kind: SchedulerKind, req: AdmissionRequest): Needs {
-  const runNow = runNowRequested(kind, req);
-  if (!needsCheck(req) && !runNow) return { access: [] };
+export function schedulerNeeds(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
+  templates?: Pick<Facts, 'templates'>,
+): Needs {
+  const runNowOnly = !needsCheck(req) && runNowRequested(kind, req);
+  if (!needsCheck(req) && !runNowOnly) return { access: [] };
   const spec = specOf(req.object);
   const fixed = kind === 'CronOperation' && !isFleet(kind, spec);
   const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: fixed });
   if (!view.type) return { access: [] };
-  if (!fixed) return { access: [{ verb: typeVerb(view.type) }] };
-  if (view.targetName === undefined) return { access: [] };
+  // A template's parametersFrom default (a Restore without backupName) reads Operations: list access.
+  const { template } = templates ? checkTemplate(view, TEMPLATE_BASE, templates) : {};
+  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE).map((a) => a.check) : [];
+  if (!fixed) return { access: [{ verb: typeVerb(view.type) }, ...sources] };
+  if (view.targetName === undefined) return { access: sources };
   return {
-    ...(runNow && !needsCheck(req) ? {} : { target: view.targetName }),
-    access: [{ verb: typeVerb(view.type), name: view.targetName }],
+    // A run-now request only needs the requester's access, not the target read again.
+    ...(runNowOnly ? {} : { target: view.targetName }),
+    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...sources],
   };
 }
 
@@ -140,6 +149,12 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
     );
     problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
     problems.push(...checkSubstitutedParameters(subs, template));
+    const user = req.userInfo?.username ?? '';
+    for (const a of sourceAccess(view, template, TEMPLATE_BASE)) {
+      problems.push(
+        ...checkAccess(a.check, user, namespace, a.field, `the ${kind}'s Operations ${a.why}`, facts),
+      );
+    }
   }
 
   if (fixed) {
@@ -182,13 +197,26 @@ function decideRunNow(req: AdmissionRequest, facts: Facts): AdmissionResponse {
   const spec = specOf(req.object);
   const fleet = isFleet('CronOperation', spec);
   const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: !fleet });
-  const problems = schedulerAccess('CronOperation', req, view.type, view.targetName, fleet, facts).map(
-    (p) => ({
-      ...p,
-      field: annotationPath(ANNOTATION_RUN_NOW),
-      message: `${p.message} (${ANNOTATION_RUN_NOW} runs the template now, which needs the same permission)`,
-    }),
-  );
+  const { template } = checkTemplate(view, TEMPLATE_BASE, facts);
+  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE) : [];
+  const user = req.userInfo?.username ?? '';
+  const problems = [
+    ...schedulerAccess('CronOperation', req, view.type, view.targetName, fleet, facts),
+    ...sources.flatMap((a) =>
+      checkAccess(
+        a.check,
+        user,
+        req.namespace ?? '',
+        a.field,
+        `the CronOperation's Operations ${a.why}`,
+        facts,
+      ),
+    ),
+  ].map((p) => ({
+    ...p,
+    field: annotationPath(ANNOTATION_RUN_NOW),
+    message: `${p.message} (${ANNOTATION_RUN_NOW} runs the template now, which needs the same permission)`,
+  }));
   return respond(req.uid, problems);
 }
 

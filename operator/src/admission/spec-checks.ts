@@ -3,7 +3,6 @@
 // requester's access to it. Each returns problems with Kubernetes field paths under `base`
 // (`spec` for an Operation, `spec.operationTemplate.spec` for the schedulers). Pure.
 
-import { APPS_GROUP, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
 import {
   ENGINE_TYPES,
   ENGINES,
@@ -12,16 +11,20 @@ import {
   OPERATION_TYPES,
   type OperationType,
 } from '../api/enums.ts';
+import type { ParameterSource } from '../api/parameters-from.ts';
 import { DNS1123_LABEL } from '../api/schema-helpers.ts';
 import {
   checkParametersLimits,
   formatFieldError,
   matchTemplateTarget,
+  parameterSources,
   policyLoosening,
   resolveTemplate,
   SchemaError,
+  suppliedParameters,
   type Template,
   validateWithSchema,
+  withoutRequired,
 } from '../catalog/index.ts';
 import {
   type AccessCheck,
@@ -33,6 +36,8 @@ import {
   type Problem,
   retry,
 } from './decision.ts';
+import { readParametersFrom } from './parameters-from.ts';
+import { accessResource } from './sar.ts';
 
 const dnsLabel = new RegExp(DNS1123_LABEL);
 
@@ -43,6 +48,8 @@ export interface OperationSpecView {
   targetName?: string;
   template?: string;
   parameters?: Record<string, unknown>;
+  /** Operation only: spec.parametersFrom, once narrowed (the schedulers' operationTemplate has none). */
+  parametersFrom?: ParameterSource[];
   policy?: Record<string, unknown>;
 }
 
@@ -58,7 +65,7 @@ const quote = (v: unknown) => {
 export function readOperationSpec(
   spec: unknown,
   base: string,
-  opts: { target: boolean },
+  opts: { target: boolean; parametersFrom?: boolean },
 ): { view: OperationSpecView; problems: Problem[] } {
   const view: OperationSpecView = {};
   const problems: Problem[] = [];
@@ -146,6 +153,11 @@ export function readOperationSpec(
     else
       problems.push(invalid(`${base}.parameters`, 'Invalid value: must be an object (the template input)'));
   }
+  if (opts.parametersFrom && spec.parametersFrom !== undefined) {
+    const r = readParametersFrom(spec.parametersFrom, `${base}.parametersFrom`);
+    problems.push(...r.problems);
+    if (r.sources) view.parametersFrom = r.sources;
+  }
   if (isRecord(spec.policy)) view.policy = spec.policy;
   else if (spec.policy !== undefined) {
     problems.push(invalid(`${base}.policy`, 'Invalid value: must be an object'));
@@ -182,13 +194,21 @@ export function checkTemplate(
   return { template: r.template, problems: [] };
 }
 
-/** spec.parameters against the template's inputSchema (defaults applied to a copy; nothing is written back). */
+/**
+ * spec.parameters against the template's inputSchema (defaults applied to a copy; nothing is written
+ * back). Parameters that parametersFrom (the Operation's or the template's defaults) will supply are not
+ * required here; the reconciler validates the merged parameters when it resolves them.
+ */
 export function checkParameters(view: OperationSpecView, template: Template, base: string): Problem[] {
   // Depth and size first: schema validation recurses once per level of nesting.
   const limits = checkParametersLimits(view.parameters ?? {});
   if (!limits.ok) return [invalid(`${base}.parameters`, limits.message)];
   try {
-    const r = validateWithSchema(template.inputSchema, view.parameters ?? {}, `${base}.parameters`);
+    const schema = withoutRequired(
+      template.inputSchema,
+      suppliedParameters(parameterSources(view, template)),
+    );
+    const r = validateWithSchema(schema, view.parameters ?? {}, `${base}.parameters`);
     if (r.ok) return [];
     return r.errors.map((e) =>
       invalid(
@@ -261,7 +281,8 @@ export function checkAccess(
   facts: Pick<Facts, 'access'>,
 ): Problem[] {
   const r = facts.access[accessKey(check)];
-  const resource = `${PLURAL_APPLICATION_INSTANCES}.${APPS_GROUP}${check.name ? `/${check.name}` : ''}`;
+  const what = accessResource(check);
+  const resource = `${what.resource}.${what.group}${check.name ? `/${check.name}` : ''}`;
   if (!r || !r.ok) {
     return [
       retry(
@@ -271,11 +292,12 @@ export function checkAccess(
     ];
   }
   if (r.value.allowed) return [];
-  const target = check.name ? `the ApplicationInstance ${check.name}` : 'every ApplicationInstance';
+  const kind = check.resource === 'operations' ? 'Operation' : 'ApplicationInstance';
+  const target = check.name ? `the ${kind} ${check.name}` : `every ${kind}`;
   return [
     forbidden(
       field,
-      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource applicationinstances (group ${APPS_GROUP}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
+      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
     ),
   ];
 }

@@ -85,6 +85,14 @@ export const REASONS = {
   SelectorMismatch: accepted('False', "the target does not match the template's label selector"),
   TargetNotFound: accepted('False', 'no ApplicationInstance spec.targetRef.name in the namespace'),
   RbacProfileMissing: accepted('False', "the operator lacks a rule of the template's RBAC profile here"),
+  EngineNotInstalled: accepted(
+    'False',
+    "(added) the engine's child kinds are not served (e.g. Velero's CRDs are missing); waits, then fails",
+  ),
+  InputsUnavailable: accepted(
+    'False',
+    '(added) a parametersFrom source cannot give its outputs (missing, not Succeeded, or without the output)',
+  ),
   // Blocked
   TargetNotReady: blocked('policy.requireReady and the target is not Ready'),
   ConflictingOperation: blocked('another Operation on the same target conflicts; waits in FIFO order'),
@@ -92,6 +100,15 @@ export const REASONS = {
   MissingServiceAccount: blocked('a ServiceAccount the template requires does not exist yet'),
   OutsideMaintenanceWindow: blocked('outside the maintenance window; woken when it opens'),
   AwaitingApproval: blocked('policy.requiresApproval and no ops.vworkspace.io/approve: "true" yet'),
+  TargetPaused: blocked(
+    '(added) the target carries ops.vworkspace.io/paused: "true"; nothing is started or followed',
+  ),
+  TargetGenerationMismatch: blocked(
+    "(added) TargetGenerationMatches: the target's status.observedGeneration lags its metadata.generation",
+  ),
+  DependencyNotMet: blocked(
+    '(added) a template dependency has no recent enough Succeeded Operation, or a parametersFrom source has not finished',
+  ),
   PreconditionsSatisfied: {
     condition: CONDITION_BLOCKED,
     status: 'False',
@@ -131,6 +148,9 @@ export const REASONS = {
   DeadlineExceeded: policy('policy.activeDeadlineSeconds passed since startedAt'),
   RetryLimitExceeded: policy('the child failed policy.retryLimit + 1 times'),
   Cancelled: policy('spec.cancel was set; the child was stopped'),
+  PreconditionDeadlineExceeded: policy(
+    '(added) policy.preconditionDeadlineSeconds passed while still waiting',
+  ),
   // ApplicationInstance Ready (from the Helm release record)
   ReleaseDeployed: instance('True', 'latest release revision is deployed'),
   ReleaseFailed: instance('False', 'latest release revision is failed'),

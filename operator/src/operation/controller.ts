@@ -13,6 +13,9 @@
 //   Secret / ServiceAccount appears NameWatcher (narrow watch per waited-for name) → the waiting Operations
 //   a profile is granted            RoleBinding / ClusterRoleBinding informers → Operations RbacProfileMissing
 //   the catalog changes             CatalogStore.onChange → Operations not started yet
+//   a dependency / source succeeds  Operation informer → the target's queue and operationRef readers
+//   an engine's CRDs get installed  discovery re-read every ENGINE_RECHECK_MS while EngineNotInstalled
+//   the target is (un)paused        ApplicationInstance informer → its waiting and running Operations
 //   window opens, deadline, TTL,    requeueAfter at the exact instant (clock)
 //   retry backoff, grace period
 //   approval, cancel, reconcile     the Operation's own update events
@@ -31,6 +34,7 @@ import { requiredObjects } from '../catalog/parameters.ts';
 import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { isPaused } from '../instance/paused.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
   type Clock,
@@ -63,9 +67,10 @@ import {
   needsPreconditions,
   refOf,
 } from './decide.ts';
+import { EngineDiscovery } from './engine-install.ts';
 import { OperationMetrics } from './metrics.ts';
 import { type OwnWrite, withOwnWrites } from './own-writes.ts';
-import { type PreconditionFacts, resolveOperation } from './preconditions.ts';
+import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
@@ -92,8 +97,10 @@ export interface OperationControllerDeps {
   workers?: number;
   veleroNamespace?: string;
   helmImage?: string;
-  /** How long TargetNotFound / RbacProfileMissing wait before failing (default 5 min). */
+  /** How long TargetNotFound / RbacProfileMissing / EngineNotInstalled wait before failing (default 5 min). */
   graceMs?: number;
+  /** How often an Operation waiting for its engine's CRDs re-reads discovery (default 15 s). */
+  engineRecheckMs?: number;
   /** Access reviews (default: SelfSubjectAccessReview with `client`). */
   reviewer?: AccessReviewer;
   /** Tests: list/watch from memory for the child kinds and named objects. */
@@ -184,6 +191,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       );
 
   const access = new AccessCache(deps.reviewer ?? new SelfAccessReviewer(deps.client), { clock });
+  const discovery = new EngineDiscovery(deps.client, clock);
   const opMetrics = new OperationMetrics(deps.metrics.registry, () => operations.list());
   const watcherDeps = {
     kc: deps.kc,
@@ -248,9 +256,14 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     ctx: ReconcileContext,
     op: Operation,
     target: ApplicationInstance | undefined,
+    adapter: EngineAdapter | undefined,
   ): Promise<PreconditionFacts> {
     const ns = op.metadata.namespace ?? '';
-    const resolved = resolveOperation(op, templates());
+    const now = new Date(clock.now());
+    const ops = withOwnWrites(operations.list(ns), written);
+    // The same resolution evaluatePreconditions makes: parameters read through parametersFrom name
+    // Secrets and ServiceAccounts too.
+    const resolved = resolveRequest(op, templates(), ops, now);
     let rbac: PreconditionFacts['rbac'] = { allowed: true };
     const secrets = new Set<string>();
     const serviceAccounts = new Set<string>();
@@ -275,14 +288,16 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     nameWatcher.release(ctx.key, keep);
     const catalogId = target?.spec.appRef?.catalogId;
     const app = catalogId ? deps.templates?.catalog?.().applications[catalogId] : undefined;
+    const engine = resolved.ok && target && adapter ? await discovery.check(adapter, ctx.signal) : undefined;
     return {
-      now: new Date(clock.now()),
+      now,
       target,
       rbac,
-      operations: withOwnWrites(operations.list(ns), written),
+      operations: ops,
       secrets,
       serviceAccounts,
       ...(app?.maintenanceWindow ? { applicationWindow: app.maintenanceWindow } : {}),
+      ...(engine ? { engine } : {}),
     };
   }
 
@@ -415,12 +430,14 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     }
     const adapter = deps.adapterFor(op.spec.engine);
     const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
-    const facts = needsPreconditions(op) ? await gatherFacts(ctx, op, target) : undefined;
+    // Paused target: decide only records it, so nothing is looked up (and no child is read).
+    const paused = isPaused(target) && !isTerminalPhase(op.status?.phase);
+    const facts = needsPreconditions(op) && !paused ? await gatherFacts(ctx, op, target, adapter) : undefined;
     if (!facts) nameWatcher.release(ctx.key);
-    const children = await readChildren(op, adapter, ctx.signal);
+    const children = paused ? [] : await readChildren(op, adapter, ctx.signal);
     const attemptKey = `${uid}/${op.status?.attempts ?? 0}`;
     const env =
-      isTerminalPhase(op.status?.phase) && !facts
+      (isTerminalPhase(op.status?.phase) && !facts) || paused
         ? { veleroNamespace }
         : await environment(op, target, ctx.signal);
     const seen = failureSeen.get(attemptKey);
@@ -435,6 +452,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       children,
       ...(seen !== undefined ? { failureSeenAt: seen } : {}),
       ...(deps.graceMs !== undefined ? { graceMs: deps.graceMs } : {}),
+      ...(deps.engineRecheckMs !== undefined ? { engineRecheckMs: deps.engineRecheckMs } : {}),
     });
     if (d.failureSeen) failureSeen.set(attemptKey, clock.now());
 
@@ -492,17 +510,19 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     ...(deps.workers ? { workers: deps.workers } : {}),
   });
 
-  // The Operation itself, plus, when one runs, ends or goes away, the queue of its target.
+  // The Operation itself, plus, when one runs, ends or goes away, the queue of its target (which also
+  // holds those waiting for a dependency on it) and those reading its outputs through operationRef.
   controller.watch(operations, {
     map: (o) => {
       const keys = [objectKey(o)];
       if (!waiting(o) || o.metadata.deletionTimestamp) {
-        const queue = waitingQueue(
-          operations.list(o.metadata.namespace),
-          o.metadata.namespace ?? '',
-          o.spec.targetRef.name,
-        );
+        const all = operations.list(o.metadata.namespace);
+        const queue = waitingQueue(all, o.metadata.namespace ?? '', o.spec.targetRef.name);
         keys.push(...queue.map((q) => objectKey(q)));
+        const readers = all.filter(
+          (r) => waiting(r) && r.spec.parametersFrom?.some((p) => p.operationRef?.name === o.metadata.name),
+        );
+        keys.push(...readers.map((r) => objectKey(r)));
       }
       return keys;
     },

@@ -32,6 +32,7 @@ import {
   type Operation,
 } from '../api/index.ts';
 import { cronTargets } from '../instance/operations-summary.ts';
+import { isPaused } from '../instance/paused.ts';
 import {
   anyOf,
   type Clock,
@@ -55,7 +56,6 @@ import {
 import { decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { isPaused } from './paused.ts';
 import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';

@@ -34,13 +34,13 @@ import {
   type RunQueue,
 } from '../api/index.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
+import { isPaused } from '../instance/paused.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import type { EventType } from '../runtime/events.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
-import { isPaused } from './paused.ts';
 import {
   boundedName,
   decideRun,

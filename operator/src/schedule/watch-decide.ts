@@ -32,12 +32,12 @@ import {
   watchProcessedAnnotation,
 } from '../api/index.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
+import { isPaused } from '../instance/paused.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import type { PlannedEvent } from './cron-decide.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
-import { isPaused } from './paused.ts';
 import { applyTriggerParameters, valueAt } from './trigger-parameters.ts';
 
 export { valueAt };

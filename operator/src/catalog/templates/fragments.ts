@@ -29,3 +29,21 @@ export function goDuration(description: string, defaultValue?: string) {
 export function objectName(description: string) {
   return { type: 'string', description, minLength: 1, maxLength: 253, pattern: DNS1123_SUBDOMAIN };
 }
+
+/**
+ * An outputSchema: what the engine's observe() writes to status.outputs, every value a string.
+ * `patterns` declares keys that depend on the release (e.g. `snapshot.<pvc>`).
+ */
+export function outputSchema(
+  properties: Record<string, string>,
+  patterns: Record<string, string> = {},
+): Record<string, unknown> {
+  const str = (description: string) => ({ type: 'string', description });
+  return {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(properties).map(([k, d]) => [k, str(d)])),
+    ...(Object.keys(patterns).length > 0
+      ? { patternProperties: Object.fromEntries(Object.entries(patterns).map(([k, d]) => [k, str(d)])) }
+      : {}),
+  };
+}

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** batch/v1 Job from the chart-provided template (ConfigMap `<release>-vworkspace-migration`, key job.yaml). */
 export const helmHookMigration: Template = {
@@ -18,6 +18,7 @@ export const helmHookMigration: Template = {
       ),
     },
   },
+  outputSchema: outputSchema({ jobName: 'Name of the migration Job (kubectl logs job/<jobName>)' }),
   rbacProfile: 'migration.helmHookJob',
   preconditions: standardPreconditions(),
   targetSelectors: { capabilities: [{ verb: 'migration', engine: 'helmHookJob' }] },

@@ -1,12 +1,12 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** velero.io/v1 Restore of a Backup into the Operation's namespace. */
 export const veleroRestore: Template = {
   name: 'velero-restore',
   description:
-    'Restores a velero.io Backup of this release into the Operation namespace with a velero.io Restore (no namespace mapping).',
+    'Restores a velero.io Backup of this release into the Operation namespace with a velero.io Restore (no namespace mapping); without parameters.backupName, the latest Succeeded velero Backup Operation of the target.',
   type: 'Restore',
   engine: 'velero',
   inputSchema: {
@@ -15,7 +15,7 @@ export const veleroRestore: Template = {
     required: ['backupName'],
     properties: {
       backupName: objectName(
-        'Name of the velero.io Backup to restore, e.g. the outputs.backupName of a Backup Operation',
+        'Name of the velero.io Backup to restore, e.g. the outputs.backupName of a Backup Operation; unset: the backupName of the latest Succeeded velero Backup Operation of the target (recorded in status.inputs)',
       ),
       existingResourcePolicy: {
         type: 'string',
@@ -36,6 +36,12 @@ export const veleroRestore: Template = {
       },
     },
   },
+  outputSchema: outputSchema({
+    restoreName: 'Name of the velero.io Restore in the Velero namespace',
+    backupName: 'Name of the velero.io Backup it restored',
+  }),
+  // Velero's `restore create --from-schedule`, generalized: without backupName, restore the latest backup.
+  parametersFrom: [{ latest: { type: 'Backup', engine: 'velero' }, outputs: [{ output: 'backupName' }] }],
   rbacProfile: 'restore.velero',
   preconditions: standardPreconditions(),
   targetSelectors: { capabilities: [{ verb: 'restore', engine: 'velero' }] },

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** argoproj.io/v1alpha1 Workflow from a WorkflowTemplate; parameters.arguments become workflow arguments. */
 export const workflowRunbook: Template = {
@@ -38,6 +38,7 @@ export const workflowRunbook: Template = {
       serviceAccountName: objectName("ServiceAccount the Workflow's pods run as; unset uses the template's"),
     },
   },
+  outputSchema: outputSchema({ workflowName: 'Name of the Argo Workflow (argo get <workflowName>)' }),
   rbacProfile: 'runbook.workflow',
   preconditions: standardPreconditions(),
   targetSelectors: { capabilities: [{ verb: 'runbook', engine: 'workflow' }] },
