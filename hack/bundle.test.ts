@@ -1,7 +1,7 @@
 // The OLM bundle: generated files are fresh, the CSV is consistent with the bundle's CRDs, webhooks,
 // images and RBAC tables, and operator-sdk's validators (operatorframework suite) report nothing at all.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import {
   staleFiles,
   writeBundleDir,
 } from './bundle.ts';
+import { writeCatalog } from './catalog.ts';
 import { generatedFiles } from './generate.ts';
 import {
   almExampleProblems,
@@ -33,6 +34,8 @@ import {
   relatedImageProblems,
   webhookProblems,
 } from './packaging/checks.ts';
+import { PACKAGE_NAME } from './packaging/csv.ts';
+import { bundleName } from './packaging/fbc.ts';
 import { bundleAnnotations, METRICS_SCRAPER_LABEL } from './packaging/manifests.ts';
 import { runTool, sdkFindings } from './packaging/tools.ts';
 
@@ -408,6 +411,51 @@ describe('operator-sdk bundle validate --select-optional suite=operatorframework
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the monitoring bundle (--with-monitoring: ServiceMonitor and PrometheusRule inside)', () => {
+  it('passes operator-sdk bundle validate and opm validate with no finding', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vws-bundle-'));
+    const catalog = mkdtempSync(join(tmpdir(), 'vws-catalog-'));
+    try {
+      writeBundleDir(dir, opts, true);
+      const kinds = readdirSync(join(dir, 'manifests')).map(
+        (n) => (YAML.parse(readFileSync(join(dir, 'manifests', n), 'utf8')) as Obj).kind,
+      );
+      expect(kinds).toEqual(expect.arrayContaining(['PrometheusRule', 'ServiceMonitor']));
+      expect(
+        sdkFindings(
+          runTool(ROOT, 'operator-sdk', [
+            'bundle',
+            'validate',
+            dir,
+            '--select-optional',
+            'suite=operatorframework',
+            '--output',
+            'json-alpha1',
+          ]),
+        ),
+      ).toEqual([]);
+      // Its olm.bundle as opm renders the directory, in a one-version catalog (writeCatalog runs opm
+      // validate and throws on any finding).
+      const rendered = runTool(ROOT, 'opm', ['render', dir, '--output', 'yaml']);
+      expect(rendered.code, rendered.stderr).toBe(0);
+      const name = bundleName(PACKAGE_NAME, opts.version);
+      const fbc = [
+        YAML.stringify({ schema: 'olm.package', name: PACKAGE_NAME, defaultChannel: 'stable' }),
+        YAML.stringify({ schema: 'olm.channel', package: PACKAGE_NAME, name: 'stable', entries: [{ name }] }),
+        rendered.stdout.replace(/^---\n/, ''),
+      ].join('---\n');
+      expect(() => writeCatalog(catalog, fbc)).not.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(catalog, { recursive: true, force: true });
+    }
+  });
+
+  it('is not the default bundle: bundle/ ships no monitoring.coreos.com object', () => {
+    expect(manifests.filter((m) => String(m.apiVersion).startsWith('monitoring.coreos.com/'))).toEqual([]);
   });
 });
 

@@ -6,11 +6,14 @@
 //   bundle/metadata/annotations.yaml, bundle/metadata/dependencies.yaml
 //   bundle.Dockerfile
 //   packaging/monitoring/servicemonitor.yaml   (beside the bundle, not in it: see docs/adr/0004-olm-packaging.md)
+//   packaging/monitoring/prometheusrule.yaml   (the alerts, beside the bundle for the same reason)
 // The CRDs and the RBAC profile ClusterRoles in bundle/manifests/ come from hack/generate.ts.
 //
 //   node hack/bundle.ts                          write the files for package.json's version
 //   node hack/bundle.ts --check                  exit 1 naming every stale file; write nothing (CI)
 //   node hack/bundle.ts --output-dir DIR         write a complete bundle (manifests + metadata) to DIR
+//     --with-monitoring                          ... with the ServiceMonitor and PrometheusRule inside, for
+//                                                clusters that always have their CRDs (OpenShift)
 //   VERSION=0.2.0 IMG=<repo>@sha256:<digest>     override the version and the operator image
 //   HELM_IMG=<repo>@sha256:<digest>              override the helm runner image (RELATED_IMAGE_HELM)
 //   SOURCE_DATE_EPOCH=<seconds>                  override createdAt (else packaging/releases.yaml)
@@ -31,6 +34,7 @@ import {
   podDisruptionBudget,
   serviceMonitor,
 } from './packaging/manifests.ts';
+import { prometheusRule } from './packaging/prometheus-rule.ts';
 import { edgesFor, parseTemplate } from './packaging/template.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -173,6 +177,7 @@ export function bundleFiles(
     { path: 'bundle/metadata/dependencies.yaml', content: HEADER + toYaml({ dependencies: dependencies() }) },
     { path: 'bundle.Dockerfile', content: bundleDockerfile(annotations) },
     { path: 'packaging/monitoring/servicemonitor.yaml', content: HEADER + toYaml(serviceMonitor()) },
+    { path: 'packaging/monitoring/prometheusrule.yaml', content: HEADER + toYaml(prometheusRule()) },
   ];
 }
 
@@ -185,8 +190,12 @@ export function staleFiles(
     .map((f) => f.path);
 }
 
-/** A complete bundle directory: our files plus the CRDs and ClusterRoles already in bundle/manifests/. */
-export function writeBundleDir(dir: string, opts: BundleOptions): void {
+/**
+ * A complete bundle directory: our files plus the CRDs and ClusterRoles already in bundle/manifests/;
+ * `monitoring` adds the ServiceMonitor and PrometheusRule (only for clusters that have their CRDs: an
+ * InstallPlan fails on a kind the cluster does not know).
+ */
+export function writeBundleDir(dir: string, opts: BundleOptions, monitoring = false): void {
   mkdirSync(join(dir, 'manifests'), { recursive: true });
   mkdirSync(join(dir, 'metadata'), { recursive: true });
   const ours = bundleFiles(opts).filter((f) => f.path.startsWith('bundle/'));
@@ -195,6 +204,9 @@ export function writeBundleDir(dir: string, opts: BundleOptions): void {
       copyFileSync(join(ROOT, 'bundle/manifests', name), join(dir, 'manifests', name));
   }
   for (const f of ours) writeFileSync(join(dir, f.path.slice('bundle/'.length)), f.content);
+  if (!monitoring) return;
+  for (const f of bundleFiles(opts).filter((x) => x.path.startsWith('packaging/monitoring/')))
+    writeFileSync(join(dir, 'manifests', `${PACKAGE_NAME}-${f.path.split('/').pop()}`), f.content);
 }
 
 function main(argv: readonly string[]): number {
@@ -203,8 +215,9 @@ function main(argv: readonly string[]): number {
   if (outIdx >= 0) {
     const dir = argv[outIdx + 1];
     if (!dir) throw new Error('--output-dir needs a directory');
-    writeBundleDir(dir, opts);
-    console.log(`wrote bundle ${csvName(opts.version)} to ${dir}`);
+    const monitoring = argv.includes('--with-monitoring');
+    writeBundleDir(dir, opts, monitoring);
+    console.log(`wrote bundle ${csvName(opts.version)}${monitoring ? ' with monitoring' : ''} to ${dir}`);
     return 0;
   }
   if (argv.includes('--check')) {

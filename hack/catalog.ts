@@ -1,5 +1,5 @@
 // Maintains catalog/template.yaml, the catalog as an opm basic catalog template over bundle images by
-// digest (hack/packaging/template.ts), and renders it (docs/release.md, docs/adr/0010-community-catalog.md).
+// digest (hack/packaging/template.ts), and renders it (docs/release.md, docs/adr/0012-community-catalog.md).
 //
 //   node hack/catalog.ts template [--check]   regenerate olm.package and the bundle image digests (each
 //       version's bundle built from the committed sources with its pinned operator image, for

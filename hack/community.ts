@@ -1,5 +1,5 @@
 // `make community`: the operator as a community catalog submission, checked the way its reviewers'
-// pipeline checks it (docs/release.md "Submitting to the community catalog"; docs/adr/0010-community-catalog.md).
+// pipeline checks it (docs/release.md "Submitting to the community catalog"; docs/adr/0012-community-catalog.md).
 //
 //   node hack/community.ts [--out DIR]     (default DIR: bin/community; kept for a look or a real PR)
 //

@@ -1,6 +1,11 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  type CronOperation,
+  type Operation,
+} from '../api/index.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -151,6 +156,8 @@ describe('the instance controller', () => {
           reads.push(`${ns}/${name}`);
           return secrets.objects.get(`${ns}/${name}`);
         },
+        operations: new MemoryResource<Operation>(),
+        cronOperations: new MemoryResource<CronOperation>(),
       },
     });
     for (const i of running.informers) i.start();

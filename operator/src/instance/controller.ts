@@ -1,12 +1,15 @@
 // The ApplicationInstance controller: keeps status.conditions[Ready], status.release and
 // status.observedGeneration in line with the Helm release record of each instance, and in Pull mode
 // projects the catalog's capabilities onto the instance's annotations (capabilities.ts) and reports
-// the effective set in status.capabilities.
+// the effective set in status.capabilities. It also shows the day-2 work on the instance:
+// status.operations (per type: unfinished count, current, last) and status.nextScheduledRun (from the
+// CronOperations that target it), see operations-summary.ts.
 //
 // Watch-driven, no polling: it reconciles an instance when the instance changes and when a Helm
 // release Secret of its release is added, updated or deleted (helm install/upgrade/rollback/
-// uninstall all write those Secrets), and every instance when the catalog reloads. It never installs
-// anything.
+// uninstall all write those Secrets), when an Operation on it is created, changes phase or reason, or
+// is deleted, when a CronOperation targeting it plans another run, and every instance when the catalog
+// reloads. It never installs anything.
 //
 // Secrets: the release Secrets are watched as METADATA ONLY (PartialObjectMetadata, narrowed on the wire
 // by field selector type=helm.sh/release.v1 and label selector owner=helm): the cache holds names and
@@ -17,7 +20,15 @@
 // must NEVER be logged or put in an Event: name the Secret at most.
 
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CONDITION_SUCCEEDED,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
 import {
   type Clock,
@@ -28,6 +39,7 @@ import {
   Informer,
   KubeApiError,
   type KubeClient,
+  keyOf,
   type ListerWatcher,
   type Logger,
   metadataOnly,
@@ -48,6 +60,7 @@ import {
   type ReadyReason,
   type SecretLike,
 } from './helm-release.ts';
+import { cronTargets, nextScheduledRun, summarizeOperations } from './operations-summary.ts';
 import { type ReadSecret, ReleaseRecords } from './release-records.ts';
 import {
   computeInstanceStatus,
@@ -100,13 +113,20 @@ export interface InstanceControllerDeps {
     instances: ListerWatcher<ApplicationInstance>;
     secrets: ListerWatcher<KubernetesObject>;
     readSecret: ReadSecret;
+    operations: ListerWatcher<Operation>;
+    cronOperations: ListerWatcher<CronOperation>;
   };
 }
 
 export interface InstanceController {
   controller: Controller;
   /** Register with the Manager (addInformer): it starts them and gates readiness on their sync. */
-  informers: readonly [Informer<ApplicationInstance>, Informer<HelmSecretMetadata>];
+  informers: readonly [
+    Informer<ApplicationInstance>,
+    Informer<HelmSecretMetadata>,
+    Informer<Operation>,
+    Informer<CronOperation>,
+  ];
   /** The decoded records read so far (one per release Secret read). */
   records: ReleaseRecords;
 }
@@ -126,6 +146,8 @@ export function listSecretByName(client: KubeClient): ReadSecret {
     return list.items?.[0];
   };
 }
+
+const reasonOf = (o: Operation) => o.status?.conditions?.find((c) => c.type === CONDITION_SUCCEEDED)?.reason;
 
 /** Keys of the instances whose release (name + namespace, defaulted) the Secret records. */
 export function instanceKeysForSecret(
@@ -188,6 +210,28 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   secrets.addEventHandler({
     delete: (s) => records.forget(s.metadata.namespace ?? '', s.metadata.name ?? ''),
   });
+
+  const resource = (r: typeof OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
+  const operations = lw
+    ? new Informer<Operation>({ name: 'operations.instance', listerWatcher: lw.operations, ...common })
+    : createInformer<Operation>(deps.kc, resource(OPERATION), {
+        name: 'operations.instance',
+        client: deps.client,
+        ...scopedTo(deps.namespaces),
+        ...common,
+      });
+  const crons = lw
+    ? new Informer<CronOperation>({
+        name: 'cronoperations.instance',
+        listerWatcher: lw.cronOperations,
+        ...common,
+      })
+    : createInformer<CronOperation>(deps.kc, resource(CRON_OPERATION), {
+        name: 'cronoperations.instance',
+        client: deps.client,
+        ...scopedTo(deps.namespaces),
+        ...common,
+      });
 
   // What this replica last announced per instance, so a reconcile that runs on a cache that has
   // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
@@ -271,9 +315,14 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     else delete seen.held;
 
     const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
+    const ns = ctx.namespace ?? '';
+    const summary = summarizeOperations(ctx.name, operations.list(ns), instance.status?.operations);
+    const next = nextScheduledRun(instance, crons.list(ns));
     const status = {
       ...computed,
       ...(capabilities.length > 0 ? { capabilities } : {}),
+      ...(summary.length > 0 ? { operations: summary } : {}),
+      ...(next ? { nextScheduledRun: next } : {}),
     };
     const wrote = await deps.writer.applyStatusIfChanged(
       {
@@ -310,9 +359,29 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   controller.watch(secrets, {
     map: (secret) => instanceKeysForSecret(secret, instances.list()),
   });
+  controller.watch(operations, {
+    map: (op) => {
+      const target = op.spec?.targetRef?.name;
+      return target ? keyOf(op.metadata.namespace, target) : undefined;
+    },
+    updatePredicate: (a, b) =>
+      a.status?.phase !== b.status?.phase ||
+      reasonOf(a) !== reasonOf(b) ||
+      a.status?.startedAt !== b.status?.startedAt,
+  });
+  controller.watch(crons, {
+    map: (cron) =>
+      instances
+        .list(cron.metadata.namespace)
+        .filter((i) => cronTargets(cron, i))
+        .map((i) => objectKey(i)),
+    updatePredicate: (a, b) =>
+      a.status?.nextScheduleTime !== b.status?.nextScheduleTime ||
+      a.metadata.generation !== b.metadata.generation,
+  });
   // A catalog reload may change any instance's projection.
   deps.catalog?.onChange(() => {
     for (const i of instances.list()) controller.enqueue(objectKey(i));
   });
-  return { controller, informers: [instances, secrets], records };
+  return { controller, informers: [instances, secrets, operations, crons], records };
 }

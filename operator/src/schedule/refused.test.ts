@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Condition } from '../runtime/conditions.ts';
 import { KubeApiError } from '../runtime/kube-client.ts';
 import { decideCron } from './cron-decide.ts';
-import { isRefusal, keepRefusal, OPERATION_REFUSED, refuseCronRun } from './refused.ts';
+import { isRefusal, keepRefusal, OPERATION_REFUSED, refuseCronRuns } from './refused.ts';
 import { cronOp } from './testing.ts';
 
 const cron = () => cronOp({}, undefined, 2);
@@ -26,12 +26,13 @@ describe('a refused create', () => {
   it('turns the CronOperation Ready=False/OperationRefused, records the slot, moves on, and warns once per refusal', () => {
     const now = new Date('2025-06-01T01:00:10Z');
     const plan = decideCron(cron(), [], now);
-    expect(plan.create?.metadata.name).toBeDefined();
-    const refused = refuseCronRun(plan, denied, 2, now);
-    expect(refused.create).toBeUndefined();
+    const op = plan.create[0];
+    expect(op?.metadata.name).toBeDefined();
+    const refused = refuseCronRuns(plan, op ? [{ op, err: denied }] : [], 2, now);
+    expect(refused.create).toEqual([]);
     const ready = refused.status.conditions?.find((c) => c.type === 'Ready');
     expect(ready).toMatchObject({ status: 'False', reason: OPERATION_REFUSED, observedGeneration: 2 });
-    expect(ready?.message).toContain(`creating Operation ${plan.create?.metadata.name}`);
+    expect(ready?.message).toContain(`creating Operation ${op?.metadata.name}`);
     expect(ready?.message).toContain('may not backup');
     expect(refused.status.active).toBeUndefined();
     expect(refused.status.lastScheduleTime).toBe('2025-06-01T01:00:00Z');
@@ -47,10 +48,10 @@ describe('a refused create', () => {
 
     // Later reconciles that create nothing keep saying so; the next created Operation clears it.
     const quiet = decideCron({ ...cron(), status: refused.status }, [], new Date('2025-06-01T01:30:00Z'));
-    expect(quiet.create).toBeUndefined();
+    expect(quiet.create).toEqual([]);
     expect(quiet.status.conditions?.find((c) => c.type === 'Ready')?.reason).toBe(OPERATION_REFUSED);
     const next = decideCron({ ...cron(), status: refused.status }, [], new Date('2025-06-01T02:00:05Z'));
-    expect(next.create).toBeDefined();
+    expect(next.create).toHaveLength(1);
     expect(next.status.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('ScheduleActive');
   });
 

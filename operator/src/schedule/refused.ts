@@ -4,7 +4,12 @@
 // False/OperationRefused with the refusal, and a Warning Event carries it. Ready stays so until an
 // Operation is created again. A refusal is a 4xx that retrying the same request cannot change; anything
 // else (5xx, a webhook lookup that failed, the network) is retried with backoff instead.
-import { CONDITION_READY } from '../api/index.ts';
+import {
+  ANNOTATION_RUN_NOW,
+  ANNOTATION_SCHEDULED_TIME,
+  CONDITION_READY,
+  type Operation,
+} from '../api/index.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import { statusCode } from '../runtime/kube-client.ts';
 import { formatTime } from '../runtime/normalize.ts';
@@ -99,29 +104,40 @@ export function keepRefusal(
 }
 
 /**
- * A CronOperation's plan after its create was refused: the slot stays handled (status.lastScheduleTime
- * moves on, so it is never retried in a loop) and is recorded in status.missedSlots as OperationRefused.
+ * A CronOperation's plan after some of its creates were refused: each refused run stays handled
+ * (status.lastScheduleTime moves on, so nothing is retried in a loop); a slot none of whose Operations
+ * was created is recorded in status.missedSlots as OperationRefused. A run-now request counts as acted on.
  */
-export function refuseCronRun(
+export function refuseCronRuns(
   plan: CronPlan,
-  err: unknown,
+  refused: readonly { op: Operation; err: unknown }[],
   generation: number | undefined,
   now: Date,
 ): CronPlan {
-  const op = plan.create?.metadata.name ?? '';
-  const at = plan.handledSlot ? formatTime(plan.handledSlot) : '';
-  const { status, events } = withRefusals(
-    plan.status,
-    plan.events,
-    [refusalOf(op, `the run scheduled for ${at}`, err)],
-    generation,
-    now,
+  if (refused.length === 0) return plan;
+  const fleet = new Set(plan.create.map((o) => o.spec.targetRef.name)).size > 1;
+  const slotOf = (o: Operation) => o.metadata.annotations?.[ANNOTATION_SCHEDULED_TIME];
+  const refusals = refused.map(({ op, err }) => {
+    const slot = slotOf(op);
+    const run = slot ? `the run scheduled for ${slot}` : `the run requested by ${ANNOTATION_RUN_NOW}`;
+    return refusalOf(op.metadata.name ?? '', fleet ? `${run} on ${op.spec.targetRef.name}` : run, err);
+  });
+  const { status, events } = withRefusals(plan.status, plan.events, refusals, generation, now);
+  const names = new Set(refusals.map((r) => r.operation));
+  const slots = new Set(refused.map(({ op }) => slotOf(op)).filter((s): s is string => s !== undefined));
+  const missedNow = [...slots].filter((at) =>
+    plan.create.filter((o) => slotOf(o) === at).every((o) => names.has(o.metadata.name ?? '')),
   );
-  const missed = (status.missedSlots ?? []).filter((m) => m.scheduledTime !== at);
-  status.missedSlots = [
-    ...missed,
-    { scheduledTime: at, detectedAt: formatTime(now), reason: 'OperationRefused' as const },
-  ].slice(-MAX_MISSED_SLOTS);
-  const { create: _refused, ...rest } = plan;
-  return { ...rest, status, events };
+  if (missedNow.length > 0) {
+    const missed = (status.missedSlots ?? []).filter((m) => !missedNow.includes(m.scheduledTime));
+    status.missedSlots = [
+      ...missed,
+      ...missedNow.map((at) => ({
+        scheduledTime: at,
+        detectedAt: formatTime(now),
+        reason: 'OperationRefused' as const,
+      })),
+    ].slice(-MAX_MISSED_SLOTS);
+  }
+  return { ...plan, create: plan.create.filter((o) => !names.has(o.metadata.name ?? '')), status, events };
 }

@@ -50,7 +50,10 @@ import {
 } from '../runtime/index.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
 import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
-import { CreatedOperations, phaseChanged } from './shell.ts';
+import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
+
+export { olderThan };
+
 import { decideWatch } from './watch-decide.ts';
 
 export const WATCH_CONTROLLER_NAME = 'watchoperation';
@@ -71,17 +74,6 @@ export interface WatchControllerDeps {
 export interface WatchController {
   controller: Controller;
   informers: readonly [Informer<WatchOperation>, Informer<ApplicationInstance>, Informer<Operation>];
-}
-
-/** True when resourceVersion `cached` is older than `written` (etcd revisions are integers in practice). */
-export function olderThan(cached: string | undefined, written: string | undefined): boolean {
-  if (written === undefined) return true;
-  if (cached === undefined || cached === written) return cached === undefined;
-  try {
-    return BigInt(cached) < BigInt(written);
-  } catch {
-    return false; // not comparable: trust the cache
-  }
 }
 
 interface InstanceMemo {
