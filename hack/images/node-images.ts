@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { ROOT } from '../bundle.ts';
 import { type BuiltImage, sourceDate } from './build.ts';
 import { fileEntry, NONROOT, userlandEntries } from './contents.ts';
-import { assembleImage, buildLayer, byDigest, type Image, type ImageSpec } from './oci.ts';
+import { assembleImage, buildLayer, type Image, type ImageSpec } from './oci.ts';
 import type { TarEntry } from './tar.ts';
 
 /** uid/gid of upstream's pause image: nobody's business but the sandbox's. */
@@ -70,7 +70,8 @@ function image(
     repo: `${registry}/${repo}`,
     tag,
     image: img,
-    ref: byDigest(`${registry}/${repo}`, img),
+    digest: img.digest,
+    ref: `${registry}/${repo}@${img.digest}`,
   };
 }
 

@@ -249,7 +249,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
     const registryPrefix = `${registry.host}/${REGISTRY_NAMESPACE}`;
     log(`loopback registry ${registry.url}; building and pushing the node images ...`);
     const built = nodeImages(registryPrefix);
-    pushBuilt(Object.values(built), workdir);
+    for (const b of Object.values(built)) pushBuilt(b, workdir);
     // The RunCommand template's default allowlisted image names docker.io, which these machines cannot
     // reach: containerd mirrors docker.io to the loopback registry (hosts.toml below), where our
     // Debian busybox stands under that name.

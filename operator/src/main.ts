@@ -2,12 +2,13 @@
 //
 // The thin shell: settings from the environment (config.ts), a kubeconfig (KUBECONFIG or the
 // in-cluster ServiceAccount), one Manager that owns informers, controllers (leader only), the
-// admission webhook (every replica), metrics on :8080 and probes on :8081, and graceful shutdown
+// admission webhook (every replica), metrics on :8080 and probes on :8081 (each address settable:
+// METRICS_HOST, PROBE_HOST, WEBHOOK_HOST), and graceful shutdown
 // on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createAdmissionHandlers } from './admission/handlers.ts';
+import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { loadConfig, type OperatorConfig } from './config.ts';
@@ -49,6 +50,8 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       : false,
     metricsPort: config.metricsPort,
     probePort: config.probePort,
+    ...(config.metricsHost ? { metricsHost: config.metricsHost } : {}),
+    ...(config.probeHost ? { probeHost: config.probeHost } : {}),
     logger: log,
     metrics,
   });
@@ -64,7 +67,18 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   });
   manager.addInformer(catalog.informer);
   // Controllers register here, each with its informers: manager.addInformer(i); manager.addController(c).
-  const instances = createInstanceController({ kc, client, writer, events, logger: log, metrics, catalog });
+  // WATCH_NAMESPACE (the install mode): informers list and watch only there, the webhook admits only there.
+  const namespaces = config.watchNamespaces;
+  const instances = createInstanceController({
+    kc,
+    client,
+    writer,
+    events,
+    logger: log,
+    metrics,
+    catalog,
+    namespaces,
+  });
   for (const i of instances.informers) manager.addInformer(i);
   manager.addController(instances.controller);
   const operations = createOperationController({
@@ -78,14 +92,15 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     adapterFor,
     templates: catalog,
     veleroNamespace: config.veleroNamespace,
+    namespaces,
     ...(config.helmImage ? { helmImage: config.helmImage } : {}),
   });
   for (const i of operations.informers) manager.addInformer(i);
   manager.addController(operations.controller);
   manager.add(operations.runnable);
   for (const scheduler of [
-    createCronController({ kc, client, writer, events, logger: log, metrics }),
-    createWatchController({ kc, client, writer, events, logger: log, metrics }),
+    createCronController({ kc, client, writer, events, logger: log, metrics, namespaces }),
+    createWatchController({ kc, client, writer, events, logger: log, metrics, namespaces }),
   ]) {
     for (const i of scheduler.informers) manager.addInformer(i);
     manager.addController(scheduler.controller);
@@ -101,7 +116,12 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
           port: config.webhookPort,
           ...(config.webhookHost ? { host: config.webhookHost } : {}),
           certDir: config.webhookCertDir,
-          handlers: createAdmissionHandlers({ client, templates: catalog }),
+          handlers: createAdmissionHandlers({
+            client,
+            templates: catalog,
+            self: operatorIdentity(client),
+            watchNamespaces: namespaces,
+          }),
           log,
         });
         log.info({ port: server.port }, 'admission webhook serving');
@@ -126,7 +146,14 @@ async function main(): Promise<void> {
   kc.loadFromDefault();
   const manager = buildOperator({ config: loaded.config, kc, log });
   manager.installSignalHandlers();
-  log.info({ namespace: loaded.config.namespace, leaderElection: loaded.config.leaderElection }, 'starting');
+  log.info(
+    {
+      namespace: loaded.config.namespace,
+      watchNamespaces: loaded.config.watchNamespaces.length ? loaded.config.watchNamespaces : 'all',
+      leaderElection: loaded.config.leaderElection,
+    },
+    'starting',
+  );
   try {
     await manager.start();
     log.info('stopped');

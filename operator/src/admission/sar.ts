@@ -30,9 +30,9 @@ export interface SubjectAccessReview {
 
 /** The group and resource a check is about. */
 export function accessResource(check: AccessCheck): { group: string; resource: string } {
-  return check.resource === 'operations'
-    ? { group: OPERATION.group, resource: OPERATION.plural }
-    : { group: APPS_GROUP, resource: PLURAL_APPLICATION_INSTANCES };
+  if (check.resource === 'operations') return { group: OPERATION.group, resource: OPERATION.plural };
+  if (check.resource) return { group: '', resource: check.resource };
+  return { group: APPS_GROUP, resource: PLURAL_APPLICATION_INSTANCES };
 }
 
 /** The review for `check` by `user` in `namespace` (pure). */

@@ -16,6 +16,7 @@ import { DNS1123_LABEL } from '../api/schema-helpers.ts';
 import {
   checkParametersLimits,
   formatFieldError,
+  grantDenials,
   matchTemplateTarget,
   parameterSources,
   policyLoosening,
@@ -23,6 +24,7 @@ import {
   SchemaError,
   suppliedParameters,
   type Template,
+  validateParameters,
   validateWithSchema,
   withoutRequired,
 } from '../catalog/index.ts';
@@ -300,4 +302,70 @@ export function checkAccess(
       `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
     ),
   ];
+}
+
+/**
+ * The SubjectAccessReviews that show a requester could run pods as `serviceAccount` themselves: in
+ * Kubernetes whoever may create pods in a namespace may run them as any of its ServiceAccounts, and
+ * impersonating the ServiceAccount is the same power.
+ */
+export function runAsChecks(serviceAccount: string): AccessCheck[] {
+  return [
+    { verb: 'create', resource: 'pods' },
+    { verb: 'impersonate', resource: 'serviceaccounts', name: serviceAccount },
+  ];
+}
+
+/** The ServiceAccount the requester named in spec.parameters, if any (defaults are the template's choice). */
+export function requestedServiceAccount(view: OperationSpecView): string | undefined {
+  const sa = view.parameters?.serviceAccountName;
+  return typeof sa === 'string' ? sa : undefined;
+}
+
+/**
+ * What the parameters ask for beyond the template's grants (catalog/grants.ts), each refused at its field
+ * under `<base>.parameters`. A ServiceAccount outside the template's list is admitted from a requester
+ * who could run pods as it anyway (runAsChecks).
+ */
+export function checkGrants(
+  view: OperationSpecView,
+  template: Template,
+  base: string,
+  user: string,
+  namespace: string,
+  facts: Pick<Facts, 'access'>,
+): Problem[] {
+  // Parameters too deep or large, or invalid, are checkParameters' to report; judge only valid ones.
+  if (!checkParametersLimits(view.parameters ?? {}).ok) return [];
+  let params: ReturnType<typeof validateParameters>;
+  try {
+    params = validateParameters(template, view.parameters);
+  } catch {
+    return [];
+  }
+  if (!params.ok) return [];
+  const requested = requestedServiceAccount(view);
+  const problems: Problem[] = [];
+  for (const d of grantDenials(template, params.parameters)) {
+    const field = `${base}.parameters.${d.parameter}`;
+    if (d.serviceAccount === undefined || d.serviceAccount !== requested) {
+      problems.push(forbidden(field, `Forbidden: ${d.message}`));
+      continue;
+    }
+    const results = runAsChecks(d.serviceAccount).map((c) => facts.access[accessKey(c)]);
+    if (results.some((r) => r?.ok && r.value.allowed)) continue;
+    if (results.some((r) => !r?.ok)) {
+      problems.push(
+        retry(field, `could not check whether ${user} may run pods as ServiceAccount ${d.serviceAccount}`),
+      );
+      continue;
+    }
+    problems.push(
+      forbidden(
+        field,
+        `Forbidden: ${d.message}. A requester who may run pods as it themselves may name it: user "${user}" may neither create pods nor impersonate serviceaccounts/${d.serviceAccount} in namespace ${namespace}`,
+      ),
+    );
+  }
+  return problems;
 }

@@ -85,6 +85,18 @@ export const REASONS = {
   SelectorMismatch: accepted('False', "the target does not match the template's label selector"),
   TargetNotFound: accepted('False', 'no ApplicationInstance spec.targetRef.name in the namespace'),
   RbacProfileMissing: accepted('False', "the operator lacks a rule of the template's RBAC profile here"),
+  NotAllowedByTemplate: accepted(
+    'False',
+    '(added) the request asks for what its template does not allow: a ServiceAccount outside allowedServiceAccounts, a ClusterWorkflowTemplate, cluster-scoped objects',
+  ),
+  UnsafePodSpec: accepted(
+    'False',
+    "(added) the chart's migration Job asks for more than the restricted Pod Security Standard (host namespaces or paths, privilege, capabilities, root)",
+  ),
+  BackupNotAllowed: accepted(
+    'False',
+    "(added) the velero.io Backup to restore does not exist or was not made for the Operation's namespace",
+  ),
   EngineNotInstalled: accepted(
     'False',
     "(added) the engine's child kinds are not served (e.g. Velero's CRDs are missing); waits, then fails",
@@ -148,6 +160,9 @@ export const REASONS = {
   DeadlineExceeded: policy('policy.activeDeadlineSeconds passed since startedAt'),
   RetryLimitExceeded: policy('the child failed policy.retryLimit + 1 times'),
   Cancelled: policy('spec.cancel was set; the child was stopped'),
+  ChildConflict: policy(
+    "(added) an object under a child's name is not this Operation's (no controller owner reference / operation-uid label of it), or was replaced",
+  ),
   PreconditionDeadlineExceeded: policy(
     '(added) policy.preconditionDeadlineSeconds passed while still waiting',
   ),
@@ -156,6 +171,10 @@ export const REASONS = {
   ReleaseFailed: instance('False', 'latest release revision is failed'),
   ReleasePending: instance('False', 'latest release revision is pending-install/upgrade/rollback'),
   ReleaseNotFound: instance('False', 'no helm.sh/release.v1 Secret for the release in the namespace'),
+  ReleaseNamespaceForbidden: instance(
+    'False',
+    '(added) spec.release.namespace names another namespace; the record is not read (admitted without the webhook)',
+  ),
   // CronOperation / WatchOperation Ready
   ScheduleActive: scheduler('True', 'CronOperation schedule and time zone are valid; runs are planned'),
   InvalidSchedule: scheduler('False', 'spec.schedule does not parse'),
@@ -163,6 +182,10 @@ export const REASONS = {
   Suspended: scheduler('False', 'spec.suspend is true; nothing is created'),
   WatchActive: scheduler('True', 'WatchOperation watches its ApplicationInstances'),
   InvalidSelector: scheduler('False', 'spec.selector does not parse'),
+  OperationRefused: scheduler(
+    'False',
+    '(added) the API server or the admission webhook refused the Operation a run or trigger would create; Warning Event with the refusal',
+  ),
 } as const satisfies Record<string, ReasonInfo>;
 
 export type Reason = keyof typeof REASONS;

@@ -3,6 +3,7 @@
 export * from './capabilities.ts';
 export * from './catalog-schema.ts';
 export * from './flow.ts';
+export * from './grants.ts';
 export * from './merge.ts';
 export * from './parameters.ts';
 export * from './parameters-limits.ts';

@@ -12,7 +12,7 @@ import {
   TYPE_CAPABILITY_VERB,
 } from '../api/enums.ts';
 import { MAX_PARAMETER_SOURCES, TemplateParameterSourceSchema } from '../api/parameters-from.ts';
-import { DNS1123_LABEL, QUALIFIED_NAME } from '../api/schema-helpers.ts';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN, QUALIFIED_NAME } from '../api/schema-helpers.ts';
 import type { JsonSchema } from './schema-validation.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -258,6 +258,27 @@ export const TemplateSchema = Type.Object(
       Type.Boolean({
         description:
           'With requiresApproval: the approver must be someone other than the creator of the Operation.',
+      }),
+    ),
+    allowedServiceAccounts: Type.Optional(
+      Type.Array(Type.String({ pattern: DNS1123_SUBDOMAIN, minLength: 1, maxLength: 253 }), {
+        description:
+          "ServiceAccounts of the Operation's namespace its pods may run as: spec.parameters.serviceAccountName (job, helm, workflow) and the chart's migration Job (helmHookJob). Default: only vworkspace-runner. The webhook admits another one only from a requester who could run pods as it themselves (create pods in the namespace, or impersonate that ServiceAccount).",
+        minItems: 1,
+        maxItems: 32,
+        uniqueItems: true,
+      }),
+    ),
+    allowClusterWorkflowTemplates: Type.Optional(
+      Type.Boolean({
+        description:
+          'workflow engine: true lets spec.parameters.workflowTemplateRef.clusterScope name a ClusterWorkflowTemplate. Default false: only WorkflowTemplates of the namespace.',
+      }),
+    ),
+    allowClusterResources: Type.Optional(
+      Type.Boolean({
+        description:
+          'velero Restore: true lets spec.parameters.includeClusterResources: true restore cluster-scoped objects from the backup. Default false: the Restore leaves includeClusterResources unset, so Velero restores only namespaced objects and the PersistentVolumes of restored claims. For platform-admin templates only.',
       }),
     ),
     disabled: Type.Optional(Type.Literal(false)),

@@ -6,7 +6,7 @@ import { declaresOutput } from '../catalog/flow.ts';
 import { validateWithSchema } from '../catalog/schema-validation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { ADAPTERS } from './index.ts';
-import { anInput, jobCondition, materialized, withStatus } from './testing.ts';
+import { anInput, aVeleroBackup, jobCondition, materialized, withStatus } from './testing.ts';
 import type { ChildManifest } from './types.ts';
 
 const PARAMETERS: Record<string, Record<string, unknown>> = {
@@ -45,6 +45,7 @@ describe('built-in outputSchemas', () => {
         parameters: PARAMETERS[t.name] ?? {},
         env: {
           pvcs: ['data', 'db'],
+          veleroBackup: aVeleroBackup('nightly-abcde'),
           helmImage:
             'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000',
           migrationJob: {

@@ -69,6 +69,10 @@ export const RECONCILE_RETRY_REASONS: readonly string[] = [
   'CapabilityMissing',
   'SelectorMismatch',
   'RetryLimitExceeded',
+  'NotAllowedByTemplate',
+  'UnsafePodSpec',
+  'BackupNotAllowed',
+  'ChildConflict',
 ];
 
 export const RETRY_BACKOFF_BASE_MS = 10_000;

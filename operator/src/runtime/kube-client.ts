@@ -23,6 +23,8 @@ export interface KubeRequest {
   body?: unknown;
   /** Default application/json. Patches: see PATCH_TYPES. */
   contentType?: string;
+  /** Default application/json; e.g. PARTIAL_OBJECT_METADATA_LIST (metadata.ts) for metadata only. */
+  accept?: string;
   signal?: AbortSignal;
   /** Abort after this long (default 30 s): a hung API server must not hang a reconcile forever. */
   timeoutMs?: number;
@@ -137,7 +139,7 @@ export class RestClient implements KubeClient {
     const ctx = new RequestContext(`${cluster.server}${req.path}`, HttpMethod[req.method]);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) ctx.setQueryParam(k, String(v));
-    ctx.setHeaderParam('Accept', 'application/json');
+    ctx.setHeaderParam('Accept', req.accept ?? 'application/json');
     if (req.body !== undefined) {
       ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
       ctx.setBody(JSON.stringify(req.body));

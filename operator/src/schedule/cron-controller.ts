@@ -1,21 +1,29 @@
 // The CronOperation controller: the thin shell around decideCron (cron-decide.ts).
 //
-// Triggers: a CronOperation's spec, labels or annotations change (skip-next), one of its Operations
-// (label ops.vworkspace.io/cron-operation) is added, changes phase or is deleted, and the requeue at
-// exactly the next slot (on the injected Clock: no polling).
+// Triggers: a CronOperation's spec, labels or annotations change (skip-next, run-now), one of its
+// Operations (label ops.vworkspace.io/cron-operation) is added, changes phase or is deleted (a queued
+// target may start), and the requeue at exactly the next slot (on the injected Clock: no polling).
+// ApplicationInstances are read from a cache (fleet targets, object.* substitutions, the paused
+// annotation); only resuming a paused one triggers (a queued request may run): a fleet's targets are
+// chosen when a run starts.
 //
 // Order of writes, chosen so a crash anywhere never runs a slot twice: skip-next removal, cancels,
 // create (deterministic name; AlreadyExists ⇒ adopt), then status.lastScheduleTime. A restart between
 // create and status decides the same slot again and adopts. What this process handled is also kept in
 // memory, so a reconcile that runs on a cache that has not yet seen our own status write never handles a
-// slot again (the annotation removal and the status write arrive as separate watch events).
+// slot again (the annotation removal and the status write arrive as separate watch events). A run-now
+// request is recorded in status.manualRun the same way, and its Operation's name derives from the value,
+// so a restart adopts it instead of running it twice.
 //
-// RBAC: cronoperations get/list/watch/patch, cronoperations/status patch, operations
-// get/list/watch/create/patch/delete in the namespaces of CronOperations, events create/patch.
+// RBAC: cronoperations get/list/watch/patch, cronoperations/status patch, applicationinstances
+// get/list/watch, operations get/list/watch/create/patch/delete in the namespaces of CronOperations,
+// events create/patch.
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   ANNOTATION_SKIP_NEXT,
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
   CRON_OPERATION,
   type CronOperation,
   type CronOperationStatus,
@@ -23,6 +31,8 @@ import {
   OPERATION,
   type Operation,
 } from '../api/index.ts';
+import { cronTargets } from '../instance/operations-summary.ts';
+import { isPaused } from '../instance/paused.ts';
 import {
   anyOf,
   type Clock,
@@ -31,19 +41,24 @@ import {
   type EventRecorder,
   generationChanged,
   type Informer,
+  jsonEqual,
   type KubeClient,
   keyOf,
   type Logger,
   labelsOrAnnotationsChanged,
   type ObjectWriter,
+  objectKey,
   type ReconcileContext,
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { decideCron } from './cron-decide.ts';
+import { registerCronMetrics } from './cron-metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { CreatedOperations, phaseChanged } from './shell.ts';
+import { isRefusal, refuseCronRuns } from './refused.ts';
+import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
 
@@ -56,41 +71,49 @@ export interface CronControllerDeps {
   metrics?: RuntimeMetrics;
   /** Drives the schedule: "now" of every decision and the requeue at the next slot. Tests pass a FakeClock. */
   clock?: Clock;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface CronController {
   controller: Controller;
-  informers: readonly [Informer<CronOperation>, Informer<Operation>];
-}
-
-function time(s: string | undefined): number {
-  const t = s ? Date.parse(s) : Number.NaN;
-  return Number.isNaN(t) ? Number.NEGATIVE_INFINITY : t;
+  informers: readonly [Informer<CronOperation>, Informer<Operation>, Informer<ApplicationInstance>];
 }
 
 export function createCronController(deps: CronControllerDeps): CronController {
   const clock = deps.clock ?? realClock;
   const resource = (r: typeof CRON_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
+  const instances = createInformer<ApplicationInstance>(deps.kc, resource(APPLICATION_INSTANCE), {
+    name: 'applicationinstances.cron',
+    client: deps.client,
+    logger: deps.logger,
+  });
   // Informers keep the real clock: their reconnect backoff is not part of the schedule.
   const crons = createInformer<CronOperation>(deps.kc, resource(CRON_OPERATION), {
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const operations = createInformer<Operation>(deps.kc, resource(OPERATION), {
     name: 'operations.cron',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
     labelSelector: LABEL_CRON_OPERATION,
   });
-  // The status this process last decided per CronOperation (by uid): trusted over a lagging cache.
-  const decided = new Map<string, { uid: string; status: CronOperationStatus }>();
+  // The status this process last decided per CronOperation (by uid), and the resourceVersion its write
+  // returned: trusted until the cache has caught up with that write.
+  const decided = new Map<string, { uid: string; status: CronOperationStatus; rv?: string }>();
   const created = new CreatedOperations();
 
   function trustedStatus(key: string, cron: CronOperation): CronOperationStatus | undefined {
     const mine = decided.get(key);
     if (!mine || mine.uid !== cron.metadata.uid) return cron.status;
-    const cached = cron.status;
-    return time(mine.status.lastScheduleTime) > time(cached?.lastScheduleTime) ? mine.status : cached;
+    if (!olderThan(cron.metadata.resourceVersion, mine.rv)) {
+      decided.delete(key);
+      return cron.status;
+    }
+    return mine.status;
   }
 
   async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
@@ -105,7 +128,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
     const ops = created.merge(ctx.key, mine);
     const status = trustedStatus(ctx.key, cron);
     const now = new Date(clock.now());
-    const plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now);
+    let plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now, instances.list(ns));
     const identity = {
       apiVersion: CRON_OPERATION.apiVersion,
       kind: CRON_OPERATION.kind,
@@ -124,25 +147,42 @@ export function createCronController(deps: CronControllerDeps): CronController {
       ctx.log.info({ operation: name }, 'cancelling (concurrencyPolicy Replace)');
       await cancelOperation(deps.client, ns, name, ctx.signal);
     }
-    let adopted = false;
-    if (plan.create) {
-      const res = await createOrAdopt(deps.client, plan.create, ctx.signal);
-      adopted = res.adopted;
+    const adopted = new Set<string>();
+    const refused: { op: Operation; err: unknown }[] = [];
+    for (const op of plan.create) {
+      let res: Awaited<ReturnType<typeof createOrAdopt>>;
+      try {
+        res = await createOrAdopt(deps.client, op, ctx.signal);
+      } catch (err) {
+        // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
+        if (!isRefusal(err)) throw err;
+        ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
+        refused.push({ op, err });
+        continue;
+      }
+      if (res.adopted) adopted.add(res.op.metadata.name ?? '');
       created.add(ctx.key, res.op);
       ctx.log.info(
-        { operation: res.op.metadata.name, adopted },
-        adopted ? 'adopted Operation' : 'created Operation',
+        { operation: res.op.metadata.name, target: op.spec.targetRef.name, adopted: res.adopted },
+        res.adopted ? 'adopted Operation' : 'created Operation',
       );
     }
-    if (plan.handledSlot && cron.metadata.uid)
-      decided.set(ctx.key, { uid: cron.metadata.uid, status: plan.status });
+    plan = refuseCronRuns(plan, refused, cron.metadata.generation, now);
+    const uid = cron.metadata.uid ?? '';
+    // Remembered before the status write, so a failed write cannot make a lagging cache re-decide.
+    if (!jsonEqual(status ?? {}, plan.status)) decided.set(ctx.key, { uid, status: plan.status });
     for (const name of plan.prune) {
       ctx.log.info({ operation: name }, 'deleting Operation beyond the history limit');
       await deleteOperation(deps.client, ns, name, ctx.signal);
     }
-    await deps.writer.applyStatusIfChanged({ ...identity, status: cron.status }, plan.status, opts);
+    if (!jsonEqual(cron.status ?? {}, plan.status)) {
+      const written = await deps.writer.applyStatus<CronOperation>(identity, plan.status, opts);
+      const rv = written.metadata?.resourceVersion;
+      decided.set(ctx.key, { uid, status: plan.status, ...(rv ? { rv } : {}) });
+    }
     for (const e of plan.events) {
-      if (adopted && e.reason === 'OperationCreated') continue;
+      if (e.reason === 'OperationCreated' && [...adopted].some((n) => e.note.includes(`Operation ${n} `)))
+        continue;
       await deps.events.event(cron, e.type, e.reason, e.note);
     }
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: Math.max(1, plan.requeueAfterMs) } : {};
@@ -155,8 +195,18 @@ export function createCronController(deps: CronControllerDeps): CronController {
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
+  if (deps.metrics) registerCronMetrics(deps.metrics.registry, () => crons.list());
   // Status-only updates (our own writes) do not reconcile: the requeue and the in-memory status cover them.
   controller.watch(crons, { updatePredicate: anyOf(generationChanged, labelsOrAnnotationsChanged) });
+  // A paused instance that is resumed may release a queued run-now request (or queued fleet targets).
+  controller.watch(instances, {
+    map: (inst) =>
+      crons
+        .list(inst.metadata.namespace)
+        .filter((c) => cronTargets(c, inst))
+        .map((c) => objectKey(c)),
+    updatePredicate: (a, b) => isPaused(a) !== isPaused(b),
+  });
   controller.watch(operations, {
     map: (op) => {
       const owner = op.metadata.labels?.[LABEL_CRON_OPERATION];
@@ -164,5 +214,5 @@ export function createCronController(deps: CronControllerDeps): CronController {
     },
     updatePredicate: phaseChanged,
   });
-  return { controller, informers: [crons, operations] };
+  return { controller, informers: [crons, operations, instances] };
 }

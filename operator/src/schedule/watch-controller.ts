@@ -16,6 +16,7 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  ANNOTATION_TRIGGER,
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   LABEL_WATCH_OPERATION,
@@ -45,9 +46,14 @@ import {
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { CreatedOperations, phaseChanged } from './shell.ts';
+import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
+import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
+
+export { olderThan };
+
 import { decideWatch } from './watch-decide.ts';
 
 export const WATCH_CONTROLLER_NAME = 'watchoperation';
@@ -61,22 +67,13 @@ export interface WatchControllerDeps {
   metrics?: RuntimeMetrics;
   /** "now" of every decision (lastTriggerTime, pendingSince). Tests pass a FakeClock. */
   clock?: Clock;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface WatchController {
   controller: Controller;
   informers: readonly [Informer<WatchOperation>, Informer<ApplicationInstance>, Informer<Operation>];
-}
-
-/** True when resourceVersion `cached` is older than `written` (etcd revisions are integers in practice). */
-export function olderThan(cached: string | undefined, written: string | undefined): boolean {
-  if (written === undefined) return true;
-  if (cached === undefined || cached === written) return cached === undefined;
-  try {
-    return BigInt(cached) < BigInt(written);
-  } catch {
-    return false; // not comparable: trust the cache
-  }
 }
 
 interface InstanceMemo {
@@ -91,16 +88,19 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
   const res = (r: typeof WATCH_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
   const watches = createInformer<WatchOperation>(deps.kc, res(WATCH_OPERATION), {
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const instances = createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
     name: 'applicationinstances.watch',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   const operations = createInformer<Operation>(deps.kc, res(OPERATION), {
     name: 'operations.watch',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
     labelSelector: LABEL_WATCH_OPERATION,
   });
@@ -147,7 +147,8 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     const view = instances.list(ns).map((i) => trustedInstance(ctx.name, i));
     const mine = operations.list(ns).filter((o) => o.metadata.labels?.[LABEL_WATCH_OPERATION] === ctx.name);
     const ops = created.merge(ctx.key, mine);
-    const plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, new Date(clock.now()));
+    const now = new Date(clock.now());
+    let plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, now);
     const uid = watch.metadata.uid ?? '';
 
     for (const name of plan.cancel) {
@@ -155,14 +156,34 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
       await cancelOperation(deps.client, ns, name, ctx.signal);
     }
     const adopted = new Set<string>();
+    const refusals: Refusal[] = [];
     for (const op of plan.create) {
-      const r = await createOrAdopt(deps.client, op, ctx.signal);
+      let r: Awaited<ReturnType<typeof createOrAdopt>>;
+      try {
+        r = await createOrAdopt(deps.client, op, ctx.signal);
+      } catch (err) {
+        // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
+        if (!isRefusal(err)) throw err;
+        ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
+        const trigger = op.metadata.annotations?.[ANNOTATION_TRIGGER] ?? 'a trigger';
+        refusals.push(
+          refusalOf(
+            op.metadata.name ?? '',
+            `${trigger} on ApplicationInstance ${op.spec.targetRef.name}`,
+            err,
+          ),
+        );
+        continue;
+      }
       created.add(ctx.key, r.op);
       if (r.adopted) adopted.add(r.op.metadata.name ?? '');
       ctx.log.info(
         { operation: r.op.metadata.name, target: op.spec.targetRef.name, adopted: r.adopted },
         r.adopted ? 'adopted Operation' : 'created Operation',
       );
+    }
+    if (refusals.length > 0) {
+      plan = { ...plan, ...withRefusals(plan.status, plan.events, refusals, watch.metadata.generation, now) };
     }
     if (plan.decided || plan.create.length > 0) decided.set(ctx.key, { uid, status: plan.status });
 

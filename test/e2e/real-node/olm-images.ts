@@ -1,28 +1,24 @@
-// The images of the OLM journey on a real node, built by the project's image code (hack/images/build.ts)
-// for the node's loopback registry: per version of the catalog, an operator image (labelled with that
-// version, so each bundle's pod runs an image of its own: the upgrade replaces the pod's image) and the
-// bundle image naming it by digest; then catalog images, one cut back to an older version and one
-// with every version, holding our package (bundles by image: OLM unpacks them with its real unpack Job)
-// and the provider packages (embedded, running the node's busybox so their pods really start).
-import { mkdirSync } from 'node:fs';
+// The images of the OLM journey on a real node, built by the project's image code (hack/images/build.ts,
+// what `make images` runs) for the node's loopback registry: per version of catalog/template.yaml an
+// operator image (labelled and dated with that version, so each bundle's pod runs an image of its own:
+// the upgrade replaces the pod's image) and the bundle image naming it by digest; then two catalog
+// images rendered from the template, one cut back to an older version and one with every version,
+// holding our package (bundles by image: OLM unpacks them with its real unpack Job) and the provider
+// packages (embedded, running the node's busybox so their pods really start).
 import { join } from 'node:path';
-import YAML from 'yaml';
-import { readRepoFile, writeBundleDir } from '../../../hack/bundle.ts';
-import { CATALOG_DIR, renderBundle } from '../../../hack/catalog.ts';
 import {
   type BuiltImage,
-  bundleImage,
+  buildImages,
   catalogImage,
-  catalogVersions,
-  operatorImage,
+  isRendered,
+  openVersions,
   pushBuilt,
   renderCatalogFor,
-  sourceDate,
 } from '../../../hack/images/build.ts';
 import type { RealNode } from '../../../hack/lib/real-node.ts';
-import { compareVersions } from '../../../hack/packaging/fbc.ts';
-import { addProviders, cutToVersion } from '../support/catalog.ts';
-import { CURRENT_VERSION } from '../support/install.ts';
+import { compareVersions, versionOf } from '../../../hack/packaging/fbc.ts';
+import type { CatalogTemplate } from '../../../hack/packaging/template.ts';
+import { addProviders } from '../support/catalog.ts';
 
 export interface OlmImages {
   /** version → the operator image that version's bundle runs, by digest. */
@@ -34,38 +30,48 @@ export interface OlmImages {
   catalogFull: string;
 }
 
-export function buildOlmImages(node: RealNode, workDir: string, upTo: string): OlmImages {
-  const registry = node.registryPrefix;
-  const helm = String((YAML.parse(readRepoFile('packaging/images.yaml') ?? '') as { helm?: string }).helm);
-  const built: BuiltImage[] = [];
-  const operators: Record<string, string> = {};
-  const bundles: Record<string, string> = {};
-  const entries: { version: string; yaml: string; ref: string }[] = [];
-  for (const version of catalogVersions()) {
-    const operator = { ...operatorImage(registry, version), name: `operator-${version}` };
-    const dir = join(workDir, `bundle-${version}`);
-    writeBundleDir(dir, {
-      version,
-      images: { operator: operator.ref, helm },
-      createdAt: sourceDate(version).created,
-    });
-    const bundle = bundleImage(registry, version, dir);
-    built.push(operator, bundle);
-    operators[version] = operator.ref;
-    bundles[version] = bundle.ref;
-    entries.push({ version, ref: bundle.ref, yaml: renderBundle(dir, bundle.ref) });
-  }
-  const container = { image: node.images.busybox, command: ['sleep', '86400'] };
-  const catalog = (name: string, cut?: string) => {
-    const dir = join(workDir, name);
-    mkdirSync(dir, { recursive: true });
-    renderCatalogFor(dir, cut ? entries.filter((e) => compareVersions(e.version, cut) <= 0) : entries);
-    if (cut) cutToVersion(join(dir, CATALOG_DIR.split('/').pop() ?? ''), cut);
-    addProviders(dir, container);
-    return { ...catalogImage(registry, cut ?? CURRENT_VERSION, dir), name };
+/**
+ * The template as it looked when `upTo` was the newest version: later channel entries dropped, and the
+ * later bundle images with them (unrendered images pair with the open versions in order).
+ */
+export function templateUpTo(t: CatalogTemplate, upTo: string): CatalogTemplate {
+  const keep = (name: string) => compareVersions(versionOf(t.package.name, name), upTo) <= 0;
+  const open = openVersions(t);
+  const kept = open.filter((v) => compareVersions(v, upTo) <= 0).length;
+  return {
+    ...t,
+    channels: t.channels
+      .map((c) => ({ ...c, entries: c.entries.filter((e) => keep(e.name)) }))
+      .filter((c) => c.entries.length > 0),
+    bundles: [
+      ...t.bundles.filter((b) => isRendered(b) && keep(String(b.name))),
+      ...t.bundles.filter((b) => !isRendered(b)).slice(0, kept),
+    ],
   };
-  const older = catalog('catalog-up-to', upTo);
-  const full = catalog('catalog-full');
-  pushBuilt([...built, older, full], workDir);
-  return { operators, bundles, catalogUpTo: older.ref, catalogFull: full.ref };
+}
+
+export function buildOlmImages(
+  node: RealNode,
+  workDir: string,
+  upTo: string,
+  log: (l: string) => void,
+): OlmImages {
+  const registry = node.registryPrefix;
+  const set = buildImages({ registry, helm: 'pinned', workDir, log });
+  const container = { image: node.images.busybox, command: ['sleep', '86400'] };
+  const catalog = (name: string, template: CatalogTemplate, version: string): BuiltImage => {
+    const dir = join(workDir, name);
+    renderCatalogFor(dir, template, set.bundleDirs);
+    addProviders(dir, container);
+    return { ...catalogImage(registry, version, dir), name };
+  };
+  const older = catalog('catalog-up-to', templateUpTo(set.template, upTo), upTo);
+  const full = catalog('catalog-full', set.template, set.version);
+  for (const b of [...Object.values(set.operators), ...set.bundles, older, full]) pushBuilt(b, workDir);
+  return {
+    operators: Object.fromEntries(Object.entries(set.operators).map(([v, b]) => [v, b.ref])),
+    bundles: set.bundleRefs,
+    catalogUpTo: older.ref,
+    catalogFull: full.ref,
+  };
 }

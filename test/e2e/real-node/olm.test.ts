@@ -68,7 +68,7 @@ describe('OLM on a real node', () => {
     node = await startRealNode({ log: say });
     world = { client: node.client, say };
     say('building the operator, bundle and catalog images for the node registry ...');
-    images = buildOlmImages(node, workdir, OLDER);
+    images = buildOlmImages(node, workdir, OLDER, say);
     say(`catalog up to ${OLDER}: ${images.catalogUpTo}; full: ${images.catalogFull}`);
     olm = await startOlm(node.kubeconfigPath, node.client, workdir, {
       catalogArgs: ['--util-image', node.images.olmUtil, '--opmImage', images.catalogFull],

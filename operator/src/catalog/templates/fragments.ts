@@ -8,7 +8,7 @@ export const DEFAULT_RUNNER_SERVICE_ACCOUNT = 'vworkspace-runner';
 export function serviceAccountName(what: string) {
   return {
     type: 'string',
-    description: `ServiceAccount ${what} runs as, created and bound by the namespace admin; never the operator's own.`,
+    description: `ServiceAccount ${what} runs as, created and bound by the namespace admin; never the operator's own. One of the template's allowedServiceAccounts, unless the requester may create pods (or impersonate that ServiceAccount) in the namespace themselves.`,
     default: DEFAULT_RUNNER_SERVICE_ACCOUNT,
     minLength: 1,
     maxLength: 253,
