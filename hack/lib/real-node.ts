@@ -1,4 +1,4 @@
-// One real node beside the kwok flavour (docs/real-node.md, ADR 0009): pods really run. A control plane
+// One real node beside the kwok flavour (docs/real-node.md, ADR 0014): pods really run. A control plane
 // (etcd, kube-apiserver, controller-manager, scheduler) plus containerd 2.x with runc, the kubelet,
 // kube-proxy (iptables mode), a CNI bridge on a private pod range and CoreDNS as a pod, all built by
 // hack/build-tools.sh node. Images come from a loopback registry (plain HTTP via hosts.toml), built by

@@ -1,0 +1,218 @@
+// OLM on a real node: nothing is played by host processes but OLM's own two operators. The catalog is
+// served by a real CatalogSource pod from the catalog image; OLM unpacks our bundle image with its real
+// unpack Job (util image with cpb, the bundle image, opm from the catalog image); the operator's
+// Deployment runs the operator image as a real pod (uid 65532, read-only root, in a namespace that
+// enforces the restricted Pod Security Standard); the API server reaches its webhooks through OLM's
+// Service with OLM's CA; the channel upgrade replaces the pod with the next bundle's image. Images are
+// built by the project's image code and pushed to the node's loopback registry (olm-images.ts). The node
+// is real-node.test.ts's, shared with the RunCommand journey.
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  catalogSourcePath,
+  OLM_NAMESPACE,
+  type Olm,
+  OPERATORS_NAMESPACE,
+  startOlm,
+} from '../../../hack/lib/olm.ts';
+import type { RealNode } from '../../../hack/lib/real-node.ts';
+import { csvName, DEPLOYMENT_NAME } from '../../../hack/packaging/csv.ts';
+import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
+import { eventually } from '../../support/eventually.ts';
+import { createOperation, refusal, veleroBackup } from '../support/app.ts';
+import { CURRENT_VERSION, type OlmUser, waitCsvSucceeded, waitInstallPlanFor } from '../support/install.ts';
+import { olmReport, subscribe } from '../support/olm-api.ts';
+import { CATALOG_SOURCE } from '../support/world.ts';
+import { buildOlmImages, type OlmImages } from './olm-images.ts';
+
+const OLDER = '0.0.9';
+
+interface Pod extends KubernetesObject {
+  spec: {
+    containers: { name: string; image: string; securityContext?: Record<string, unknown> }[];
+    initContainers?: { name: string; image: string }[];
+    securityContext?: Record<string, unknown>;
+  };
+  status?: { phase?: string; containerStatuses?: { ready?: boolean }[] };
+}
+
+/** The OLM journey on the node `theNode()` returns once the shared beforeAll has started it. */
+export function olmJourney(theNode: () => RealNode, say: (line: string) => void): void {
+  describe('OLM on a real node', () => {
+    let node: RealNode;
+    let olm: Olm;
+    let images: OlmImages;
+    let workdir: string;
+    let world: OlmUser;
+
+    const pods = async (ns: string, selector?: string) =>
+      (
+        await node.client.request<{ items: Pod[] }>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${ns}/pods`,
+          ...(selector ? { query: { labelSelector: selector } } : {}),
+        })
+      ).items;
+    const operatorPods = async () =>
+      (await pods(OPERATORS_NAMESPACE)).filter((p) => p.metadata?.name?.startsWith(DEPLOYMENT_NAME));
+    const ready = (p: Pod) =>
+      p.status?.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready);
+    const report = async () => `${await olmReport(node.client).catch(() => '')}\n${olm?.logs(30) ?? ''}`;
+
+    beforeAll(async () => {
+      workdir = await mkdtemp(join(tmpdir(), 'vws-e2e-real-olm-'));
+      node = theNode();
+      world = { client: node.client, say };
+      say('building the operator, bundle and catalog images for the node registry ...');
+      images = buildOlmImages(node, workdir, OLDER, say);
+      say(`catalog up to ${OLDER}: ${images.catalogUpTo}; full: ${images.catalogFull}`);
+      olm = await startOlm(node.kubeconfigPath, node.client, workdir, {
+        catalogArgs: ['--util-image', node.images.olmUtil, '--opmImage', images.catalogFull],
+      });
+      // Operators run in a namespace that enforces the restricted Pod Security Standard.
+      await node.client.request({
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${OPERATORS_NAMESPACE}`,
+        contentType: PATCH_TYPES.merge,
+        body: { metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } },
+      });
+    });
+
+    afterAll(async () => {
+      await olm?.stop();
+      if (workdir) await rm(workdir, { recursive: true, force: true });
+    });
+
+    const pointCatalog = (image: string) =>
+      node.client.request({
+        method: 'PATCH',
+        path: catalogSourcePath(OLM_NAMESPACE, CATALOG_SOURCE),
+        query: { fieldManager: 'vworkspace-e2e', force: true },
+        contentType: PATCH_TYPES.apply,
+        body: {
+          apiVersion: 'operators.coreos.com/v1alpha1',
+          kind: 'CatalogSource',
+          metadata: { name: CATALOG_SOURCE, namespace: OLM_NAMESPACE },
+          spec: {
+            sourceType: 'grpc',
+            image,
+            displayName: 'vworkspace real node',
+            publisher: 'vworkspace e2e',
+            grpcPodConfig: { securityContextConfig: 'restricted' },
+          },
+        },
+      });
+    const catalogPodRunning = (image: string) =>
+      eventually(
+        `a Running CatalogSource pod from ${image}`,
+        async () =>
+          (await pods(OLM_NAMESPACE, `olm.catalogSource=${CATALOG_SOURCE}`)).find(
+            (p) => ready(p) && p.spec.containers[0]?.image === image && !p.metadata?.deletionTimestamp,
+          ),
+        300_000,
+        1000,
+      );
+    const catalogReady = () =>
+      eventually(
+        'CatalogSource READY',
+        async () => {
+          const cs = await node.client.request<{
+            status?: { connectionState?: { lastObservedState?: string } };
+          }>({
+            method: 'GET',
+            path: catalogSourcePath(OLM_NAMESPACE, CATALOG_SOURCE),
+          });
+          return cs.status?.connectionState?.lastObservedState === 'READY';
+        },
+        300_000,
+        1000,
+      );
+
+    it('serves the catalog from a real CatalogSource pod running the catalog image', async () => {
+      await pointCatalog(images.catalogUpTo);
+      const pod = await catalogPodRunning(images.catalogUpTo);
+      await catalogReady().catch(async (e: Error) => {
+        throw new Error(`${e.message}\n${await report()}`);
+      });
+      say(`CatalogSource pod ${pod.metadata?.name} Running, OLM connected`);
+      expect(
+        node.podProcesses((argv) => argv[0] === '/bin/opm' && argv[1] === 'serve').length,
+      ).toBeGreaterThan(0);
+    });
+
+    it(`installs ${OLDER}: the bundle image unpacked by OLM's Job, the operator image as a real restricted pod`, async () => {
+      await subscribe(node.client, 'vworkspace-operator', {
+        name: 'vworkspace-operator',
+        channel: 'stable-v0',
+        source: CATALOG_SOURCE,
+        sourceNamespace: OLM_NAMESPACE,
+        installPlanApproval: 'Automatic',
+      });
+      const plan = await waitInstallPlanFor(world, csvName(OLDER), 600_000).catch(async (e: Error) => {
+        throw new Error(`${e.message}\n${await report()}`);
+      });
+      // The bundle came from its image: a bundle lookup in the plan and OLM's unpack Job in the catalog's
+      // namespace, whose pull container ran the bundle image.
+      expect(JSON.stringify(plan.status ?? {})).toContain(images.bundles[OLDER]);
+      const unpack = (await pods(OLM_NAMESPACE)).filter((p) =>
+        p.spec.initContainers?.some((c) => c.image === images.bundles[OLDER]),
+      );
+      expect(unpack.length, 'an unpack pod ran the bundle image').toBeGreaterThan(0);
+      await waitCsvSucceeded(world, csvName(OLDER), 600_000);
+      const [pod] = await eventually(
+        'the operator pods Running and ready',
+        async () => {
+          const ps = await operatorPods();
+          return ps.length > 0 && ps.every(ready) ? ps : undefined;
+        },
+        300_000,
+        1000,
+      );
+      expect(pod?.spec.containers[0]?.image).toBe(images.operators[OLDER]);
+      expect(pod?.spec.containers[0]?.securityContext).toMatchObject({ readOnlyRootFilesystem: true });
+      // The process on the host: the operator's node runs as uid 65532.
+      const [pid] = node.podProcesses((argv) => argv.includes('operator/src/main.ts'));
+      expect(pid, 'the operator process on the host').toBeDefined();
+      expect(readFileSync(`/proc/${pid}/status`, 'utf8')).toMatch(/^Uid:\s+65532\s+65532/m);
+    });
+
+    it("the API server reaches the operator's webhooks through OLM's Service", async () => {
+      await node.client.request({
+        method: 'POST',
+        path: '/api/v1/namespaces',
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a' } },
+      });
+      const msg = await refusal(createOperation(node.client, 'team-a', 'bad-ttl', veleroBackup('forever')));
+      say(`invalid parameter: ${msg}`);
+      expect(msg).toMatch(/admission webhook "voperation\.ops\.vworkspace\.io" denied the request/);
+    });
+
+    it(`the channel upgrade to ${CURRENT_VERSION} replaces the pod with the next bundle's image`, async () => {
+      const before = (await operatorPods()).map((p) => p.metadata?.uid);
+      await pointCatalog(images.catalogFull);
+      await catalogPodRunning(images.catalogFull);
+      await waitInstallPlanFor(world, csvName(CURRENT_VERSION), 600_000).catch(async (e: Error) => {
+        throw new Error(`${e.message}\n${await report()}`);
+      });
+      await waitCsvSucceeded(world, csvName(CURRENT_VERSION), 600_000);
+      const after = await eventually(
+        'only new operator pods, Running and ready, on the new image',
+        async () => {
+          const ps = await operatorPods();
+          return ps.length > 0 &&
+            ps.every((p) => ready(p) && !before.includes(p.metadata?.uid) && !p.metadata?.deletionTimestamp)
+            ? ps
+            : undefined;
+        },
+        300_000,
+        1000,
+      );
+      for (const p of after) expect(p.spec.containers[0]?.image).toBe(images.operators[CURRENT_VERSION]);
+      expect(images.operators[CURRENT_VERSION]).not.toBe(images.operators[OLDER]);
+    });
+  });
+}
