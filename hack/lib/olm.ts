@@ -68,8 +68,13 @@ export async function startOlm(
   kubeconfigPath: string,
   client: KubeClient,
   workdir: string,
-  /** catalogArgs: more flags for the catalog operator (a real node: --util-image, --opmImage). */
-  opts: { timeoutMs?: number; catalogArgs?: string[] } = {},
+  /**
+   * catalogArgs: more flags for the catalog operator (a real node: --util-image, --opmImage).
+   * resolvConf: a resolv.conf naming the cluster's DNS, which the catalog operator (a host process)
+   * sees as /etc/resolv.conf in a mount namespace of its own: it dials a CatalogSource pod by its
+   * Service's name (`<name>.<ns>.svc`), which only the cluster's DNS resolves (a real node).
+   */
+  opts: { timeoutMs?: number; catalogArgs?: string[]; resolvConf?: string } = {},
 ): Promise<Olm> {
   const olmBin = requireBin('olm', 'hack/build-tools.sh olm-operators');
   const catalogBin = requireBin('catalog', 'hack/build-tools.sh olm-operators');
@@ -107,15 +112,14 @@ export async function startOlm(
     startProcess('olm', olmBin, ['--namespace', OLM_NAMESPACE], join(workdir, 'olm.log'), env),
     startProcess(
       'catalog',
-      catalogBin,
-      [
+      ...withResolvConf(opts.resolvConf, catalogBin, [
         '--namespace',
         OLM_NAMESPACE,
         '--kubeconfig',
         kubeconfigPath,
         '--set-workload-user-id=false',
         ...(opts.catalogArgs ?? []),
-      ],
+      ]),
       join(workdir, 'catalog.log'),
       env,
     ),
@@ -147,6 +151,20 @@ export async function startOlm(
     }
     await sleep(500);
   }
+}
+
+/**
+ * `bin args` run in a private mount namespace (unshare's default propagation: private, so the host
+ * never sees the mount) where `resolvConf` is bind-mounted over /etc/resolv.conf.
+ */
+export function withResolvConf(
+  resolvConf: string | undefined,
+  bin: string,
+  args: string[],
+): [string, string[]] {
+  if (!resolvConf) return [bin, args];
+  const script = 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"';
+  return ['unshare', ['--mount', 'sh', '-c', script, 'sh', resolvConf, bin, ...args]];
 }
 
 export interface OpmServer {

@@ -35,6 +35,8 @@ describe('real node configuration', () => {
     expect(toml).toContain('netns_mounts_under_state_dir = true');
     expect(toml).toContain(`sandbox = "${layout.sandboxImage}"`);
     expect(toml).toContain('SystemdCgroup = false');
+    // No CAP_SYS_RESOURCE here: no negative oom_score_adj for sandboxes and Guaranteed pods.
+    expect(toml).toContain('restrict_oom_score_adj = true');
   });
 
   it('the kubelet: cgroupfs under its own root, cgroup v1 allowed, swap ignored, no static CPU', () => {

@@ -78,6 +78,11 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 
 [plugins."io.containerd.cri.v1.runtime"]
   enable_selinux = false
+  # Root here lacks CAP_SYS_RESOURCE (not even in its bounding set), so no process may lower its
+  # oom_score_adj: the sandbox's -998 and a Guaranteed pod's -997 made runc init die ("nsexec: failed
+  # to update /proc/self/oom_score_adj: Permission denied", reported as "can't get final child's PID
+  # from pipe: EOF"). containerd clamps them to its own score instead.
+  restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
   cdi_spec_dirs = []
   [plugins."io.containerd.cri.v1.runtime".containerd]

@@ -7,7 +7,7 @@
 // built by the project's image code and pushed to the node's loopback registry (olm-images.ts). The node
 // is real-node.test.ts's, shared with the RunCommand journey.
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -19,7 +19,7 @@ import {
   OPERATORS_NAMESPACE,
   startOlm,
 } from '../../../hack/lib/olm.ts';
-import type { RealNode } from '../../../hack/lib/real-node.ts';
+import { DNS_IP, type RealNode } from '../../../hack/lib/real-node.ts';
 import { csvName, DEPLOYMENT_NAME } from '../../../hack/packaging/csv.ts';
 import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -70,8 +70,21 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
       say('building the operator, bundle and catalog images for the node registry ...');
       images = buildOlmImages(node, workdir, OLDER, say);
       say(`catalog up to ${OLDER}: ${images.catalogUpTo}; full: ${images.catalogFull}`);
+      // OLM's two operators are host processes; the catalog operator dials CatalogSource pods by Service
+      // name, so it resolves through the node's CoreDNS (reached through kube-proxy like any ClusterIP).
+      const resolvConf = join(workdir, 'resolv.conf');
+      await writeFile(resolvConf, `nameserver ${DNS_IP}\nsearch cluster.local\noptions ndots:5\n`);
       olm = await startOlm(node.kubeconfigPath, node.client, workdir, {
-        catalogArgs: ['--util-image', node.images.olmUtil, '--opmImage', images.catalogFull],
+        // Unpack Jobs run util and bundle images with no user of their own (the bundle is FROM
+        // scratch): OLM's default workload uid (1001) lets them start under runAsNonRoot.
+        catalogArgs: [
+          '--set-workload-user-id=true',
+          '--util-image',
+          node.images.olmUtil,
+          '--opmImage',
+          images.catalogFull,
+        ],
+        resolvConf,
       });
       // Operators run in a namespace that enforces the restricted Pod Security Standard.
       await node.client.request({
