@@ -83,7 +83,9 @@ export function runCommandJourney(theNode: () => RealNode): void {
     });
 
     it('exit 3 ⇒ Failed/JobFailed with the exit code and the last log lines', async () => {
-      await run('three', 'echo preparing; echo about to fail >&2; exit 3');
+      // stdout and stderr are two pipes the shim reads apart: lines written back to back may be logged
+      // in either order, so the second waits a moment (the log is ordered by when lines arrived).
+      await run('three', 'echo preparing; sleep 1; echo about to fail >&2; exit 3');
       const op = await finished('three');
       expect(op.status?.phase).toBe('Failed');
       const c = cond(op, 'Succeeded');
