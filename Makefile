@@ -31,7 +31,8 @@ test-unit: deps
 test-integration: deps
 	hack/build-tools.sh cluster && hack/fetch-crds.sh && npx vitest run --project integration
 
-# make demo [NODE=real]: on kwok (default), or on a real node where the command really runs (root).
+# make demo [NODE=real|kwok]: on a real node where the command really runs (the default as root), or on
+# kwok where pods are faked (the default otherwise).
 demo: deps
 	VWS_NODE=$(NODE) hack/demo.sh
 

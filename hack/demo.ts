@@ -9,8 +9,8 @@
 // Backup's status the way Velero does, and the demo says so). It ends by stopping the operator
 // gracefully and deleting the cluster.
 //
-// VWS_NODE=real (`make demo NODE=real`, root): the same on a real node (hack/lib/real-node.ts) instead
-// of kwok: the RunCommand's container really runs, and its output is shown from the Operation.
+// VWS_NODE=real (hack/demo.sh's default as root; `make demo NODE=kwok` for kwok): the same on a real
+// node (hack/lib/real-node.ts): the RunCommand's container really runs, and its output is shown.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
