@@ -82,6 +82,12 @@ export const OPERATOR_NAMESPACE_RULES: readonly PolicyRule[] = [
     why: 'write status',
   },
   {
+    apiGroups: ['ops.vworkspace.io'],
+    resources: ['operations/finalizers', 'cronoperations/finalizers', 'watchoperations/finalizers'],
+    verbs: ['update'],
+    why: "children and scheduled Operations carry blockOwnerDeletion: true, which the OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) admits only with update on the owner's finalizers",
+  },
+  {
     apiGroups: ['events.k8s.io'],
     resources: ['events'],
     verbs: ['create', 'patch'],

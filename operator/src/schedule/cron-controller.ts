@@ -86,6 +86,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
   const instances = createInformer<ApplicationInstance>(deps.kc, resource(APPLICATION_INSTANCE), {
     name: 'applicationinstances.cron',
     client: deps.client,
+    ...scopedTo(deps.namespaces),
     logger: deps.logger,
   });
   // Informers keep the real clock: their reconnect backoff is not part of the schedule.
