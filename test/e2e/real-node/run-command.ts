@@ -82,6 +82,18 @@ export function runCommandJourney(theNode: () => RealNode): void {
       expect(String(log).trim()).toBe('hello');
     });
 
+    it("a command's pod resolves the kubernetes Service through CoreDNS", async () => {
+      // 10.96.0.1: the first address of the Service range, the `kubernetes` Service's. `grep -w` keeps
+      // CoreDNS's own 10.96.0.10 (the Server line) out.
+      await run(
+        'dns',
+        "nslookup kubernetes.default.svc.cluster.local | grep -ow '10\\.96\\.0\\.1' | head -n 1",
+      );
+      const op = await finished('dns');
+      expect(op.status?.phase, JSON.stringify(op.status)).toBe('Succeeded');
+      expect(cond(op, 'Succeeded')?.message).toMatch(/last log lines: 10\.96\.0\.1$/);
+    });
+
     it('exit 3 ⇒ Failed/JobFailed with the exit code and the last log lines', async () => {
       // stdout and stderr are two pipes the shim reads apart: lines written back to back may be logged
       // in either order, so the second waits a moment (the log is ordered by when lines arrived).
