@@ -17,12 +17,13 @@
 import type { KubeConfig, KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
+import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed } from '../indexes.ts';
 import {
   type Clock,
   Controller,
-  createInformer,
   type EventRecorder,
   Informer,
+  InformerFactory,
   KubeApiError,
   type KubeClient,
   type ListerWatcher,
@@ -66,7 +67,10 @@ export interface InstanceControllerDeps {
   logger: Logger;
   metrics: RuntimeMetrics;
   clock?: Clock;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /** Shared informers (main passes the process's one factory); default: a factory of its own. */
+  informers?: InformerFactory;
   /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
   catalog?: CatalogSource;
   /** Tests: list/watch from memory instead of the API server. */
@@ -114,13 +118,18 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     labelSelector: HELM_SECRET_LABEL_SELECTOR,
   };
   const lw = deps.listerWatchers;
+  let shared = deps.informers;
+  const factory = () => {
+    shared ??= new InformerFactory({ kc: deps.kc, client: deps.client, logger: log, clock });
+    return shared;
+  };
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'applicationinstances',
         listerWatcher: lw.instances,
         ...common,
       })
-    : createInformer<ApplicationInstance>(deps.kc, instanceResource, { client: deps.client, ...common });
+    : factory().informer<ApplicationInstance>(instanceResource);
   const secrets = lw
     ? new Informer<HelmSecret>({
         name: 'helm-release-secrets',
@@ -128,12 +137,9 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
         ...secretSelectors,
         ...common,
       })
-    : createInformer<HelmSecret>(deps.kc, secretResource, {
-        name: 'helm-release-secrets',
-        client: deps.client,
-        ...secretSelectors,
-        ...common,
-      });
+    : factory().informer<HelmSecret>(secretResource, { name: 'helm-release-secrets', ...secretSelectors });
+  const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
+  const releaseSecrets = indexed(secrets, HELM_SECRETS_BY_RELEASE);
 
   // What this replica last announced per instance, so a reconcile that runs on a cache that has
   // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
@@ -153,7 +159,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       announced.set(ctx.key, seen);
     }
     const ref = releaseRef(instance);
-    const { record, problems } = latestRelease(secrets.list(ref.namespace), ref.name);
+    const { record, problems } = latestRelease(releaseSecrets(ref.namespace, ref.name), ref.name);
 
     if (problems.length > 0) {
       const note = `${problems.join('; ')}. Ready is taken from the newest readable revision; inspect the record with \`helm history ${ref.name} -n ${ref.namespace}\`.`;
@@ -249,7 +255,11 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   });
   controller.watch(instances);
   controller.watch(secrets, {
-    map: (secret) => instanceKeysForSecret(secret, instances.list()),
+    map: (secret) =>
+      instanceKeysForSecret(
+        secret,
+        instancesOfRelease(secret.metadata?.namespace, secret.metadata?.labels?.name ?? ''),
+      ),
   });
   // A catalog reload may change any instance's projection.
   deps.catalog?.onChange(() => {

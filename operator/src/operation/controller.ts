@@ -31,16 +31,19 @@ import { requiredObjects } from '../catalog/parameters.ts';
 import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
   type Clock,
   Controller,
-  createInformer,
   type EventRecorder,
   Informer,
+  InformerFactory,
   isAlreadyExists,
   isNotFound,
+  KeyedMutex,
   type KubeClient,
+  keyOf,
   type ListerWatcher,
   type Logger,
   type ObjectWriter,
@@ -89,7 +92,11 @@ export interface OperationControllerDeps {
   adapterFor: (engine: Engine) => EngineAdapter | undefined;
   templates?: TemplateSource;
   clock?: Clock;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. Operations on one
+   * target are still decided one at a time (the conflict queue), whatever the number. */
   workers?: number;
+  /** Shared informers (main passes the process's one factory); default: a factory of its own. */
+  informers?: InformerFactory;
   veleroNamespace?: string;
   helmImage?: string;
   /** How long TargetNotFound / RbacProfileMissing wait before failing (default 5 min). */
@@ -142,46 +149,37 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   const templates = (): readonly Template[] => deps.templates?.templates() ?? BUILTIN_TEMPLATES;
   const lw = deps.listerWatchers;
 
-  const res = (r: { group: string; version: string; plural: string }) => r;
+  const res = (r: { group: string; version: string; plural: string }) => ({
+    group: r.group,
+    version: r.version,
+    plural: r.plural,
+  });
+  const factory =
+    deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: log, clock });
+  const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
   const operations = lw
     ? new Informer<Operation>({ name: 'operations', listerWatcher: lw.operations, ...common })
-    : createInformer<Operation>(deps.kc, res(OPERATION), { client: deps.client, ...common });
+    : factory.informer<Operation>(res(OPERATION));
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'op-applicationinstances',
         listerWatcher: lw.instances,
         ...common,
       })
-    : createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
-        name: 'op-applicationinstances',
-        client: deps.client,
-        ...common,
-      });
-  const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+    : factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE));
   const roleBindings = lw
     ? new Informer<KubernetesObject>({ name: 'rolebindings', listerWatcher: lw.roleBindings, ...common })
-    : createInformer<KubernetesObject>(
-        deps.kc,
-        { ...rbacRes, plural: 'rolebindings' },
-        {
-          client: deps.client,
-          ...common,
-        },
-      );
+    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'rolebindings' });
   const clusterRoleBindings = lw
     ? new Informer<KubernetesObject>({
         name: 'clusterrolebindings',
         listerWatcher: lw.clusterRoleBindings,
         ...common,
       })
-    : createInformer<KubernetesObject>(
-        deps.kc,
-        { ...rbacRes, plural: 'clusterrolebindings' },
-        {
-          client: deps.client,
-          ...common,
-        },
-      );
+    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
+  const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
+  // Operations on one target are decided one at a time: the conflict queue reads the others' state.
+  const targetLock = new KeyedMutex();
 
   const access = new AccessCache(deps.reviewer ?? new SelfAccessReviewer(deps.client), { clock });
   const opMetrics = new OperationMetrics(deps.metrics.registry, () => operations.list());
@@ -279,7 +277,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       now: new Date(clock.now()),
       target,
       rbac,
-      operations: withOwnWrites(operations.list(ns), written),
+      operations: withOwnWrites(onTarget(ns, op.spec.targetRef.name), written),
       secrets,
       serviceAccounts,
       ...(app?.maintenanceWindow ? { applicationWindow: app.maintenanceWindow } : {}),
@@ -395,7 +393,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     };
   }
 
-  async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+  function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const op = operations.getByKey(ctx.key);
+    if (!op) return reconcileLocked(ctx);
+    return targetLock.run(keyOf(op.metadata.namespace, op.spec.targetRef.name), () => reconcileLocked(ctx));
+  }
+
+  async function reconcileLocked(ctx: ReconcileContext): Promise<ReconcileResult> {
     const op = operations.getByKey(ctx.key);
     if (!op) {
       nameWatcher.release(ctx.key);
@@ -498,7 +502,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       const keys = [objectKey(o)];
       if (!waiting(o) || o.metadata.deletionTimestamp) {
         const queue = waitingQueue(
-          operations.list(o.metadata.namespace),
+          onTarget(o.metadata.namespace, o.spec.targetRef.name),
           o.metadata.namespace ?? '',
           o.spec.targetRef.name,
         );
@@ -509,9 +513,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   });
   controller.watch(instances, {
     map: (i) =>
-      operations
-        .list(i.metadata.namespace)
-        .filter((o) => o.spec.targetRef.name === i.metadata.name && (waiting(o) || isRunning(o)))
+      onTarget(i.metadata.namespace, i.metadata.name ?? '')
+        .filter((o) => waiting(o) || isRunning(o))
         .map((o) => objectKey(o)),
   });
   const onBinding = (ns: string | undefined) => {

@@ -124,7 +124,9 @@ export class Controller {
       name: opts.name,
       clock: this.#clock,
       ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
-      ...(opts.metrics ? { metrics: opts.metrics.queueMetrics(opts.name) } : {}),
+      ...(opts.metrics
+        ? { metrics: opts.metrics.queueMetrics(opts.name, () => this.queue.inFlightSince()) }
+        : {}),
     });
     opts.metrics?.initController(opts.name);
   }

@@ -15,6 +15,7 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
   CRON_OPERATION,
   type CronOperation,
@@ -23,14 +24,15 @@ import {
   OPERATION,
   type Operation,
 } from '../api/index.ts';
+import { indexed, OPERATIONS_BY_CRON } from '../indexes.ts';
 import {
   anyOf,
   type Clock,
   Controller,
-  createInformer,
   type EventRecorder,
   generationChanged,
   type Informer,
+  InformerFactory,
   type KubeClient,
   keyOf,
   type Logger,
@@ -41,7 +43,8 @@ import {
   type RuntimeMetrics,
   realClock,
 } from '../runtime/index.ts';
-import { decideCron } from './cron-decide.ts';
+import { CRON_EVENT, decideCron } from './cron-decide.ts';
+import { ScheduleMetrics } from './metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
 import { CreatedOperations, phaseChanged } from './shell.ts';
 
@@ -56,6 +59,10 @@ export interface CronControllerDeps {
   metrics?: RuntimeMetrics;
   /** Drives the schedule: "now" of every decision and the requeue at the next slot. Tests pass a FakeClock. */
   clock?: Clock;
+  /** Shared informers (main passes the process's one factory); default: a factory of its own. */
+  informers?: InformerFactory;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
+  workers?: number;
 }
 
 export interface CronController {
@@ -72,19 +79,16 @@ export function createCronController(deps: CronControllerDeps): CronController {
   const clock = deps.clock ?? realClock;
   const resource = (r: typeof CRON_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
   // Informers keep the real clock: their reconnect backoff is not part of the schedule.
-  const crons = createInformer<CronOperation>(deps.kc, resource(CRON_OPERATION), {
-    client: deps.client,
-    logger: deps.logger,
-  });
-  const operations = createInformer<Operation>(deps.kc, resource(OPERATION), {
-    name: 'operations.cron',
-    client: deps.client,
-    logger: deps.logger,
-    labelSelector: LABEL_CRON_OPERATION,
-  });
+  const factory =
+    deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: deps.logger });
+  const crons = factory.informer<CronOperation>(resource(CRON_OPERATION));
+  const operations = factory.informer<Operation>(resource(OPERATION));
+  const operationsOf = indexed(operations, OPERATIONS_BY_CRON);
   // The status this process last decided per CronOperation (by uid): trusted over a lagging cache.
   const decided = new Map<string, { uid: string; status: CronOperationStatus }>();
   const created = new CreatedOperations();
+  const scheduleMetrics = deps.metrics ? new ScheduleMetrics(deps.metrics.registry) : undefined;
+  const kind = { kind: CRON_OPERATION.kind };
 
   function trustedStatus(key: string, cron: CronOperation): CronOperationStatus | undefined {
     const mine = decided.get(key);
@@ -101,8 +105,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
       created.forget(ctx.key);
       return {};
     }
-    const mine = operations.list(ns).filter((o) => o.metadata.labels?.[LABEL_CRON_OPERATION] === ctx.name);
-    const ops = created.merge(ctx.key, mine);
+    const ops = created.merge(ctx.key, operationsOf(ns, ctx.name));
     const status = trustedStatus(ctx.key, cron);
     const now = new Date(clock.now());
     const plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now);
@@ -129,6 +132,9 @@ export function createCronController(deps: CronControllerDeps): CronController {
       const res = await createOrAdopt(deps.client, plan.create, ctx.signal);
       adopted = res.adopted;
       created.add(ctx.key, res.op);
+      const slot = Date.parse(plan.create.metadata.annotations?.[ANNOTATION_SCHEDULED_TIME] ?? '');
+      if (!adopted && !Number.isNaN(slot))
+        scheduleMetrics?.lag.observe(kind, Math.max(0, clock.now() - slot) / 1000);
       ctx.log.info(
         { operation: res.op.metadata.name, adopted },
         adopted ? 'adopted Operation' : 'created Operation',
@@ -141,7 +147,12 @@ export function createCronController(deps: CronControllerDeps): CronController {
       await deleteOperation(deps.client, ns, name, ctx.signal);
     }
     await deps.writer.applyStatusIfChanged({ ...identity, status: cron.status }, plan.status, opts);
+    if (plan.skippedSlots) scheduleMetrics?.missed.inc({ ...kind, reason: 'Missed' }, plan.skippedSlots);
     for (const e of plan.events) {
+      if (e.reason === CRON_EVENT.MissedSchedule)
+        scheduleMetrics?.missed.inc({ ...kind, reason: 'StartingDeadlineExceeded' });
+      if (e.reason === CRON_EVENT.RunSkippedForbidden)
+        scheduleMetrics?.missed.inc({ ...kind, reason: 'ConcurrencyForbidden' });
       if (adopted && e.reason === 'OperationCreated') continue;
       await deps.events.event(cron, e.type, e.reason, e.note);
     }
@@ -154,6 +165,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
     clock,
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.workers ? { workers: deps.workers } : {}),
   });
   // Status-only updates (our own writes) do not reconcile: the requeue and the in-memory status cover them.
   controller.watch(crons, { updatePredicate: anyOf(generationChanged, labelsOrAnnotationsChanged) });
