@@ -69,7 +69,9 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       kc,
       client,
       writer: new ObjectWriter(client, mapper),
-      events: new EventRecorder({ client, logger: log }),
+      // Events are written behind the reconcile on a client of their own: best effort, as in client-go,
+      // and never spending the budget the controller's own writes need.
+      events: new EventRecorder({ client: clientFor(`${name}-events`), logger: log, background: true }),
       logger: log,
       metrics,
       informers,
@@ -148,6 +150,9 @@ async function main(): Promise<void> {
   try {
     await manager.start();
     log.info('stopped');
+    // Everything has stopped; idle keep-alive connections and library timers must not keep the
+    // process (and the pod's termination) waiting for the kubelet's SIGKILL.
+    process.exit(0);
   } catch (err) {
     log.fatal({ err }, 'operator stopped with an error');
     process.exit(1);

@@ -5,8 +5,9 @@
 // exactly the next slot (on the injected Clock: no polling).
 //
 // Order of writes, chosen so a crash anywhere never runs a slot twice: skip-next removal, cancels,
-// create (deterministic name; AlreadyExists ⇒ adopt), then status.lastScheduleTime. A restart between
-// create and status decides the same slot again and adopts. What this process handled is also kept in
+// create (deterministic name; AlreadyExists ⇒ adopt), then, in a second pass queued behind the other
+// runs due at the same slot, pruning and status.lastScheduleTime. A restart between create and status
+// decides the same slot again and adopts. What this process handled is also kept in
 // memory, so a reconcile that runs on a cache that has not yet seen our own status write never handles a
 // slot again (the annotation removal and the status write arrive as separate watch events).
 //
@@ -142,11 +143,6 @@ export function createCronController(deps: CronControllerDeps): CronController {
     }
     if (plan.handledSlot && cron.metadata.uid)
       decided.set(ctx.key, { uid: cron.metadata.uid, status: plan.status });
-    for (const name of plan.prune) {
-      ctx.log.info({ operation: name }, 'deleting Operation beyond the history limit');
-      await deleteOperation(deps.client, ns, name, ctx.signal);
-    }
-    await deps.writer.applyStatusIfChanged({ ...identity, status: cron.status }, plan.status, opts);
     if (plan.skippedSlots) scheduleMetrics?.missed.inc({ ...kind, reason: 'Missed' }, plan.skippedSlots);
     for (const e of plan.events) {
       if (e.reason === CRON_EVENT.MissedSchedule)
@@ -156,6 +152,21 @@ export function createCronController(deps: CronControllerDeps): CronController {
       if (adopted && e.reason === 'OperationCreated') continue;
       await deps.events.event(cron, e.type, e.reason, e.note);
     }
+    if (plan.create && !adopted) {
+      // The run exists, which is what the slot promised. Its bookkeeping (pruning, status) goes to the
+      // back of the queue, behind every other run due now: N due schedules cost N creates before N
+      // status writes, instead of interleaving them, which halves the lag of the last run when the
+      // client's QPS budget is what bounds them. The next pass sees the run (cache or `created`), adopts
+      // it and writes the status `decided` holds; a crash meanwhile re-decides the slot and adopts.
+      // (Added while processing, the key runs again after this pass, at the back of the queue.)
+      controller.enqueue(ctx.key);
+      return {};
+    }
+    for (const name of plan.prune) {
+      ctx.log.info({ operation: name }, 'deleting Operation beyond the history limit');
+      await deleteOperation(deps.client, ns, name, ctx.signal);
+    }
+    await deps.writer.applyStatusIfChanged({ ...identity, status: cron.status }, plan.status, opts);
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: Math.max(1, plan.requeueAfterMs) } : {};
   }
 
