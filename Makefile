@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.vws-installed
 
-.PHONY: deps tools test test-unit test-integration demo bench generate check-generated bundle catalog-validate images mirror lint format local-cluster clean
+.PHONY: deps tools test test-unit test-integration demo bench generate check-generated bundle catalog catalog-validate community images mirror lint format local-cluster clean
 
 # `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
 # platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
@@ -68,9 +68,20 @@ mirror: deps
 	hack/build-tools.sh images opm
 	node hack/mirror.ts $(SRC) $(DEST) $(if $(OUT),--out $(OUT)) $(if $(DRY_RUN),--dry-run) $(if $(INSECURE),--insecure) $(if $(TOOL),--tool $(TOOL))
 
-# opm validate catalog/ and operator-sdk bundle validate, failing on any warning (also run by make test).
+# make catalog [OUT=dir]: render catalog/template.yaml (opm alpha render-template basic, migrated to
+# olm.csv.metadata) from its bundle images, pushed to a loopback registry it starts; default bin/rendered-catalog.
+catalog: deps
+	hack/build-tools.sh olm images && node hack/catalog.ts render $(if $(OUT),--out $(OUT))
+
+# The catalog template renders and validates, and operator-sdk bundle validate reports nothing (also run by make test).
 catalog-validate: deps
 	hack/build-tools.sh olm && npx vitest run --project unit hack/catalog.test.ts hack/bundle.test.ts
+
+# make community [OUT=dir]: the operator as a community catalog submission (OUT/fbc, OUT/bundle-only; default
+# bin/community), checked by the pipeline's static tests and every operator-sdk validator against the
+# images pushed to a loopback registry (docs/release.md; also run by make test).
+community: deps
+	hack/build-tools.sh olm images helm && node hack/community.ts $(if $(OUT),--out $(OUT))
 
 lint: deps
 	npm run lint && npm run typecheck

@@ -9,6 +9,7 @@ LABEL operators.operatorframework.io.bundle.metadata.v1=metadata/
 LABEL operators.operatorframework.io.bundle.package.v1=vworkspace-operator
 LABEL operators.operatorframework.io.bundle.channels.v1=candidate-v0,stable-v0
 LABEL operators.operatorframework.io.bundle.channel.default.v1=stable-v0
+LABEL com.redhat.openshift.versions=v4.17
 
 COPY bundle/manifests /manifests/
 COPY bundle/metadata /metadata/

@@ -1,29 +1,32 @@
-// The file-based catalog: `opm validate` passes with nothing logged, the upgrade graph has one head per
-// channel at the current version, the current version's olm.bundle is what `opm render bundle/` gives
-// today, and the edge generator (hack/packaging/fbc.ts) builds replaces/skipRange chains.
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+// The catalog template (catalog/template.yaml) and its edges: generated parts are fresh, the upgrade graph
+// has one head per channel at the current version, each CSV carries its version's edges, every bundle is
+// an image by digest, and the template renders (offline, from the bundle directories its images hold)
+// to a catalog `opm validate` accepts with olm.csv.metadata and no olm.bundle.object.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import YAML from 'yaml';
-import { ROOT, readRepoFile } from './bundle.ts';
+import { pinnedImages, readRepoFile, TEMPLATE_PATH } from './bundle.ts';
+import { expectedTemplate, packageBlob, renameRegistry, templateText, withVersion } from './catalog.ts';
 import {
-  bundlePath,
-  CATALOG_DIR,
-  CHANNELS_PATH,
-  PACKAGE_PATH,
-  parseChannels,
-  renderBundle,
-  renderChannels,
-  renderPackage,
-} from './catalog.ts';
-import { addVersion, type Channel, emptyChannel, heads } from './packaging/fbc.ts';
+  committedTemplate,
+  RELEASE_REGISTRY,
+  refForVersion,
+  renderCatalogFor,
+  versionBundle,
+  withImages,
+} from './images/build.ts';
+import { addVersion, type Channel, emptyChannel, heads, parseFbc } from './packaging/fbc.ts';
+
 import { CHANNELS, DEFAULT_CHANNEL } from './packaging/manifests.ts';
-import { logFindings, opmValidateFindings, runTool, toolPath } from './packaging/tools.ts';
+import { communityCatalogs, openshiftVersionsAnnotation } from './packaging/openshift.ts';
+import { edgesFor, parseTemplate, templateVersions } from './packaging/template.ts';
+import { logFindings, toolPath } from './packaging/tools.ts';
 
 const PKG = 'vworkspace-operator';
 const version = (JSON.parse(readRepoFile('package.json')!) as { version: string }).version;
-const channels = parseChannels(readRepoFile(CHANNELS_PATH));
+const template = committedTemplate();
+const channels = template.channels;
 
 /** A channel built by adding `versions` in order. */
 function channelOf(...versions: string[]): Channel {
@@ -70,15 +73,15 @@ describe('edge generator', () => {
   });
 });
 
-describe('catalog/ in git', () => {
-  it('has one olm.package whose default channel exists, generated from packaging/', () => {
-    expect(readRepoFile(PACKAGE_PATH)).toBe(renderPackage());
-    expect(channels.map((c) => c.name).sort()).toEqual([...CHANNELS].sort());
-    expect(channels.some((c) => c.name === DEFAULT_CHANNEL)).toBe(true);
+describe('catalog/template.yaml in git', () => {
+  it('is what the sources make it: package from packaging/, bundle digests from the pins (npm run bundle)', () => {
+    expect(template.package).toEqual(packageBlob());
+    expect(readRepoFile(TEMPLATE_PATH)).toBe(templateText(expectedTemplate(template)));
   });
 
-  it('has channels.yaml in the generator format', () => {
-    expect(readRepoFile(CHANNELS_PATH)).toBe(renderChannels(channels));
+  it('has the channels of the bundle annotations, the default among them', () => {
+    expect(channels.map((c) => c.name).sort()).toEqual([...CHANNELS].sort());
+    expect(template.package.defaultChannel).toBe(DEFAULT_CHANNEL);
   });
 
   it('heads every channel with the current version and keeps a previous version for the upgrade edge', () => {
@@ -88,49 +91,113 @@ describe('catalog/ in git', () => {
     }
   });
 
-  it('has an olm.bundle file for every channel entry, and no other', () => {
-    const names = new Set(channels.flatMap((c) => c.entries.map((e) => e.name)));
-    const files = readdirSync(join(ROOT, CATALOG_DIR, 'bundles')).sort();
-    expect(files).toEqual([...names].map((n) => `${n}.yaml`).sort());
-    for (const n of names) {
-      const doc = YAML.parse(readRepoFile(`${CATALOG_DIR}/bundles/${n}.yaml`)!.replace(/^---\n/, ''));
-      expect(doc).toMatchObject({ schema: 'olm.bundle', package: PKG, name: n });
-      // Empty image: OLM installs from the embedded objects, no bundle unpack Job.
-      expect(doc.image).toBe('');
-      expect(doc.properties.some((p: { type: string }) => p.type === 'olm.bundle.object')).toBe(true);
-    }
+  it('names one bundle image by digest per version, and a different one for each', () => {
+    const versions = templateVersions(template);
+    const images = versions.map((v) => refForVersion(template, v));
+    for (const ref of images)
+      expect(ref).toMatch(/^quay\.io\/vworkspace\/vworkspace-operator-bundle@sha256:[a-f0-9]{64}$/);
+    expect(new Set(images).size).toBe(versions.length);
+    expect(template.bundles.every((b) => Object.keys(b).sort().join() === 'image,schema')).toBe(true);
   });
 
-  it("holds the current version's olm.bundle as `opm render bundle/` renders it today (else: npm run bundle)", () => {
-    expect(readRepoFile(bundlePath(version))).toBe(renderBundle('bundle'));
+  it('gives each version the same edges in every channel, so its CSV can carry them', () => {
+    expect(edgesFor(channels, PKG, '0.1.0')).toEqual({
+      replaces: `${PKG}.v0.0.9`,
+      skipRange: '>=0.0.0 <0.1.0',
+    });
+    const split = channels.map((c) =>
+      c.name === 'candidate-v0' ? { ...c, entries: c.entries.map((e) => ({ name: e.name })) } : c,
+    );
+    expect(() => edgesFor(split, PKG, '0.1.0')).toThrow(/different upgrade edges/);
+  });
+
+  it('adds a version as the new head of the named channels', () => {
+    const next = withVersion(template, '0.2.0', ['candidate-v0']);
+    const candidate = next.channels.find((c) => c.name === 'candidate-v0')!;
+    expect(heads(candidate).map((e) => e.name)).toEqual([`${PKG}.v0.2.0`]);
+    expect(next.channels.find((c) => c.name === 'stable-v0')).toEqual(
+      channels.find((c) => c.name === 'stable-v0'),
+    );
+  });
+
+  it('keeps the template parseable and refuses a bundle that is not a digest reference', () => {
+    expect(parseTemplate(readRepoFile(TEMPLATE_PATH)!)).toEqual(template);
+    expect(() =>
+      parseTemplate(
+        readRepoFile(TEMPLATE_PATH)!.replace(
+          /image: quay\.io\/vworkspace\/vworkspace-operator-bundle@sha256:\w+/,
+          'image: quay.io/x/b:v1',
+        ),
+      ),
+    ).toThrow(/not a digest reference/);
   });
 });
 
-describe('opm validate', () => {
-  const validate = (dir: string) => opmValidateFindings(runTool(ROOT, 'opm', ['validate', dir]));
-
-  it('passes catalog/ with nothing logged', () => {
-    expect(validate('catalog')).toEqual([]);
-  });
-
-  it('fails a catalog whose channel has two heads', () => {
+describe('rendering', () => {
+  /** The committed template rendered offline, from the bundle directories of its pinned images. */
+  function renderPinned(t = template): { dir: string; fbc: ReturnType<typeof parseFbc> } {
     const dir = mkdtempSync(join(tmpdir(), 'vws-catalog-'));
+    const bundleDirs: Record<string, string> = {};
+    const refs: Record<string, string> = {};
+    for (const v of templateVersions(t)) {
+      bundleDirs[v] = join(dir, `bundle-${v}`);
+      refs[v] = versionBundle(RELEASE_REGISTRY, v, pinnedImages(v), bundleDirs[v]).ref;
+    }
+    const configs = join(dir, 'configs');
+    renderCatalogFor(configs, withImages(t, refs), bundleDirs);
+    return { dir, fbc: parseFbc(readFileSync(join(configs, PKG, 'catalog.yaml'), 'utf8')) };
+  }
+
+  it('renders to a catalog opm validates, bundles by image with olm.csv.metadata and no olm.bundle.object', () => {
+    const { dir, fbc } = renderPinned();
     try {
-      cpSync(join(ROOT, 'catalog'), dir, { recursive: true });
-      const broken = channels.map((c) => ({ ...c, entries: c.entries.map((e) => ({ name: e.name })) }));
-      writeFileSync(join(dir, PKG, 'channels.yaml'), renderChannels(broken));
-      const findings = validate(dir);
-      expect(findings.map((f) => f.message).join('\n')).toMatch(/multiple channel heads/);
+      const bundles = fbc.filter((b) => b.schema === 'olm.bundle') as (ReturnType<typeof parseFbc>[number] & {
+        properties: { type: string }[];
+      })[];
+      expect(bundles.map((b) => b.image)).toEqual(
+        templateVersions(template).map((v) => refForVersion(template, v)),
+      );
+      for (const b of bundles) {
+        expect(b.properties.map((p) => p.type)).toContain('olm.csv.metadata');
+        expect(b.properties.map((p) => p.type)).not.toContain('olm.bundle.object');
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it('fails with how to build the tools when they are missing, never skips', () => {
+  it('fails opm validate when a channel has two heads', () => {
+    const broken = {
+      ...template,
+      channels: channels.map((c) => ({ ...c, entries: c.entries.map((e) => ({ name: e.name })) })),
+    };
+    expect(() => renderPinned(broken)).toThrow(/multiple channel heads/);
+  });
+
+  it('renames registries in rendered text both ways', () => {
+    const text = `image: ${RELEASE_REGISTRY}/vworkspace-operator-bundle@sha256:${'a'.repeat(64)}`;
+    const via = renameRegistry(text, RELEASE_REGISTRY, '127.0.0.1:5000/vworkspace');
+    expect(via).toBe(`image: 127.0.0.1:5000/vworkspace/vworkspace-operator-bundle@sha256:${'a'.repeat(64)}`);
+    expect(renameRegistry(via, '127.0.0.1:5000/vworkspace', RELEASE_REGISTRY)).toBe(text);
+  });
+});
+
+describe('OpenShift releases from minKubeVersion', () => {
+  it('maps Kubernetes 1.30 to OpenShift 4.17 and later', () => {
+    expect(openshiftVersionsAnnotation('1.30.0')).toBe('v4.17');
+    expect(communityCatalogs('1.30.0')).toEqual(['v4.17', 'v4.18', 'v4.19', 'v4.20']);
+    expect(openshiftVersionsAnnotation('1.25')).toBe('v4.12');
+    expect(() => communityCatalogs('1.99.0')).toThrow(/no known OpenShift release/);
+    expect(() => openshiftVersionsAnnotation('latest')).toThrow(/not a version/);
+  });
+});
+
+describe('tools', () => {
+  it('fail with how to build the tools when they are missing, never skip', () => {
     expect(() => toolPath(join(tmpdir(), 'no-such-checkout'), 'opm')).toThrow(/run `make tools`/);
   });
 
-  it('finds warning lines in tool logs', () => {
+  it('find warning lines in tool logs', () => {
     expect(
       logFindings('time="x" level=info msg="ok"\ntime="x" level=warning msg="careful"\nWARN something'),
     ).toEqual([

@@ -16,18 +16,21 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { allImages, buildImages, type ImageSet, pushImages } from './images/build.ts';
+import { allImages, buildImages, type ImageSet, pushImages, RELEASE_REGISTRY } from './images/build.ts';
 import { isLoopback } from './images/crane.ts';
 import { startRegistry } from './lib/registry.ts';
 
-export const DEFAULT_REGISTRY = 'quay.io/vworkspace';
+export const DEFAULT_REGISTRY = RELEASE_REGISTRY;
 /** The namespace under a loopback registry this command starts itself. */
 export const LOCAL_NAMESPACE = 'vworkspace';
 
 export interface Summary {
   registry: string;
   version: string;
+  /** The operator image of package.json's version (IMG). */
   operator: string;
+  /** Every version's operator image built: version → reference (each bundle names its own). */
+  operators: Record<string, string>;
   helm: string;
   bundles: Record<string, string>;
   catalog: string;
@@ -40,6 +43,7 @@ export function summarize(set: ImageSet): Summary {
     registry: set.registry,
     version: set.version,
     operator: set.operator.ref,
+    operators: Object.fromEntries(Object.entries(set.operators).map(([v, o]) => [v, o.ref])),
     helm: set.helmRef,
     bundles: set.bundleRefs,
     catalog: set.catalog.ref,
@@ -53,8 +57,8 @@ export function report(s: Summary, pushed: boolean): string {
     pushed ? `pushed to ${s.registry}:` : `digests for ${s.registry} (not pushed):`,
     ...Object.entries(s.tags).map(([tag, ref]) => `  ${tag.padEnd(70)} ${ref.slice(ref.indexOf('@') + 1)}`),
     '',
-    'Pin the operator image in the bundle (docs/release.md):',
-    `  make bundle IMG=${s.operator}${helm}`,
+    `Pin the operator image of ${s.version} in packaging/images.yaml, then npm run bundle (docs/release.md):`,
+    `  operator: { "${s.version}": ${s.operator} }${helm ? `   (and${helm})` : ''}`,
     `CatalogSource spec.image: ${s.catalog}`,
     '',
     `IMG=${s.operator}`,

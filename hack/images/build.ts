@@ -1,22 +1,31 @@
 // The project's images, assembled without a Docker daemon (see docs/adr/0005-images-and-mirroring.md):
 //
-//   <registry>/vworkspace-operator:v<version>   Node 24 + production node_modules + operator/src, user 65532
-//   <registry>/helm:<HELM_VERSION>              (helm: 'ours') the helm CLI runner, bin/helm
-//   <registry>/vworkspace-operator-bundle:v<V>  a registry+v1 bundle per version in catalog/ not yet published
+//   <registry>/vworkspace-operator:v<V>         per version built: Node 24 + production node_modules +
+//                                                operator/src, user 65532, in a linux/amd64 image index
+//   <registry>/helm:<HELM_VERSION>              (helm: 'ours') the helm CLI runner, bin/helm, indexed too
+//   <registry>/vworkspace-operator-bundle:v<V>  a registry+v1 bundle per catalog version not yet published
 //   <registry>/vworkspace-operator-catalog:v<version>  opm serve + the catalog rendered for <registry>
 //
 // Each image's digest follows from its content alone (hack/images/oci.ts), so it is known before the
-// push and equal on every build from the same inputs. The chain is operator → bundles (the CSV names
-// the operator by digest) → catalog (each olm.bundle names its bundle image by digest), which is what a
-// mirror needs: every image reachable from the catalog, by digest.
-import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// push and equal on every build from the same inputs. The chain is operator → bundles (each version's CSV
+// names that version's operator image by digest) → catalog (each olm.bundle names its bundle image by
+// digest), which is what a mirror needs: every image reachable from the catalog, by digest.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { createdAtFor, ROOT, readRepoFile, writeBundleDir } from '../bundle.ts';
-import { bundlePath, CATALOG_DIR, renderBundle } from '../catalog.ts';
-import { PACKAGE_NAME } from '../packaging/csv.ts';
+import {
+  createdAtFor,
+  pinnedImages,
+  ROOT,
+  readRepoFile,
+  TEMPLATE_PATH,
+  toYaml,
+  writeBundleDir,
+} from '../bundle.ts';
+import { type Images, PACKAGE_NAME, PLATFORMS } from '../packaging/csv.ts';
 import { bundleName } from '../packaging/fbc.ts';
-import { bundleAnnotations } from '../packaging/manifests.ts';
+import { type CatalogTemplate, parseTemplate, templateVersions } from '../packaging/template.ts';
 import { opmValidateFindings, runTool } from '../packaging/tools.ts';
 import {
   fileEntry,
@@ -28,8 +37,19 @@ import {
   userlandEntries,
 } from './contents.ts';
 import { type CraneOptions, pushLayout } from './crane.ts';
-import { assembleImage, buildLayer, byDigest, type Image, writeOciLayout } from './oci.ts';
+import {
+  assembleImage,
+  buildLayer,
+  type Image,
+  LayerCache,
+  type PlatformIndex,
+  platformIndex,
+  writeOciLayout,
+} from './oci.ts';
+import { renderBundleDir } from './opm.ts';
 
+/** Where releases are pushed: the template's bundle images and the pinned operator images live here. */
+export const RELEASE_REGISTRY = 'quay.io/vworkspace';
 export const REPOS = {
   operator: PACKAGE_NAME,
   bundle: `${PACKAGE_NAME}-bundle`,
@@ -41,19 +61,27 @@ export const CONFIGS_LABEL = 'operators.operatorframework.io.index.configs.v1';
 const SOURCE = 'https://github.com/vworkspace/vworkspace-operator';
 
 export interface BuiltImage {
-  /** operator, helm, bundle-v0.1.0, catalog */
+  /** operator-v0.1.0, helm, bundle-v0.1.0, catalog */
   name: string;
   repo: string;
   tag: string;
   image: Image;
+  /** The image index stating the platform (operator and helm images: what the CSV names). */
+  platform?: PlatformIndex;
+  /** What the registry stores under `ref`: the index digest when there is one, else the manifest's. */
+  digest: string;
   /** `repo@sha256:…` */
   ref: string;
 }
 
 export interface ImageSet {
   registry: string;
+  /** package.json's version: the catalog image's tag and `operator`. */
   version: string;
+  /** The operator image of package.json's version (the IMG for `make bundle`). */
   operator: BuiltImage;
+  /** The operator image of every version built now (each bundle names its own). */
+  operators: Record<string, BuiltImage>;
   /** Built only with helm: 'ours'. */
   helm?: BuiltImage;
   /** RELATED_IMAGE_HELM in every bundle: ours, or packaging/images.yaml's. */
@@ -62,9 +90,13 @@ export interface ImageSet {
   bundles: BuiltImage[];
   /** Every version's bundle image in the catalog, built or published: version → `repo@sha256:…`. */
   bundleRefs: Record<string, string>;
+  /** The bundle directory each built bundle image holds: version → directory under workDir. */
+  bundleDirs: Record<string, string>;
   catalog: BuiltImage;
   /** The catalog rendered for `registry` (what the catalog image holds at /configs). */
   configsDir: string;
+  /** catalog/template.yaml with every bundle image this build made (what configsDir renders). */
+  template: CatalogTemplate;
 }
 
 export interface BuildOptions {
@@ -83,13 +115,15 @@ function packageVersion(): string {
   return (JSON.parse(readRepoFile('package.json') ?? '{}') as { version: string }).version;
 }
 
-/** The versions in the committed catalog (one olm.bundle file each), oldest first. */
+export function committedTemplate(): CatalogTemplate {
+  const text = readRepoFile(TEMPLATE_PATH);
+  if (!text) throw new Error(`${TEMPLATE_PATH} is missing`);
+  return parseTemplate(text);
+}
+
+/** The versions in the committed catalog template, oldest first. */
 export function catalogVersions(): string[] {
-  const prefix = `${PACKAGE_NAME}.v`;
-  return readdirSync(join(ROOT, CATALOG_DIR, 'bundles'))
-    .filter((f) => f.startsWith(prefix) && f.endsWith('.yaml'))
-    .map((f) => f.slice(prefix.length, -'.yaml'.length))
-    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  return templateVersions(committedTemplate());
 }
 
 /** The source date of a version: layer mtimes and the config's `created`. */
@@ -98,15 +132,28 @@ export function sourceDate(version: string, sourceDateEpoch?: string): { created
   return { created, mtime: Math.floor(Date.parse(created) / 1000) };
 }
 
-function built(name: string, repo: string, tag: string, image: Image): BuiltImage {
-  return { name, repo, tag, image, ref: byDigest(repo, image) };
+function built(name: string, repo: string, tag: string, image: Image, platform?: PlatformIndex): BuiltImage {
+  const digest = platform?.digest ?? image.digest;
+  return { name, repo, tag, image, ...(platform ? { platform } : {}), digest, ref: `${repo}@${digest}` };
 }
+
+/** The one platform the images are built for (csv.ts PLATFORMS), as an image index. */
+function indexed(image: Image): PlatformIndex {
+  const [p] = PLATFORMS;
+  return platformIndex(image, { os: p.os, architecture: p.architecture });
+}
+
+const layerCache = () => LayerCache.fromEnv(join(ROOT, 'bin/.layer-cache'));
 
 export function operatorImage(registry: string, version: string, epoch?: string): BuiltImage {
   const { created, mtime } = sourceDate(version, epoch);
   const runtime = nodeRuntime(join(ROOT, 'node_modules/node/bin/node'));
+  const cache = layerCache();
   const layers = [
-    buildLayer('Node 24 (npm package node) and its shared libraries', runtime.entries, { mtime }),
+    buildLayer('Node 24 (npm package node) and its shared libraries', runtime.entries, {
+      mtime,
+      ...(cache ? { cache } : {}),
+    }),
     buildLayer('production node_modules', productionNodeModules(ROOT, APP_DIR), { mtime }),
     buildLayer('operator sources', operatorSources(ROOT, APP_DIR), { mtime }),
   ];
@@ -127,7 +174,7 @@ export function operatorImage(registry: string, version: string, epoch?: string)
       'io.vworkspace.image.runtime-libraries': runtime.packages,
     },
   });
-  return built('operator', `${registry}/${REPOS.operator}`, `v${version}`, image);
+  return built(`operator-v${version}`, `${registry}/${REPOS.operator}`, `v${version}`, image, indexed(image));
 }
 
 /** The helm engine's runner image: bin/helm (static), the CA bundle for https chart repositories. */
@@ -155,10 +202,10 @@ export function helmImage(registry: string, version: string, epoch?: string): Bu
       'org.opencontainers.image.licenses': 'Apache-2.0',
     },
   });
-  return built('helm', `${registry}/${REPOS.helm}`, helmVersion, image);
+  return built('helm', `${registry}/${REPOS.helm}`, helmVersion, image, indexed(image));
 }
 
-/** FROM scratch: manifests/ and metadata/ of a bundle directory, the annotations as labels. */
+/** FROM scratch: manifests/ and metadata/ of a bundle directory, its annotations.yaml as the labels. */
 export function bundleImage(
   registry: string,
   version: string,
@@ -166,16 +213,18 @@ export function bundleImage(
   epoch?: string,
 ): BuiltImage {
   const { created, mtime } = sourceDate(version, epoch);
+  const annotations = (
+    YAML.parse(readFileSync(join(bundleDir, 'metadata/annotations.yaml'), 'utf8')) as {
+      annotations: Record<string, string>;
+    }
+  ).annotations;
   const entries = [
     ...treeEntries(join(bundleDir, 'manifests'), 'manifests'),
     ...treeEntries(join(bundleDir, 'metadata'), 'metadata'),
   ];
   const image = assembleImage(
     [buildLayer(`bundle ${bundleName(PACKAGE_NAME, version)}`, entries, { mtime })],
-    {
-      created,
-      labels: bundleAnnotations(),
-    },
+    { created, labels: annotations },
   );
   return built(`bundle-v${version}`, `${registry}/${REPOS.bundle}`, `v${version}`, image);
 }
@@ -213,8 +262,9 @@ export function catalogImage(
 
 /**
  * packaging/published.yaml: `<version>: <bundle image>@sha256:…` for each version already released. A
- * published bundle image is immutable: those versions are not rebuilt, their catalog entry is the
- * committed one pointing at the published image. Absent until the first release.
+ * published bundle image is immutable: that version is not rebuilt, and its catalog/template.yaml entry
+ * is the image's rendered olm.bundle (`node hack/catalog.ts publish VERSION`), so a catalog can be
+ * rendered without pulling it. Absent until the first release.
  */
 export function publishedBundles(
   read: (p: string) => string | undefined = readRepoFile,
@@ -232,49 +282,130 @@ export function publishedBundles(
   return parsed as Record<string, string>;
 }
 
-/**
- * A committed olm.bundle (rendered with an empty image) pointing at its published bundle image: `image`
- * set, and the image added to relatedImages as `opm render` of the image itself lists it.
- */
-export function publishedEntry(committedYaml: string, ref: string): string {
-  const doc = YAML.parseDocument(committedYaml.replace(/^---\n/, ''));
-  doc.set('image', ref);
-  const related = (doc.get('relatedImages', true) as YAML.YAMLSeq | undefined)?.toJSON() as
-    | { name?: string; image: string }[]
-    | undefined;
-  const list = related ?? [];
-  if (!list.some((r) => r.image === ref)) list.push({ name: '', image: ref });
-  list.sort((a, b) => (a.image < b.image ? -1 : a.image > b.image ? 1 : 0));
-  doc.set('relatedImages', list);
-  return `---\n${doc.toString({ lineWidth: 0 })}`;
+/** A version's bundle: the directory (manifests/, metadata/) for `images`, and its image. */
+export function versionBundle(
+  registry: string,
+  version: string,
+  images: Images,
+  dir: string,
+  epoch?: string,
+): BuiltImage {
+  writeBundleDir(dir, { version, images, createdAt: sourceDate(version, epoch).created });
+  return bundleImage(registry, version, dir, epoch);
 }
 
 /**
- * catalog/ rendered for a registry, in `dir`: package.yaml and channels.yaml as committed (the same
- * upgrade graph), and each version's olm.bundle as given (opm render of a bundle directory built for the
- * registry, or the committed entry of a published version), each naming its bundle image by digest.
+ * The bundle image each version of the committed template names: built from the committed sources
+ * with that version's pinned operator image (packaging/images.yaml), for the release registry.
+ * Published versions are left out (frozen). The bundle directories go to `dir/<version>` when given.
+ */
+export function pinnedBundleImages(
+  versions: readonly string[],
+  opts: { registry?: string; dir?: string } = {},
+): Record<string, BuiltImage> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vws-pinned-bundles-'));
+  try {
+    return Object.fromEntries(
+      versions.map((v) => [
+        v,
+        versionBundle(opts.registry ?? RELEASE_REGISTRY, v, pinnedImages(v), join(dir, v)),
+      ]),
+    );
+  } finally {
+    if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A template entry that is already rendered (a published version), not an image for opm to pull. */
+export function isRendered(b: CatalogTemplate['bundles'][number]): boolean {
+  return Array.isArray(b.properties);
+}
+
+/**
+ * The file-based catalog for a template, rendered without pulling: each version's olm.bundle is `opm
+ * render` of the bundle directory its image was built from, with the image reference filled in and the
+ * same migration as `opm alpha render-template --migrate-level bundle-object-to-csv-metadata` (the
+ * community test renders the pushed images that way and compares); published versions are the
+ * template's rendered entries. Written to `<dir>/<package>/catalog.yaml` and checked by `opm validate`.
  */
 export function renderCatalogFor(
   dir: string,
-  entries: readonly { version: string; yaml: string; ref: string }[],
-) {
-  cpSync(join(ROOT, 'catalog'), dir, { recursive: true });
-  for (const e of entries) {
-    if (!e.yaml.includes(`image: ${e.ref}`))
-      throw new Error(`the ${e.version} entry does not name image ${e.ref}`);
-    writeFileSync(join(dir, bundlePath(e.version).slice('catalog/'.length)), e.yaml);
+  template: CatalogTemplate,
+  bundleDirs: Record<string, string>,
+): void {
+  const blobs: string[] = [toYaml(template.package), ...template.channels.map((c) => toYaml(c))];
+  for (const v of templateVersions(template)) {
+    const entry = template.bundles.find((b) => b.name === bundleName(template.package.name, v));
+    const rendered = entry && isRendered(entry) ? toYaml(entry) : undefined;
+    const bundleDir = bundleDirs[v];
+    const ref = refForVersion(template, v);
+    if (rendered) blobs.push(rendered);
+    else if (bundleDir && ref)
+      blobs.push(renderBundleDir(bundleDir, { image: ref, migrate: true }).replace(/^---\n/, ''));
+    else throw new Error(`no bundle directory and no rendered entry for ${v}`);
   }
+  const file = join(dir, template.package.name, 'catalog.yaml');
+  mkdirSync(join(dir, template.package.name), { recursive: true });
+  writeFileSync(file, blobs.join('---\n'));
+  // In opm's own layout (what `opm alpha render-template` writes), then validated.
+  const normalized = runTool(ROOT, 'opm', ['render', dir, '--output', 'yaml']);
+  if (normalized.code !== 0) throw new Error(`opm render ${dir}:\n${normalized.stderr}`);
+  writeFileSync(file, normalized.stdout);
   const findings = opmValidateFindings(runTool(ROOT, 'opm', ['validate', dir]));
   if (findings.length > 0)
     throw new Error(`opm validate ${dir}:\n${findings.map((f) => `${f.level}: ${f.message}`).join('\n')}`);
+}
+
+/** The versions whose template entry is only an image (not published), oldest first. */
+export function openVersions(template: CatalogTemplate): string[] {
+  const rendered = new Set(template.bundles.filter(isRendered).map((b) => String(b.name)));
+  return templateVersions(template).filter((v) => !rendered.has(bundleName(template.package.name, v)));
+}
+
+/**
+ * Which template image is which version: unrendered entries carry only an image, so the template keeps
+ * them in version order (catalog.ts writes them so) and they pair with the unrendered versions.
+ */
+export function refForVersion(template: CatalogTemplate, version: string): string | undefined {
+  const pkg = template.package.name;
+  const open = openVersions(template);
+  const images = template.bundles.filter((b) => !isRendered(b)).map((b) => b.image);
+  if (images.length !== open.length)
+    throw new Error(
+      `${TEMPLATE_PATH}: ${images.length} bundle images for ${open.length} versions (${open.join(', ')})`,
+    );
+  const i = open.indexOf(version);
+  return i >= 0 ? images[i] : template.bundles.find((b) => b.name === bundleName(pkg, version))?.image;
+}
+
+/** The template with each unrendered version's image replaced by `refs[version]` when given. */
+export function withImages(template: CatalogTemplate, refs: Record<string, string>): CatalogTemplate {
+  const open = openVersions(template);
+  return {
+    ...template,
+    bundles: [
+      ...template.bundles.filter(isRendered),
+      ...open.map((v) => ({
+        schema: 'olm.bundle' as const,
+        image: refs[v] ?? refForVersion(template, v) ?? '',
+      })),
+    ],
+  };
 }
 
 export function buildImages(opts: BuildOptions): ImageSet {
   const log = opts.log ?? (() => {});
   const version = packageVersion();
   const epoch = opts.sourceDateEpoch;
-  log(`operator image (Node 24, production node_modules, operator/src) for ${version}`);
-  const operator = operatorImage(opts.registry, version, epoch);
+  const template = committedTemplate();
+  const published = publishedBundles();
+  const unpublished = templateVersions(template).filter((v) => !published[v]);
+  const operators: Record<string, BuiltImage> = {};
+  for (const v of new Set([...unpublished, version])) {
+    log(`operator image ${v} (Node 24, production node_modules, operator/src; its version label and date)`);
+    operators[v] = operatorImage(opts.registry, v, epoch);
+  }
+  const operator = operators[version]!;
   let helm: BuiltImage | undefined;
   let helmRef = String((YAML.parse(readRepoFile('packaging/images.yaml') ?? '') as { helm?: string }).helm);
   if (opts.helm === 'ours') {
@@ -283,46 +414,49 @@ export function buildImages(opts: BuildOptions): ImageSet {
     helmRef = helm.ref;
   }
   const bundles: BuiltImage[] = [];
-  const entries: { version: string; yaml: string; ref: string }[] = [];
-  const published = publishedBundles();
-  for (const v of catalogVersions()) {
+  const bundleDirs: Record<string, string> = {};
+  const bundleRefs: Record<string, string> = {};
+  for (const v of templateVersions(template)) {
     const ref = published[v];
     if (ref) {
       log(`bundle ${v}: published as ${ref}, not rebuilt`);
-      entries.push({ version: v, ref, yaml: publishedEntry(readRepoFile(bundlePath(v)) ?? '', ref) });
+      bundleRefs[v] = ref;
       continue;
     }
-    log(`bundle image ${v} (operator ${operator.ref})`);
-    const bundleDir = join(opts.workDir, `bundle-${v}`);
-    writeBundleDir(bundleDir, {
-      version: v,
-      images: { operator: operator.ref, helm: helmRef },
-      createdAt: sourceDate(v, epoch).created,
-    });
-    const b = bundleImage(opts.registry, v, bundleDir, epoch);
+    const op = operators[v]!;
+    const pin = pinnedImages(v).operator;
+    if (pin !== op.ref.replace(opts.registry, RELEASE_REGISTRY))
+      log(`bundle ${v}: names the operator image built now (${op.digest}), not packaging/images.yaml's pin`);
+    bundleDirs[v] = join(opts.workDir, `bundle-${v}`);
+    const b = versionBundle(opts.registry, v, { operator: op.ref, helm: helmRef }, bundleDirs[v], epoch);
+    log(`bundle image ${v}: ${b.digest}`);
     bundles.push(b);
-    entries.push({ version: v, ref: b.ref, yaml: renderBundle(bundleDir, b.ref) });
+    bundleRefs[v] = b.ref;
   }
+  const forBuild = withImages(template, bundleRefs);
   const configsDir = join(opts.workDir, 'configs');
   mkdirSync(configsDir, { recursive: true });
   log(`catalog rendered for ${opts.registry} (opm render, opm validate)`);
-  renderCatalogFor(configsDir, entries);
+  renderCatalogFor(configsDir, forBuild, bundleDirs);
   const catalog = catalogImage(opts.registry, version, configsDir, epoch);
   return {
     registry: opts.registry,
     version,
     operator,
+    operators,
     ...(helm ? { helm } : {}),
     helmRef,
     bundles,
-    bundleRefs: Object.fromEntries(entries.map((e) => [e.version, e.ref])),
+    bundleRefs,
+    bundleDirs,
     catalog,
     configsDir,
+    template: forBuild,
   };
 }
 
 export function allImages(set: ImageSet): BuiltImage[] {
-  return [set.operator, ...(set.helm ? [set.helm] : []), ...set.bundles, set.catalog];
+  return [...Object.values(set.operators), ...(set.helm ? [set.helm] : []), ...set.bundles, set.catalog];
 }
 
 /**
@@ -334,11 +468,19 @@ export function pushImages(
   workDir: string,
   opts: CraneOptions & { log?: (l: string) => void },
 ) {
-  for (const b of allImages(set)) {
-    const layout = join(workDir, 'layouts', b.name);
-    writeOciLayout(layout, b.image);
-    opts.log?.(`push ${b.repo}:${b.tag}`);
-    const pushed = pushLayout(layout, `${b.repo}:${b.tag}`, opts);
-    if (pushed !== b.ref) throw new Error(`pushed ${pushed}, expected ${b.ref}`);
-  }
+  for (const b of allImages(set)) pushBuilt(b, workDir, opts);
+}
+
+export function pushBuilt(
+  b: BuiltImage,
+  workDir: string,
+  opts: CraneOptions & { log?: (l: string) => void; as?: string },
+): void {
+  const layout = join(workDir, 'layouts', b.name);
+  writeOciLayout(layout, b.image, b.platform);
+  const target = opts.as ?? b.repo;
+  opts.log?.(`push ${target}:${b.tag}`);
+  const pushed = pushLayout(layout, `${target}:${b.tag}`, opts);
+  if (pushed !== `${target}@${b.digest}`) throw new Error(`pushed ${pushed}, expected ${target}@${b.digest}`);
+  rmSync(layout, { recursive: true, force: true });
 }

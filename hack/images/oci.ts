@@ -3,7 +3,16 @@
 // from writeOciLayout; the same layers and spec always give the same manifest digest, so the digest of
 // an image is known before it is pushed (print-only mode, and the tests compare both).
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { constants, gzipSync } from 'node:zlib';
 import { canonicalEntries, type TarEntry, type TarOptions, tarChunks } from './tar.ts';
@@ -38,17 +47,63 @@ export interface Layer {
  * A gzip layer. zlib at a fixed level writes no timestamp or file name into the gzip header, so equal
  * tar bytes give equal blobs for a given zlib (the one in the pinned Node release).
  */
-export function buildLayer(name: string, entries: readonly TarEntry[], opts: TarOptions): Layer {
+export function buildLayer(
+  name: string,
+  entries: readonly TarEntry[],
+  opts: TarOptions & { cache?: LayerCache },
+): Layer {
   const canonical = canonicalEntries(entries);
   const tar = Buffer.concat(tarChunks(canonical, opts));
-  const gz = gzipSync(tar, { level: 6, strategy: constants.Z_DEFAULT_STRATEGY });
-  return {
-    name,
-    diffId: sha256(tar),
-    digest: sha256(gz),
-    gz,
-    paths: canonical.map((e) => e.path),
-  };
+  const diffId = sha256(tar);
+  const gz = opts.cache?.get(diffId) ?? gzipSync(tar, { level: 6, strategy: constants.Z_DEFAULT_STRATEGY });
+  opts.cache?.put(diffId, gz);
+  return { name, diffId, digest: sha256(gz), gz, paths: canonical.map((e) => e.path) };
+}
+
+/**
+ * gzip blobs of large layers by the sha256 of their tar (the diff_id): the operator image's Node layer
+ * is ~130 MB and gzipping it is most of a build, while the tar, and so the blob, only changes with the
+ * Node binary or the source date. The blob is a pure function of the tar (fixed zlib level, no header
+ * timestamp), so a cached blob is the one a fresh gzip would give; VWS_LAYER_CACHE=off skips the cache
+ * (the reproducibility test's second build does). Keeps the newest `keep` blobs.
+ */
+export class LayerCache {
+  readonly dir: string;
+  readonly minBytes: number;
+  readonly keep: number;
+
+  constructor(dir: string, minBytes = 16 * 1024 * 1024, keep = 8) {
+    this.dir = dir;
+    this.minBytes = minBytes;
+    this.keep = keep;
+  }
+
+  static fromEnv(dir: string, env: Record<string, string | undefined> = process.env): LayerCache | undefined {
+    return env.VWS_LAYER_CACHE === 'off' ? undefined : new LayerCache(dir);
+  }
+
+  #path(diffId: string): string {
+    return join(this.dir, `${diffId.replace('sha256:', '')}.gz`);
+  }
+
+  get(diffId: string): Buffer | undefined {
+    const p = this.#path(diffId);
+    return existsSync(p) ? readFileSync(p) : undefined;
+  }
+
+  put(diffId: string, gz: Buffer): void {
+    if (gz.length < this.minBytes || existsSync(this.#path(diffId))) return;
+    mkdirSync(this.dir, { recursive: true });
+    const tmp = `${this.#path(diffId)}.${process.pid}.tmp`;
+    writeFileSync(tmp, gz);
+    // rename is atomic: a concurrent reader sees the whole blob or none.
+    renameSync(tmp, this.#path(diffId));
+    const blobs = readdirSync(this.dir)
+      .filter((f) => f.endsWith('.gz'))
+      .map((f) => ({ f, t: statSync(join(this.dir, f)).mtimeMs }))
+      .sort((a, b) => b.t - a.t);
+    for (const { f } of blobs.slice(this.keep)) rmSync(join(this.dir, f), { force: true });
+  }
 }
 
 export interface ImageSpec {
@@ -114,8 +169,46 @@ export function assembleImage(layers: readonly Layer[], spec: ImageSpec): Image 
   return { layers: [...layers], config, configDigest, manifest, digest: sha256(manifest) };
 }
 
-/** An OCI image layout (oci-layout, index.json, blobs/sha256/*) holding one image: `crane push DIR REF`. */
-export function writeOciLayout(dir: string, image: Image): void {
+export interface Platform {
+  os: string;
+  architecture: string;
+}
+
+/** An OCI image index naming one image and its platform. */
+export interface PlatformIndex {
+  index: Buffer;
+  /** What `<repo>@sha256:…` names when the index is pushed. */
+  digest: string;
+}
+
+/**
+ * The image wrapped in an image index that states its platform. Tools that ask which platforms an
+ * image supports (operator-sdk's multiarch validator runs `docker manifest inspect`, OperatorHub's
+ * arch filter) read the index; a bare manifest answers "none".
+ */
+export function platformIndex(image: Image, platform: Platform): PlatformIndex {
+  const index = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA_TYPES.index,
+      manifests: [
+        {
+          mediaType: MEDIA_TYPES.manifest,
+          digest: image.digest,
+          size: image.manifest.length,
+          platform: { architecture: platform.architecture, os: platform.os },
+        },
+      ],
+    }),
+  );
+  return { index, digest: sha256(index) };
+}
+
+/**
+ * An OCI image layout (oci-layout, index.json, blobs/sha256/*) holding one image, or its platform index
+ * when given: `crane push DIR REF` pushes the one entry of index.json.
+ */
+export function writeOciLayout(dir: string, image: Image, platform?: PlatformIndex): void {
   const blobs = join(dir, 'blobs/sha256');
   mkdirSync(blobs, { recursive: true });
   const put = (digest: string, data: Buffer) =>
@@ -123,14 +216,14 @@ export function writeOciLayout(dir: string, image: Image): void {
   for (const l of image.layers) put(l.digest, l.gz);
   put(image.configDigest, image.config);
   put(image.digest, image.manifest);
+  if (platform) put(platform.digest, platform.index);
   writeFileSync(join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  const top = platform
+    ? { mediaType: MEDIA_TYPES.index, digest: platform.digest, size: platform.index.length }
+    : { mediaType: MEDIA_TYPES.manifest, digest: image.digest, size: image.manifest.length };
   writeFileSync(
     join(dir, 'index.json'),
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: MEDIA_TYPES.index,
-      manifests: [{ mediaType: MEDIA_TYPES.manifest, digest: image.digest, size: image.manifest.length }],
-    }),
+    JSON.stringify({ schemaVersion: 2, mediaType: MEDIA_TYPES.index, manifests: [top] }),
   );
 }
 

@@ -1,6 +1,7 @@
 // Checks of a bundle that neither opm nor operator-sdk make, as pure functions of parsed manifests:
 // each returns the problems it finds (empty = fine), so tests can feed them broken fixtures too.
 import { gzipSync } from 'node:zlib';
+import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -82,7 +83,10 @@ export function webhookProblems(csv: Obj): string[] {
     if (!deploymentNames.has(String(w.deploymentName)))
       problems.push(`webhook ${name}: deploymentName ${String(w.deploymentName)} is not a CSV deployment`);
     if (w.sideEffects !== 'None') problems.push(`webhook ${name}: sideEffects must be None`);
-    if (w.failurePolicy !== 'Fail') problems.push(`webhook ${name}: failurePolicy must be Fail`);
+    // Fail everywhere (never admit on a guess), except where the controller enforces the same rule.
+    const ignorable = w.webhookPath === WEBHOOK_PATHS.validateApplicationInstance;
+    if (w.failurePolicy !== 'Fail' && !(ignorable && w.failurePolicy === 'Ignore'))
+      problems.push(`webhook ${name}: failurePolicy must be Fail`);
     if (!strings(w.admissionReviewVersions).includes('v1'))
       problems.push(`webhook ${name}: must accept AdmissionReview v1`);
     for (const r of list(w.rules).map(obj)) {
@@ -166,7 +170,7 @@ export function clusterWriteProblems(rules: readonly Rule[], ownGroups: readonly
   const writable = new Set([...ownGroups, 'events.k8s.io', 'authorization.k8s.io']);
   const problems: string[] = [];
   for (const r of rules) {
-    // list/watch of Secrets is filtered by type and the data dropped on receipt; `get` would read any one.
+    // Secrets are watched as metadata and release records listed by name; `get` is never needed.
     if (r.apiGroups.includes('') && r.resources.includes('secrets') && r.verbs.includes('get'))
       problems.push('cluster-wide get secrets');
     const writes = r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v));

@@ -3,12 +3,13 @@
 // operator's permissions (operator/src/rbac/operator.ts). Nothing here reads files or the clock, so the
 // same inputs always give the same bytes (the staleness check depends on it).
 import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
-import { ALL_KINDS, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
+import { ALL_KINDS, APPS_GROUP, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
 import {
   OPERATOR_CLUSTER_RULES,
   OPERATOR_NAMESPACE_RULES,
   type PolicyRule,
 } from '../../operator/src/rbac/operator.ts';
+import type { Edges } from './template.ts';
 
 export const PACKAGE_NAME = 'vworkspace-operator';
 /** Deployment and ServiceAccount name; OLM names the webhook Service `<deployment>-service`. */
@@ -17,6 +18,15 @@ export const SERVICE_ACCOUNT = 'vworkspace-operator';
 export const CONTAINER_NAME = 'manager';
 export const POD_LABELS = { 'app.kubernetes.io/name': 'vworkspace-operator' } as const;
 export const PORTS = { metrics: 8080, probes: 8081, webhook: 9443 } as const;
+/**
+ * The platforms the operator image is built for (hack/images: linux/amd64 only). They appear three
+ * times, which operator-sdk's multiarch validator compares with the images' own platform lists: the
+ * CSV's `operatorframework.io/arch.*`/`os.*` labels (what OperatorHub filters on), the Deployment's
+ * required node affinity (a Pod never lands on a node its image cannot run on), and each image index.
+ */
+export const PLATFORMS = [{ os: 'linux', architecture: 'amd64' }] as const;
+/** OLM writes the OperatorGroup's target namespaces here (comma-separated; empty = all namespaces). */
+export const TARGET_NAMESPACES_ANNOTATION = 'olm.targetNamespaces';
 
 export interface Images {
   /** The operator image, by digest. */
@@ -27,6 +37,8 @@ export interface Images {
 
 export interface CsvInputs {
   version: string;
+  /** This version's upgrade edges from the catalog's channels (template.ts edgesFor). */
+  edges?: Edges;
   /** RFC 3339, from the version's source date. */
   createdAt: string;
   images: Images;
@@ -96,6 +108,26 @@ export function deployment(images: Images): Obj {
           securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
           terminationGracePeriodSeconds: 30,
           affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [
+                      {
+                        key: 'kubernetes.io/arch',
+                        operator: 'In',
+                        values: PLATFORMS.map((p) => p.architecture),
+                      },
+                      {
+                        key: 'kubernetes.io/os',
+                        operator: 'In',
+                        values: [...new Set(PLATFORMS.map((p) => p.os))],
+                      },
+                    ],
+                  },
+                ],
+              },
+            },
             podAntiAffinity: {
               preferredDuringSchedulingIgnoredDuringExecution: [
                 {
@@ -115,6 +147,13 @@ export function deployment(images: Images): Obj {
               imagePullPolicy: 'IfNotPresent',
               env: [
                 { name: 'OPERATOR_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                // The install mode: OLM copies the OperatorGroup's targets onto the Pod template.
+                {
+                  name: 'WATCH_NAMESPACE',
+                  valueFrom: {
+                    fieldRef: { fieldPath: `metadata.annotations['${TARGET_NAMESPACES_ANNOTATION}']` },
+                  },
+                },
                 { name: 'LEADER_ELECT', value: 'true' },
                 ...relatedImageEnv(images),
               ],
@@ -151,6 +190,16 @@ export function deployment(images: Images): Obj {
   };
 }
 
+/** `operatorframework.io/arch.<arch>: supported` and `os.<os>` for every platform (OperatorHub's filters). */
+export function platformLabels(): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const p of PLATFORMS) {
+    labels[`operatorframework.io/arch.${p.architecture}`] = 'supported';
+    labels[`operatorframework.io/os.${p.os}`] = 'supported';
+  }
+  return labels;
+}
+
 /** One webhook definition per handler; names match the integration tests' configurations. */
 export function webhookDefinitions(): Obj[] {
   const common = {
@@ -162,9 +211,9 @@ export function webhookDefinitions(): Obj[] {
     sideEffects: 'None',
     timeoutSeconds: 10,
   };
-  const rule = (resource: string) => [
+  const rule = (resource: string, group: string = OPS_GROUP) => [
     {
-      apiGroups: [OPS_GROUP],
+      apiGroups: [group],
       apiVersions: [VERSION_V1ALPHA1],
       operations: ['CREATE', 'UPDATE'],
       resources: [resource],
@@ -199,6 +248,16 @@ export function webhookDefinitions(): Obj[] {
       webhookPath: WEBHOOK_PATHS.validateWatchOperation,
       rules: rule('watchoperations'),
     },
+    {
+      ...common,
+      // Ignore: the instance controller enforces the same rule (ReleaseNamespaceForbidden), so instances
+      // never wait for the operator; the webhook only makes the refusal early and readable.
+      failurePolicy: 'Ignore',
+      type: 'ValidatingAdmissionWebhook',
+      generateName: `vapplicationinstance.${APPS_GROUP}`,
+      webhookPath: WEBHOOK_PATHS.validateApplicationInstance,
+      rules: rule('applicationinstances', APPS_GROUP),
+    },
   ];
 }
 
@@ -226,17 +285,21 @@ export function buildCsv(inp: CsvInputs): Obj {
     kind: 'ClusterServiceVersion',
     metadata: {
       name: csvName(inp.version),
+      labels: platformLabels(),
       annotations: {
         ...field(baseMeta, 'annotations'),
         'alm-examples': `${JSON.stringify(inp.examples, null, 2)}\n`,
         containerImage: inp.images.operator,
         createdAt: inp.createdAt,
+        ...(inp.edges?.skipRange ? { 'olm.skipRange': inp.edges.skipRange } : {}),
         'operators.operatorframework.io/builder': 'hack/bundle.ts',
       },
     },
     spec: {
       ...baseSpec,
       version: inp.version,
+      ...(inp.edges?.replaces ? { replaces: inp.edges.replaces } : {}),
+      ...(inp.edges?.skips ? { skips: inp.edges.skips } : {}),
       description: inp.description,
       icon: [{ base64data: Buffer.from(inp.iconSvg).toString('base64'), mediatype: 'image/svg+xml' }],
       customresourcedefinitions: { owned: ownedCrds(inp.base) },

@@ -8,6 +8,7 @@ describe('loadConfig', () => {
       ok: true,
       config: {
         namespace: 'vworkspace-system',
+        watchNamespaces: [],
         leaderElection: true,
         leaseDurationMs: 15_000,
         renewDeadlineMs: 10_000,
@@ -34,6 +35,8 @@ describe('loadConfig', () => {
       PROBE_PORT: '18081',
       WEBHOOK_PORT: '19443',
       WEBHOOK_HOST: '127.0.0.2',
+      METRICS_HOST: '127.0.0.3',
+      PROBE_HOST: '::1',
       WEBHOOK_CERT_DIR: '/certs',
       LOG_LEVEL: 'debug',
       RELATED_IMAGE_HELM: 'registry.example/helm@sha256:abc',
@@ -61,11 +64,26 @@ describe('loadConfig', () => {
       probePort: 18081,
       webhookPort: 19443,
       webhookHost: '127.0.0.2',
+      metricsHost: '127.0.0.3',
+      probeHost: '::1',
       webhookCertDir: '/certs',
       logLevel: 'debug',
       helmImage: 'registry.example/helm@sha256:abc',
       veleroNamespace: 'backup-system',
     });
+  });
+
+  it('reads the install mode from WATCH_NAMESPACE (OLM olm.targetNamespaces): a list, or empty for all', () => {
+    const watch = (v: string) => {
+      const r = loadConfig({ POD_NAMESPACE: 'ops', WATCH_NAMESPACE: v });
+      return r.ok ? r.config.watchNamespaces : r.problems;
+    };
+    expect(watch('')).toEqual([]);
+    expect(watch('ops')).toEqual(['ops']);
+    expect(watch(' team-a, team-b,team-a,')).toEqual(['team-a', 'team-b']);
+    expect(watch('team-a,Team_B')).toEqual([
+      'WATCH_NAMESPACE: "Team_B" is not a namespace name (comma-separated names; empty: every namespace)',
+    ]);
   });
 
   it('reports every problem at once, naming the variable', () => {
@@ -74,10 +92,12 @@ describe('loadConfig', () => {
       LEADER_ELECT: 'yes',
       LOG_LEVEL: 'loud',
       WEBHOOK_HOST: 'pod.local',
+      METRICS_HOST: 'localhost',
     });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.problems).toHaveLength(5);
+    expect(r.problems).toHaveLength(6);
+    expect(r.problems.join('\n')).toMatch(/METRICS_HOST="localhost" must be an IP address/);
     expect(r.problems.join('\n')).toMatch(/OPERATOR_NAMESPACE/);
     expect(r.problems.join('\n')).toMatch(/METRICS_PORT="eighty" is not a port number/);
     expect(r.problems.join('\n')).toMatch(/LEADER_ELECT="yes" must be true or false/);

@@ -7,6 +7,11 @@ import { parsePositiveDuration } from './schedule/duration.ts';
 export interface OperatorConfig {
   /** Namespace of the operator: the leader-election Lease and the catalog ConfigMaps live here. */
   namespace: string;
+  /**
+   * The namespaces whose instances, Operations and schedules it runs (WATCH_NAMESPACE, OLM's
+   * olm.targetNamespaces, comma-separated); empty: every namespace (OLM's AllNamespaces install).
+   */
+  watchNamespaces: string[];
   leaderElection: boolean;
   /** Leader-election timing (controller-runtime's defaults: 15s, 10s, 2s). */
   leaseDurationMs: number;
@@ -15,7 +20,9 @@ export interface OperatorConfig {
   metricsPort: number;
   probePort: number;
   webhookPort: number;
-  /** Address the webhook server listens on; unset: every interface. */
+  /** Addresses the servers listen on (METRICS_HOST, PROBE_HOST, WEBHOOK_HOST); unset: every interface. */
+  metricsHost?: string;
+  probeHost?: string;
   webhookHost?: string;
   /** Directory with tls.crt/tls.key; the webhook is served when it exists. */
   webhookCertDir: string;
@@ -45,6 +52,8 @@ export const DEFAULT_WORKERS = 5;
 export const workersVariable = (c: ControllerName): string => `${c.toUpperCase()}_WORKERS`;
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** A namespace name: an RFC 1123 label. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function loadConfig(
   env: Record<string, string | undefined>,
@@ -99,11 +108,28 @@ export function loadConfig(
     problems.push(
       'OPERATOR_NAMESPACE (or POD_NAMESPACE from the downward API) must name the operator namespace',
     );
-  const webhookHost = env.WEBHOOK_HOST || undefined;
-  if (webhookHost !== undefined && isIP(webhookHost) === 0)
-    problems.push(
-      `WEBHOOK_HOST=${JSON.stringify(webhookHost)} must be an IP address (unset: every interface)`,
-    );
+  const watchNamespaces = [
+    ...new Set(
+      (env.WATCH_NAMESPACE ?? '')
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean),
+    ),
+  ];
+  for (const n of watchNamespaces)
+    if (!DNS_LABEL.test(n))
+      problems.push(
+        `WATCH_NAMESPACE: ${JSON.stringify(n)} is not a namespace name (comma-separated names; empty: every namespace)`,
+      );
+  const host = (name: string): string | undefined => {
+    const raw = env[name] || undefined;
+    if (raw !== undefined && isIP(raw) === 0)
+      problems.push(`${name}=${JSON.stringify(raw)} must be an IP address (unset: every interface)`);
+    return raw;
+  };
+  const metricsHost = host('METRICS_HOST');
+  const probeHost = host('PROBE_HOST');
+  const webhookHost = host('WEBHOOK_HOST');
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of ${LEVELS.join(', ')}`);
@@ -123,6 +149,7 @@ export function loadConfig(
   ) as Record<ControllerName, number>;
   const config: OperatorConfig = {
     namespace,
+    watchNamespaces,
     leaderElection: bool('LEADER_ELECT', true),
     leaseDurationMs,
     renewDeadlineMs,
@@ -130,6 +157,8 @@ export function loadConfig(
     metricsPort: port('METRICS_PORT', 8080),
     probePort: port('PROBE_PORT', 8081),
     webhookPort: port('WEBHOOK_PORT', 9443),
+    ...(metricsHost ? { metricsHost } : {}),
+    ...(probeHost ? { probeHost } : {}),
     ...(webhookHost ? { webhookHost } : {}),
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,

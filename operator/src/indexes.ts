@@ -9,7 +9,7 @@ import type { Operation } from './api/operation.ts';
 import { releaseRef } from './instance/status.ts';
 import { type Informer, keyOf } from './runtime/index.ts';
 
-type Index<T> = { name: string; fn: (obj: T) => string | undefined };
+type Index<T> = { name: string; fn: (obj: T) => string | readonly string[] | undefined };
 
 function labelIndex(name: string, label: string): Index<Operation> {
   return {
@@ -32,6 +32,15 @@ export const OPERATIONS_BY_CRON = labelIndex('operations:cron-operation', LABEL_
 
 /** Operations by `namespace/<WatchOperation>` (the ops.vworkspace.io/watch-operation label). */
 export const OPERATIONS_BY_WATCH = labelIndex('operations:watch-operation', LABEL_WATCH_OPERATION);
+
+/** Operations by `namespace/<Operation>` of each Operation their spec.parametersFrom reads (operationRef). */
+export const OPERATIONS_BY_PARAMETER_SOURCE: Index<Operation> = {
+  name: 'operations:parameters-from',
+  fn: (o) =>
+    (o.spec.parametersFrom ?? []).flatMap((p) =>
+      p.operationRef?.name ? [keyOf(o.metadata.namespace, p.operationRef.name)] : [],
+    ),
+};
 
 /** ApplicationInstances by the `namespace/name` of the Helm release they describe. */
 export const INSTANCES_BY_RELEASE: Index<ApplicationInstance> = {

@@ -2,12 +2,13 @@
 //
 // The thin shell: settings from the environment (config.ts), a kubeconfig (KUBECONFIG or the
 // in-cluster ServiceAccount), one Manager that owns informers, controllers (leader only), the
-// admission webhook (every replica), metrics on :8080 and probes on :8081, and graceful shutdown
+// admission webhook (every replica), metrics on :8080 and probes on :8081 (each address settable:
+// METRICS_HOST, PROBE_HOST, WEBHOOK_HOST), and graceful shutdown
 // on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createAdmissionHandlers } from './admission/handlers.ts';
+import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { type ControllerName, loadConfig, type OperatorConfig } from './config.ts';
@@ -55,10 +56,14 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       : false,
     metricsPort: config.metricsPort,
     probePort: config.probePort,
+    ...(config.metricsHost ? { metricsHost: config.metricsHost } : {}),
+    ...(config.probeHost ? { probeHost: config.probeHost } : {}),
     logger: log,
     metrics,
     eventLoop: new EventLoopMonitor({ logger: log }),
   });
+  // WATCH_NAMESPACE (the install mode): informers list and watch only there, the webhook admits only there.
+  const namespaces = config.watchNamespaces;
   // List/watch for every informer and discovery; informers are shared between controllers.
   const shared = clientFor('informers');
   const mapper = new RestMapper(shared);
@@ -76,6 +81,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       metrics,
       informers,
       workers: config.workers[name],
+      namespaces,
     };
   };
   // The catalog (templates) is read by the webhook on every replica and by the reconcilers.
@@ -120,7 +126,12 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
           port: config.webhookPort,
           ...(config.webhookHost ? { host: config.webhookHost } : {}),
           certDir: config.webhookCertDir,
-          handlers: createAdmissionHandlers({ client: admissionClient, templates: catalog }),
+          handlers: createAdmissionHandlers({
+            client: admissionClient,
+            templates: catalog,
+            self: operatorIdentity(admissionClient),
+            watchNamespaces: namespaces,
+          }),
           log,
           observe: (path, code, seconds) => metrics.observeWebhook(path, code, seconds),
         });
@@ -146,7 +157,14 @@ async function main(): Promise<void> {
   kc.loadFromDefault();
   const manager = buildOperator({ config: loaded.config, kc, log });
   manager.installSignalHandlers();
-  log.info({ namespace: loaded.config.namespace, leaderElection: loaded.config.leaderElection }, 'starting');
+  log.info(
+    {
+      namespace: loaded.config.namespace,
+      watchNamespaces: loaded.config.watchNamespaces.length ? loaded.config.watchNamespaces : 'all',
+      leaderElection: loaded.config.leaderElection,
+    },
+    'starting',
+  );
   try {
     await manager.start();
     log.info('stopped');

@@ -16,14 +16,23 @@
 // runs to Succeeded (Velero is not running: test/support/simulator.ts moves the real velero.io Backup
 // through Velero's phases); a RunCommand runs a real Job (kwok completes it) in the namespace where
 // runCommand.job is granted and stops at Accepted=False/RbacProfileMissing, creating nothing, in the
-// namespace where it is not.
+// namespace where it is not. Last, a CronOperation's Operation — created by the operator's ServiceAccount,
+// which holds no type verb — is admitted on the CronOperation's authority (ADR 0011) and succeeds.
 
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { PORTS, SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
-import { LABEL_OPERATION } from '../../operator/src/api/annotations.ts';
+import {
+  ANNOTATION_CREATED_BY,
+  LABEL_CRON_OPERATION,
+  LABEL_OPERATION,
+} from '../../operator/src/api/annotations.ts';
+import { CRON_OPERATION } from '../../operator/src/api/constants.ts';
+import type { CronOperation } from '../../operator/src/api/cronoperation.ts';
+import type { Operation } from '../../operator/src/api/operation.ts';
 import { type KubeClient, RestClient, resourcePath } from '../../operator/src/runtime/index.ts';
+import { eventually } from '../support/eventually.ts';
 import { EngineSimulator } from '../support/simulator.ts';
 import {
   APP,
@@ -32,6 +41,8 @@ import {
   createApp,
   createNamespace,
   createOperation,
+  cronPath,
+  opPath,
   refusal,
   veleroBackup,
   waitInstanceReady,
@@ -40,7 +51,7 @@ import {
 } from './support/app.ts';
 import { CURRENT_VERSION, installOperator } from './support/install.ts';
 import { list } from './support/olm-api.ts';
-import { OperatorPods } from './support/operator-pods.ts';
+import { OperatorPods, reportAndStopPods } from './support/operator-pods.ts';
 import { grantProfile } from './support/rbac.ts';
 import { Journey } from './support/world.ts';
 
@@ -64,12 +75,7 @@ const children = async (client: KubeClient, ns: string, group: string, version: 
 describe('journey 2: the operator with the RBAC OLM granted, webhooks through OLM’s Service', () => {
   let pods: OperatorPods | undefined;
   const journey = new Journey('granted-rbac', {
-    onStart(world) {
-      world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-      world.cleanup('operator processes', async () => {
-        for (const slow of (await pods?.stop()) ?? []) world.say(`  ${slow}`);
-      });
-    },
+    onStart: (world) => reportAndStopPods(world, () => pods),
   });
 
   journey.step(
@@ -77,6 +83,18 @@ describe('journey 2: the operator with the RBAC OLM granted, webhooks through OL
     async (world) => {
       const { client } = world;
       await installOperator(world, CURRENT_VERSION);
+      // The bundle's NetworkPolicy and PodDisruptionBudget, created by OLM beside the Deployment.
+      for (const [group, plural] of [
+        ['networking.k8s.io', 'networkpolicies'],
+        ['policy', 'poddisruptionbudgets'],
+      ] as const) {
+        const made = await list<{ metadata: { name: string } }>(
+          client,
+          resourcePath({ group, version: 'v1', plural, namespace: OPERATORS_NAMESPACE }),
+        );
+        expect(made.map((o) => o.metadata.name)).toContain('vworkspace-operator');
+      }
+      world.say('OLM created the bundle’s NetworkPolicy and PodDisruptionBudget');
       for (const ns of [TEAM_A, TEAM_B]) await createApp(world, ns);
       await createNamespace(client, VELERO);
       const msg = await refusal(createOperation(client, TEAM_A, 'too-early', veleroBackup('1h')));
@@ -179,6 +197,71 @@ describe('journey 2: the operator with the RBAC OLM granted, webhooks through OL
       expect(stopped.status?.phase).toBe('Pending');
       expect((await children(client, TEAM_A, 'batch', 'v1', 'jobs')).length).toBe(1);
       expect(await children(client, TEAM_B, 'batch', 'v1', 'jobs')).toEqual([]);
+    },
+  );
+
+  journey.step(
+    'a CronOperation runs on the OLM-granted ServiceAccount: its Operation is admitted on the CronOperation’s authority and succeeds',
+    async (world) => {
+      const { client } = world;
+      await client.request({
+        method: 'POST',
+        path: cronPath(TEAM_A),
+        body: {
+          apiVersion: CRON_OPERATION.apiVersion,
+          kind: CRON_OPERATION.kind,
+          metadata: { name: 'every-minute' },
+          spec: {
+            schedule: '* * * * *',
+            concurrencyPolicy: 'Forbid',
+            operationTemplate: {
+              spec: {
+                type: 'RunCommand',
+                engine: 'job',
+                targetRef: { name: APP },
+                parameters: { image: BUSYBOX, command: ['sh', '-c', 'echo scheduled'] },
+              },
+            },
+          },
+        },
+      });
+      world.say(
+        `CronOperation ${TEAM_A}/every-minute created by the admin; its Operations are created by ${pods?.serviceAccount}, which holds no runcommand verb`,
+      );
+      const created = await eventually(
+        'every-minute to create its first Operation',
+        async () => {
+          const list = await client.request<{ items: Operation[] }>({
+            method: 'GET',
+            path: `${opPath(TEAM_A)}?labelSelector=${encodeURIComponent(`${LABEL_CRON_OPERATION}=every-minute`)}`,
+          });
+          return list.items[0];
+        },
+        150_000,
+        1_000,
+      );
+      expect(created.metadata.annotations?.[ANNOTATION_CREATED_BY]).toBe(pods?.serviceAccount);
+      const done = await watchToEnd(world, TEAM_A, created.metadata.name ?? '');
+      expect(done.status?.phase).toBe('Succeeded');
+      expect(cond(done, 'Succeeded')?.reason).toBe('JobSucceeded');
+      const cron = await eventually(
+        'every-minute to record the success',
+        async () => {
+          const c = await client.request<CronOperation>({
+            method: 'GET',
+            path: cronPath(TEAM_A, 'every-minute'),
+          });
+          return c.status?.lastSuccessfulTime ? c : undefined;
+        },
+        60_000,
+        1_000,
+      );
+      expect(cron.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+        status: 'True',
+        reason: 'ScheduleActive',
+      });
+      world.say(`  CronOperation every-minute: lastSuccessfulTime ${cron.status?.lastSuccessfulTime}`);
+      await client.request({ method: 'DELETE', path: cronPath(TEAM_A, 'every-minute') });
     },
   );
 });

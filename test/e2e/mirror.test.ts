@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { committedTemplate } from '../../hack/images/build.ts';
 import { digestOf } from '../../hack/images/crane.ts';
 import {
   catalogImages,
@@ -34,7 +35,7 @@ import { ROOT } from '../../hack/lib/controlplane.ts';
 import { tailFile } from '../../hack/lib/process.ts';
 import { type Registry, startRegistry } from '../../hack/lib/registry.ts';
 import { PACKAGE_NAME } from '../../hack/packaging/csv.ts';
-import { type FbcBlob, parseFbc } from '../../hack/packaging/fbc.ts';
+import type { FbcBlob } from '../../hack/packaging/fbc.ts';
 
 let source: Registry;
 let mirror: Registry;
@@ -152,7 +153,9 @@ describe('journey 4: air-gapped mirror', () => {
     written = JSON.parse(readOut('images.json')) as typeof written;
     const w = need(written, 'images.json');
     // what the source catalog references: both bundle images and every related image
-    expect(w.images).toEqual([...new Set([...Object.values(s.bundles), s.operator, s.helm])].sort());
+    expect(w.images).toEqual(
+      [...new Set([...Object.values(s.bundles), ...Object.values(s.operators), s.helm])].sort(),
+    );
     expect(w.catalog.source).toBe(s.catalog);
     expect(w.plan.entries).toHaveLength(w.images.length + 1);
     expect(readOut('mapping.txt').trim().split('\n')).toHaveLength(w.plan.entries.length);
@@ -194,8 +197,8 @@ describe('journey 4: air-gapped mirror', () => {
         `olm.bundle ${PACKAGE_NAME}.v0.1.0`,
       ]),
     );
-    // the upgrade graph is the committed one
-    const committed = parseFbc(readFileSync(join(ROOT, 'catalog', PACKAGE_NAME, 'channels.yaml'), 'utf8'));
+    // the upgrade graph is the committed one (catalog/template.yaml's channels)
+    const committed = committedTemplate().channels;
     const channels = mirroredCatalog.filter((b) => b.schema === 'olm.channel');
     expect(channels.map((c) => [c.name, c.entries])).toEqual(
       expect.arrayContaining(committed.map((c) => [c.name, c.entries])),
@@ -246,7 +249,10 @@ describe('journey 4: air-gapped mirror', () => {
     for (const entry of catalog.filter((b) => b.schema === 'olm.bundle')) {
       const target = redirect(entry.image!, rules)!;
       say(`$ opm render --use-http ${target}`);
-      const [fromMirror] = renderImage(target, { useHttp: true }).filter((b) => b.schema === 'olm.bundle');
+      // as the catalog was rendered: olm.csv.metadata, not the embedded manifests
+      const [fromMirror] = renderImage(target, { useHttp: true, migrate: true }).filter(
+        (b) => b.schema === 'olm.bundle',
+      );
       // opm names the image it pulled; everything else is the catalog's entry
       const { image: _pulled, relatedImages: pulledRelated, ...rest } = need(fromMirror, `bundle ${target}`);
       const { image: _listed, relatedImages: listedRelated, ...expected } = entry;

@@ -54,7 +54,7 @@ import {
   waitSubscriptionAtLatest,
 } from './support/install.ts';
 import { type Csv, csvsPath, getOrUndefined, type InstallPlan } from './support/olm-api.ts';
-import { OperatorPods } from './support/operator-pods.ts';
+import { OperatorPods, reportAndStopPods } from './support/operator-pods.ts';
 import { grantProfile } from './support/rbac.ts';
 import { Journey, type World } from './support/world.ts';
 
@@ -95,12 +95,7 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
   const before = new Map<string, Stored>();
   const journey = new Journey('upgrade', {
     catalogUpTo: PREVIOUS,
-    onStart(world) {
-      world.reporters.push(() => pods?.report() ?? '(no operator processes)');
-      world.cleanup('operator processes', async () => {
-        for (const slow of (await pods?.stop()) ?? []) world.say(`  ${slow}`);
-      });
-    },
+    onStart: (world) => reportAndStopPods(world, () => pods),
   });
 
   const stored = async (world: World): Promise<Map<string, Stored>> => {

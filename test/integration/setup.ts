@@ -12,7 +12,12 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const cp = await startControlPlane();
+  // OwnerReferencesPermissionEnforcement (on in OpenShift): an ownerReference with blockOwnerDeletion needs
+  // update on the owner's finalizers, so the operator's own RBAC (the security world runs it on exactly
+  // the CSV's) is checked for the children it creates, and a tenant cannot forge such a reference.
+  const cp = await startControlPlane({
+    apiServerArgs: ['--enable-admission-plugins=OwnerReferencesPermissionEnforcement'],
+  });
   project.provide('kubeconfig', cp.kubeconfigPath);
   return async () => {
     await cp.stop();

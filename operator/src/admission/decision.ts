@@ -13,11 +13,19 @@ export interface TargetInstance {
   annotations?: Readonly<Record<string, string>>;
 }
 
-/** One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]? */
+/**
+ * One SubjectAccessReview the decision needs: may the requester `verb` applicationinstances[/name]
+ * (or, with `resource`, another resource of the namespace)?
+ */
 export interface AccessCheck {
   verb: string;
   /** Unset: every ApplicationInstance of the namespace (WatchOperation targets whichever instance changes). */
   name?: string;
+  /**
+   * Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom);
+   * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount).
+   */
+  resource?: 'operations' | 'pods' | 'serviceaccounts';
 }
 
 export interface AccessResult {
@@ -31,6 +39,22 @@ export interface Needs {
   /** Name of the ApplicationInstance to read in the request's namespace. */
   target?: string;
   access: AccessCheck[];
+  /** The CronOperation/WatchOperation whose authority an Operation the operator creates carries (scheduled.ts). */
+  scheduledBy?: { kind: 'CronOperation' | 'WatchOperation'; name: string; uid: string };
+  /** Operations of the namespace to read (spec.parametersFrom operationRef). */
+  operations?: string[];
+}
+
+/** The fields of an Operation that parametersFrom admission reads, as read with the operator's identity. */
+export interface SourceOperation {
+  name: string;
+  type: string;
+  engine: string;
+  /** spec.template, else status.template. */
+  template?: string;
+  phase?: string;
+  outputs?: Record<string, unknown>;
+  dryRun: boolean;
 }
 
 export interface Facts {
@@ -40,10 +64,14 @@ export interface Facts {
   target?: Lookup<TargetInstance | undefined>;
   /** Results by accessKey(check). A missing entry counts as a transient failure, never as allowed. */
   access: Readonly<Record<string, Lookup<AccessResult>>>;
+  /** Needs.scheduledBy as read now (the object; undefined value = it does not exist). */
+  scheduledBy?: { claim: NonNullable<Needs['scheduledBy']>; owner: Lookup<unknown> };
+  /** The Operations Needs.operations named, by name: `undefined` value = it does not exist. */
+  sources?: Readonly<Record<string, Lookup<SourceOperation | undefined>>>;
 }
 
 export function accessKey(c: AccessCheck): string {
-  return `${c.verb}/${c.name ?? '*'}`;
+  return `${c.resource ? `${c.resource}:` : ''}${c.verb}/${c.name ?? '*'}`;
 }
 
 /** invalid → 422, forbidden → 403, retry → 503 (a lookup failed: never admit on a failed lookup). */

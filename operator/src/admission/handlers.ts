@@ -4,8 +4,10 @@
 // lookup is passed on as such and the decision denies with "retry": with failurePolicy Fail nothing
 // is ever admitted on a guess. Every lookup is a read, so the webhooks are sideEffects: None and
 // `--dry-run=server` gets the same answer.
-import { APPLICATION_INSTANCE } from '../api/constants.ts';
+import { APPLICATION_INSTANCE, OPERATION, OPS_GROUP, VERSION_V1ALPHA1 } from '../api/constants.ts';
+import type { Operation } from '../api/operation.ts';
 import type { Template } from '../catalog/index.ts';
+import { isDryRun } from '../operation/history.ts';
 import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
 import {
   type AccessResult,
@@ -14,12 +16,16 @@ import {
   isRecord,
   type Lookup,
   type Needs,
+  type SourceOperation,
   type TargetInstance,
 } from './decision.ts';
+import { decideInstance } from './instance.ts';
 import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
-import type { AdmissionRequest, AdmissionResponse } from './review.ts';
+import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import { reviewAccess } from './sar.ts';
+import { schedulerClaim, schedulerPlural, trustScheduled } from './scheduled.ts';
 import { decideScheduler, schedulerNeeds } from './schedules.ts';
+import { outsideScope, watches } from './scope.ts';
 import type { AdmissionHandler } from './server.ts';
 
 /** Webhook paths, as the bundle's webhookdefinitions and the test configurations name them. */
@@ -28,6 +34,7 @@ export const WEBHOOK_PATHS = {
   validateOperation: '/validate-operation',
   validateCronOperation: '/validate-cronoperation',
   validateWatchOperation: '/validate-watchoperation',
+  validateApplicationInstance: '/validate-applicationinstance',
 } as const;
 
 export interface TemplateSource {
@@ -38,6 +45,33 @@ export interface AdmissionDeps {
   /** The operator's own client: reads targets and posts SubjectAccessReviews. */
   client: KubeClient;
   templates: TemplateSource;
+  /** WATCH_NAMESPACE: creates elsewhere are refused (scope.ts); empty or unset: every namespace. */
+  watchNamespaces?: readonly string[];
+  /** The operator's own user name (operatorIdentity); undefined: unknown, nothing is trusted as its. */
+  self?: () => Promise<string | undefined>;
+}
+
+/**
+ * The operator's user name as the API server sees it (SelfSubjectReview, allowed to every authenticated
+ * user), asked once and kept; a failed review is asked again on the next call.
+ */
+export function operatorIdentity(client: KubeClient): () => Promise<string | undefined> {
+  let known: string | undefined;
+  return async () => {
+    if (known) return known;
+    try {
+      const review = await client.request<{ status?: { userInfo?: { username?: string } } }>({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        timeoutMs: 5_000,
+      });
+      known = review.status?.userInfo?.username || undefined;
+    } catch {
+      // Unknown for now: Operations it creates are judged as anyone's (refused), and it asks again.
+    }
+    return known;
+  };
 }
 
 function stringMap(v: unknown): Record<string, string> | undefined {
@@ -47,37 +81,62 @@ function stringMap(v: unknown): Record<string, string> | undefined {
   return out;
 }
 
-async function readTarget(
+/** GET one object with the operator's identity: `undefined` value when it does not exist. */
+async function readOptional<T>(
   client: KubeClient,
-  namespace: string,
-  name: string,
-): Promise<Lookup<TargetInstance | undefined>> {
+  path: string,
+  view: (obj: unknown) => T,
+): Promise<Lookup<T | undefined>> {
   try {
-    const obj = await client.request<unknown>({
-      method: 'GET',
-      path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
-      timeoutMs: 5_000,
-    });
-    const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
-    const labels = stringMap(meta.labels);
-    const annotations = stringMap(meta.annotations);
-    return {
-      ok: true,
-      value: { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) },
-    };
+    const obj = await client.request<unknown>({ method: 'GET', path, timeoutMs: 5_000 });
+    return { ok: true, value: view(obj) };
   } catch (err) {
     if (isNotFound(err)) return { ok: true, value: undefined };
     return { ok: false, message: err instanceof Error ? err.message : String(err) };
   }
 }
 
+function readTarget(client: KubeClient, namespace: string, name: string) {
+  return readOptional<TargetInstance>(
+    client,
+    resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
+    (obj) => {
+      const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
+      const labels = stringMap(meta.labels);
+      const annotations = stringMap(meta.annotations);
+      return { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
+    },
+  );
+}
+
+/** An Operation parametersFrom names (only what the checks read). */
+function readSource(client: KubeClient, namespace: string, name: string) {
+  return readOptional<SourceOperation>(client, resourcePath({ ...OPERATION, namespace }, name), (obj) => {
+    const op = obj as Operation;
+    const template = op.spec?.template ?? op.status?.template;
+    return {
+      name,
+      type: String(op.spec?.type ?? ''),
+      engine: String(op.spec?.engine ?? ''),
+      ...(template !== undefined ? { template } : {}),
+      ...(op.status?.phase !== undefined ? { phase: op.status.phase } : {}),
+      ...(op.status?.outputs ? { outputs: op.status.outputs } : {}),
+      dryRun: isDryRun(op),
+    };
+  });
+}
+
 /** Looks up what `needs` names, concurrently. */
 export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, needs: Needs): Promise<Facts> {
   const namespace = req.namespace ?? '';
-  const [target, ...access] = await Promise.all([
+  const names = needs.operations ?? [];
+  const claim = needs.scheduledBy;
+  const [target, sources, owner, ...access] = await Promise.all([
     needs.target !== undefined
       ? readTarget(deps.client, namespace, needs.target)
       : Promise.resolve(undefined),
+    Promise.all(names.map((n) => readSource(deps.client, namespace, n))),
+    claim ? readScheduler(deps.client, namespace, claim) : Promise.resolve(undefined),
     ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c)),
   ]);
   const byKey: Record<string, Lookup<AccessResult>> = {};
@@ -88,25 +147,60 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
     templates: deps.templates.lookupTemplates(),
     ...(target !== undefined ? { target } : {}),
     access: byKey,
+    ...(names.length > 0 ? { sources: Object.fromEntries(names.map((n, i) => [n, sources[i]!])) } : {}),
+    ...(claim && owner ? { scheduledBy: { claim, owner } } : {}),
   };
 }
 
+/** The CronOperation/WatchOperation an Operation names as its controller, read now. */
+async function readScheduler(
+  client: KubeClient,
+  namespace: string,
+  claim: NonNullable<Needs['scheduledBy']>,
+): Promise<Lookup<unknown>> {
+  try {
+    const path = resourcePath(
+      { group: OPS_GROUP, version: VERSION_V1ALPHA1, plural: schedulerPlural(claim.kind), namespace },
+      claim.name,
+    );
+    return { ok: true, value: await client.request<unknown>({ method: 'GET', path, timeoutMs: 5_000 }) };
+  } catch (err) {
+    if (isNotFound(err)) return { ok: true, value: undefined };
+    return { ok: false, message: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+const templatesOf = (deps: AdmissionDeps) => ({ templates: deps.templates.lookupTemplates() });
+
+/** operationNeeds, with the operator's own creates for a CronOperation/WatchOperation (scheduled.ts). */
+async function operationNeedsOf(deps: AdmissionDeps, req: AdmissionRequest): Promise<Needs> {
+  const needs = operationNeeds(req, templatesOf(deps));
+  const self = req.operation === 'CREATE' && schedulerClaim(req.object) ? await deps.self?.() : undefined;
+  return trustScheduled(needs, req, self);
+}
+
 export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
+  const watched = deps.watchNamespaces ?? [];
   return {
-    [WEBHOOK_PATHS.mutateOperation]: (req) => mutateOperation(req),
+    [WEBHOOK_PATHS.mutateOperation]: (req) =>
+      watches(watched, req.namespace) ? mutateOperation(req) : allow(req.uid),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
-      decideOperation(req, await gatherFacts(deps, req, operationNeeds(req))),
+      outsideScope(req, watched) ??
+      decideOperation(req, await gatherFacts(deps, req, await operationNeedsOf(deps, req))),
     [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
+      outsideScope(req, watched) ??
       decideScheduler(
         'CronOperation',
         req,
-        await gatherFacts(deps, req, schedulerNeeds('CronOperation', req)),
+        await gatherFacts(deps, req, schedulerNeeds('CronOperation', req, templatesOf(deps))),
       ),
     [WEBHOOK_PATHS.validateWatchOperation]: async (req) =>
+      outsideScope(req, watched) ??
       decideScheduler(
         'WatchOperation',
         req,
-        await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req)),
+        await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req, templatesOf(deps))),
       ),
+    [WEBHOOK_PATHS.validateApplicationInstance]: (req) => decideInstance(req),
   };
 }

@@ -74,12 +74,12 @@ describe('decideOperation CREATE', () => {
 
   it('reports a missing required parameter', () => {
     const res = decideOperation(
-      aRequest(stamped({ type: 'Restore', engine: 'velero' })),
+      aRequest(stamped({ type: 'Upgrade', engine: 'helm' })),
       someFacts({
-        target: { ok: true, value: aTarget({ annotations: { 'ops.vworkspace.io/restore': 'velero' } }) },
+        target: { ok: true, value: aTarget({ annotations: { 'ops.vworkspace.io/upgrade': 'helm' } }) },
       }),
     );
-    expect(fieldsOf(res)).toEqual(['spec.parameters.backupName']);
+    expect(fieldsOf(res)).toEqual(['spec.parameters.version']);
     expect(res.status?.message).toContain('Required value');
   });
 

@@ -4,10 +4,15 @@
 //   1. shape of spec (type, engine, engine runs type, targetRef.name, template, parameters)
 //   2. template resolution (spec.template, else type + engine)
 //   3. spec.parameters: depth and size limits, then against the template's inputSchema; spec.policy may
-//      not loosen the template's floor (requiresApproval)
-//   4. the target exists in this namespace, advertises the capability, matches the template selectors
-//   5. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview)
-//   6. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
+//      not loosen the template's floor (requiresApproval); the parameters ask for nothing the template
+//      does not grant (a ServiceAccount outside its list only from a requester who could run pods as it)
+//   4. spec.parametersFrom (and the template's defaults it falls back on): shape, parameters the template
+//      knows, outputs the sources can have, and get/list on operations for the requester (ADR 0007)
+//   5. the target exists in this namespace, advertises the capability, matches the template selectors
+//   6. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview), or, for an
+//      Operation the operator creates for a CronOperation/WatchOperation, that object's checked authority
+//      (scheduled.ts)
+//   7. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
 //      template's separationOfDuties, someone other than the creator
 // UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 6.
 import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY } from '../api/index.ts';
@@ -25,15 +30,20 @@ import {
   type Problem,
   respond,
 } from './decision.ts';
+import { checkParametersFrom, sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
+import { checkScheduledBy, ownerAuthority } from './scheduled.ts';
 import {
   checkAccess,
+  checkGrants,
   checkParameters,
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
   type OperationSpecView,
   readOperationSpec,
+  requestedServiceAccount,
+  runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
 
@@ -48,15 +58,26 @@ function approvalView(req: AdmissionRequest): OperationSpecView {
   return readOperationSpec(spec, 'spec', { target: true }).view;
 }
 
-/** What the handler must look up for this request. */
-export function operationNeeds(req: AdmissionRequest): Needs {
+const CREATE_VIEW = { target: true, parametersFrom: true } as const;
+
+/**
+ * What the handler must look up for this request. `templates` (when loaded) tell which parametersFrom
+ * reads need access reviews, including a template's defaults.
+ */
+export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 'templates'>): Needs {
   const needs: Needs = { access: [] };
   if (req.operation === 'CREATE') {
-    const { view } = readOperationSpec(specOf(req.object), 'spec', { target: true });
+    const { view } = readOperationSpec(specOf(req.object), 'spec', CREATE_VIEW);
     if (view.targetName !== undefined) {
       needs.target = view.targetName;
       if (view.type) needs.access.push({ verb: typeVerb(view.type), name: view.targetName });
     }
+    const sa = requestedServiceAccount(view);
+    if (sa !== undefined) needs.access.push(...runAsChecks(sa));
+    const names = (view.parametersFrom ?? []).flatMap((s) => (s.operationRef ? [s.operationRef.name] : []));
+    if (names.length > 0) needs.operations = [...new Set(names)];
+    const { template } = templates ? checkTemplate(view, 'spec', templates) : {};
+    if (template) needs.access.push(...sourceAccess(view, template, 'spec').map((a) => a.check));
   }
   if ((req.operation === 'CREATE' || req.operation === 'UPDATE') && isApprovalTransition(req)) {
     const { targetName } = approvalView(req);
@@ -85,13 +106,26 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
   const problems: Problem[] = [];
 
   if (req.operation === 'CREATE') {
-    const { view, problems: shape } = readOperationSpec(specOf(req.object), 'spec', { target: true });
+    const { view, problems: shape } = readOperationSpec(specOf(req.object), 'spec', CREATE_VIEW);
     problems.push(...shape);
     const { template, problems: tp } = checkTemplate(view, 'spec', facts);
     problems.push(...tp);
+    // Created by the operator for a CronOperation/WatchOperation: the requester's access is that object's
+    // checked authority (scheduled.ts); everything else is judged as for anyone.
+    const requester = facts.scheduledBy ? ownerAuthority(facts) : facts;
+    if (facts.scheduledBy) {
+      problems.push(
+        ...checkScheduledBy(facts.scheduledBy.claim, facts.scheduledBy.owner, specOf(req.object)),
+      );
+    }
     if (template) {
       problems.push(...checkParameters(view, template, 'spec'));
+      problems.push(...checkParametersFrom(view, template, 'spec', facts));
       problems.push(...checkPolicyFloor(view, template, 'spec'));
+      problems.push(...checkGrants(view, template, 'spec', user, namespace, requester));
+      for (const a of sourceAccess(view, template, 'spec')) {
+        problems.push(...checkAccess(a.check, user, namespace, a.field, a.why, requester));
+      }
     }
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
     if (view.type && view.targetName !== undefined) {
@@ -102,7 +136,7 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
           namespace,
           'spec.targetRef.name',
           `an Operation of type ${view.type} on ${view.targetName}`,
-          facts,
+          requester,
         ),
       );
     }

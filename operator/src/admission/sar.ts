@@ -4,7 +4,7 @@
 // deputy). The review carries the request's whole userInfo (user, groups, uid, extra), so
 // impersonation, group grants and scoped tokens are judged exactly as the API server judged the request.
 // Needs `create subjectaccessreviews` (authorization.k8s.io) in the operator's ClusterRole.
-import { APPS_GROUP, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
+import { APPS_GROUP, OPERATION, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { AccessCheck, AccessResult, Lookup } from './decision.ts';
 import type { UserInfo } from './review.ts';
@@ -28,6 +28,13 @@ export interface SubjectAccessReview {
   status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
 }
 
+/** The group and resource a check is about. */
+export function accessResource(check: AccessCheck): { group: string; resource: string } {
+  if (check.resource === 'operations') return { group: OPERATION.group, resource: OPERATION.plural };
+  if (check.resource) return { group: '', resource: check.resource };
+  return { group: APPS_GROUP, resource: PLURAL_APPLICATION_INSTANCES };
+}
+
 /** The review for `check` by `user` in `namespace` (pure). */
 export function subjectAccessReview(
   user: UserInfo,
@@ -45,8 +52,7 @@ export function subjectAccessReview(
       resourceAttributes: {
         namespace,
         verb: check.verb,
-        group: APPS_GROUP,
-        resource: PLURAL_APPLICATION_INSTANCES,
+        ...accessResource(check),
         ...(check.name !== undefined ? { name: check.name } : {}),
       },
     },

@@ -132,3 +132,137 @@ describe('WatchOperation admission', () => {
     expect(res.status?.message).toContain('for every ApplicationInstance');
   });
 });
+
+describe('run-now (ops.vworkspace.io/run-now on a CronOperation)', () => {
+  const RUN_NOW = 'ops.vworkspace.io/run-now';
+  const withRunNow = (value: string, spec: Record<string, unknown> = {}) => {
+    const c = aCronOperation(spec);
+    return { ...c, metadata: { ...c.metadata, annotations: { [RUN_NOW]: value } } };
+  };
+  const update = (value: string, oldValue?: string, spec: Record<string, unknown> = {}) =>
+    aRequest(withRunNow(value, spec), {
+      operation: 'UPDATE',
+      oldObject: oldValue === undefined ? aCronOperation(spec) : withRunNow(oldValue, spec),
+    });
+
+  it('needs the type verb on the target, as creating that Operation would', () => {
+    expect(schedulerNeeds('CronOperation', update('t1'))).toEqual({
+      access: [{ verb: 'backup', name: 'shop' }],
+    });
+    expect(decideScheduler('CronOperation', update('t1'), someFacts()).allowed).toBe(true);
+    const denied = decideScheduler(
+      'CronOperation',
+      update('t1'),
+      someFacts({ allow: (c) => ({ ok: true, value: { allowed: c.verb !== 'backup' } }) }),
+    );
+    expect(denied.status?.code).toBe(403);
+    expect(causesOf(denied)).toEqual([
+      {
+        field: `metadata.annotations[${RUN_NOW}]`,
+        message: expect.stringContaining('runs the template now'),
+      },
+    ]);
+  });
+
+  it('a fleet needs the verb on every instance; an unchanged or removed value needs nothing', () => {
+    const fleet = { targetSelector: {}, operationTemplate: { spec: { type: 'Backup', engine: 'velero' } } };
+    expect(schedulerNeeds('CronOperation', update('t1', undefined, fleet))).toEqual({
+      access: [{ verb: 'backup' }],
+    });
+    expect(schedulerNeeds('CronOperation', update('t1', 't1'))).toEqual({ access: [] });
+    const removed = aRequest(aCronOperation(), { operation: 'UPDATE', oldObject: withRunNow('t1') });
+    expect(schedulerNeeds('CronOperation', removed)).toEqual({ access: [] });
+    expect(decideScheduler('CronOperation', removed, someFacts({ checks: [] })).allowed).toBe(true);
+  });
+});
+
+describe('fleet CronOperations (spec.targetSelector)', () => {
+  const fleet = (opSpec: Record<string, unknown> = {}) => ({
+    targetSelector: { matchLabels: { tier: 'prod' } },
+    operationTemplate: { spec: { type: 'Backup', engine: 'velero', ...opSpec } },
+  });
+
+  it('need the verb on every instance of the namespace and no target lookup', () => {
+    const req = aRequest(aCronOperation(fleet()));
+    expect(schedulerNeeds('CronOperation', req)).toEqual({ access: [{ verb: 'backup' }] });
+    expect(decideScheduler('CronOperation', req, { ...someFacts(), target: undefined }).allowed).toBe(true);
+    const denied = decideScheduler(
+      'CronOperation',
+      req,
+      someFacts({ allow: () => ({ ok: true, value: { allowed: false } }) }),
+    );
+    expect(fieldsOf(denied)).toEqual([`${T}.type`]);
+    expect(denied.status?.message).toContain('on any matching ApplicationInstance');
+  });
+
+  it('refuse a targetRef next to the selector', () => {
+    const res = decideScheduler(
+      'CronOperation',
+      aRequest(aCronOperation(fleet({ targetRef: { name: 'shop' } }))),
+      someFacts(),
+    );
+    expect(fieldsOf(res)).toEqual([`${T}.targetRef`]);
+  });
+});
+
+describe('spec.parametersFromTrigger', () => {
+  const watch = (subs: unknown, parameters: Record<string, unknown> = {}) => {
+    const w = aWatchOperation({ type: 'Upgrade', engine: 'helm', parameters });
+    return { ...w, spec: { ...w.spec, parametersFromTrigger: subs } };
+  };
+  const decide = (kind: 'CronOperation' | 'WatchOperation', obj: unknown) =>
+    decideScheduler(kind, aRequest(obj), someFacts());
+
+  it('admits the label value as a required parameter the template does not write', () => {
+    const res = decide(
+      'WatchOperation',
+      watch([{ parameter: 'version', from: "object.metadata.labels['upgrade.example.com/to']" }]),
+    );
+    expect(res).toEqual({ uid: 'uid-1', allowed: true });
+    // Without the substitution the same template lacks its required version.
+    expect(fieldsOf(decide('WatchOperation', watch(undefined)))).toEqual([`${T}.parameters.version`]);
+  });
+
+  it.each([
+    [
+      'trigger.scheduledTime',
+      'unknown variable "trigger.scheduledTime": a WatchOperation provides trigger.reason, trigger.time and object.<path>',
+    ],
+    ['labels.x', 'unknown variable "labels.x"'],
+    [
+      'object.spec.appRef.chart.verison',
+      'ApplicationInstance has no field spec.appRef.chart.verison (fields of spec.appRef.chart: sourceType, url, name, version)',
+    ],
+    ['object.status.release.chartVersion', 'status is not available'],
+    ['object.metadata.uid', 'is not a field path'],
+  ])('refuses from %j at its field path', (from, text) => {
+    const res = decide('WatchOperation', watch([{ parameter: 'version', from }]));
+    expect(causesOf(res)).toContainEqual({
+      field: 'spec.parametersFromTrigger[0].from',
+      message: expect.stringContaining(text),
+    });
+  });
+
+  it('refuses a parameter the template does not declare, naming those it does', () => {
+    const res = decide(
+      'WatchOperation',
+      watch([{ parameter: 'verison', from: 'trigger.reason' }], { version: '1.0.0' }),
+    );
+    expect(causesOf(res)).toEqual([
+      {
+        field: 'spec.parametersFromTrigger[0].parameter',
+        message: expect.stringContaining(
+          'template helm-upgrade declares no parameter verison (it declares version, timeout, serviceAccountName)',
+        ),
+      },
+    ]);
+  });
+
+  it('a CronOperation provides trigger.scheduledTime, trigger.reason and trigger.request, not trigger.time', () => {
+    const cron = (from: string) => aCronOperation({ parametersFromTrigger: [{ parameter: 'ttl', from }] });
+    expect(decide('CronOperation', cron('trigger.scheduledTime')).allowed).toBe(true);
+    expect(fieldsOf(decide('CronOperation', cron('trigger.time')))).toEqual([
+      'spec.parametersFromTrigger[0].from',
+    ]);
+  });
+});

@@ -2,24 +2,50 @@
 //
 // On CREATE, and on UPDATE when spec changed (metadata-only updates such as skip-next or finalizers pass):
 //   1. CronOperation: spec.schedule (5 fields or a macro) and spec.timeZone (an IANA zone name)
-//   2. spec.operationTemplate.spec: shape, template resolution, parameters (as for an Operation)
-//   3. CronOperation: the fixed target exists (a missing capability is only a warning: the catalog may
+//   2. spec.operationTemplate.spec: shape, template resolution, parameters (as for an Operation; a
+//      parameter spec.parametersFromTrigger fills in is not required to be written in the template)
+//   3. spec.parametersFromTrigger: each `from` is a variable of the kind or a field of an
+//      ApplicationInstance, each `parameter` is declared by the template's inputSchema
+//   4. CronOperation: the fixed target exists (a missing capability is only a warning: the catalog may
 //      add it before the first run, and each created Operation is checked again)
-//   4. the requester may <type lower-case> the target: the named instance for a CronOperation, every
-//      ApplicationInstance of the namespace for a WatchOperation (it targets whichever one changes).
-//      Without this, a CronOperation would let anyone run a Restore through the operator's identity.
+//   5. the requester may <type lower-case> the target: the named instance for a CronOperation, every
+//      ApplicationInstance of the namespace for a WatchOperation (it targets whichever one changes) and
+//      a fleet CronOperation (spec.targetSelector). Without this, a CronOperation would let anyone run a
+//      Restore through the operator's identity.
+//   6. the parameters ask for nothing the template does not grant, judged for the requester (who is the
+//      authority behind every Operation the scheduler creates)
+// On UPDATE that sets a new ops.vworkspace.io/run-now value on a CronOperation, only 5 (and the template's
+// parametersFrom reads) is checked: asking for a run now is running the template, so it needs the same
+// verb as creating that Operation would; the run-as grants were judged for the spec's editor (6).
 
-import { matchTemplateTarget } from '../catalog/index.ts';
+import { ANNOTATION_RUN_NOW } from '../api/annotations.ts';
+import { matchTemplateTarget, type Template } from '../catalog/index.ts';
 import { validateSchedule } from '../schedule/cron.ts';
-import { type Facts, invalid, isRecord, jsonEqual, type Needs, type Problem, respond } from './decision.ts';
+import { fromProblem, parameterProblem } from '../schedule/trigger-parameters.ts';
+import {
+  annotationPath,
+  annotationsOf,
+  type Facts,
+  invalid,
+  isRecord,
+  jsonEqual,
+  type Needs,
+  type Problem,
+  respond,
+} from './decision.ts';
+import { sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
+  checkGrants,
   checkParameters,
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
+  type OperationSpecView,
   readOperationSpec,
+  requestedServiceAccount,
+  runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
 
@@ -41,19 +67,48 @@ function needsCheck(req: AdmissionRequest): boolean {
   return !jsonEqual(specOf(req.oldObject), specOf(req.object));
 }
 
-export function schedulerNeeds(kind: SchedulerKind, req: AdmissionRequest): Needs {
-  if (!needsCheck(req)) return { access: [] };
-  const { view } = readOperationSpec(templateSpecOf(specOf(req.object)), TEMPLATE_BASE, {
-    target: kind === 'CronOperation',
-  });
-  if (!view.type) return { access: [] };
-  if (kind === 'WatchOperation') return { access: [{ verb: typeVerb(view.type) }] };
-  if (view.targetName === undefined) return { access: [] };
-  return { target: view.targetName, access: [{ verb: typeVerb(view.type), name: view.targetName }] };
+/** An UPDATE of a CronOperation that asks for a run now (a new, non-empty run-now value). */
+function runNowRequested(kind: SchedulerKind, req: AdmissionRequest): boolean {
+  if (kind !== 'CronOperation' || req.operation !== 'UPDATE') return false;
+  const value = annotationsOf(req.object)[ANNOTATION_RUN_NOW];
+  return !!value && value !== annotationsOf(req.oldObject)[ANNOTATION_RUN_NOW];
+}
+
+/** A CronOperation that targets a fleet (spec.targetSelector) instead of one instance. */
+function isFleet(kind: SchedulerKind, spec: unknown): boolean {
+  return kind === 'CronOperation' && isRecord(spec) && spec.targetSelector !== undefined;
+}
+
+export function schedulerNeeds(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
+  templates?: Pick<Facts, 'templates'>,
+): Needs {
+  const runNowOnly = !needsCheck(req) && runNowRequested(kind, req);
+  if (!needsCheck(req) && !runNowOnly) return { access: [] };
+  const spec = specOf(req.object);
+  const fixed = kind === 'CronOperation' && !isFleet(kind, spec);
+  const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: fixed });
+  const sa = requestedServiceAccount(view);
+  // A run-now request runs the spec as judged for its editor; only the type verb is the requester's (5).
+  const runAs = sa === undefined || runNowOnly ? [] : runAsChecks(sa);
+  if (!view.type) return { access: runAs };
+  // A template's parametersFrom default (a Restore without backupName) reads Operations: list access.
+  const { template } = templates ? checkTemplate(view, TEMPLATE_BASE, templates) : {};
+  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE).map((a) => a.check) : [];
+  if (!fixed) return { access: [{ verb: typeVerb(view.type) }, ...sources, ...runAs] };
+  if (view.targetName === undefined) return { access: [...sources, ...runAs] };
+  return {
+    // A run-now request only needs the requester's access, not the target read again.
+    ...(runNowOnly ? {} : { target: view.targetName }),
+    access: [{ verb: typeVerb(view.type), name: view.targetName }, ...sources, ...runAs],
+  };
 }
 
 export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, facts: Facts): AdmissionResponse {
-  if (!needsCheck(req)) return allow(req.uid);
+  if (!needsCheck(req)) {
+    return runNowRequested(kind, req) ? decideRunNow(req, facts) : allow(req.uid);
+  }
   const namespace = req.namespace ?? '';
   const problems: Problem[] = [];
   const warnings: string[] = [];
@@ -74,18 +129,45 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
     );
     return respond(req.uid, problems);
   }
-  const { view, problems: shape } = readOperationSpec(op.spec, TEMPLATE_BASE, {
-    target: kind === 'CronOperation',
-  });
+  const fleet = isFleet(kind, spec);
+  const fixed = kind === 'CronOperation' && !fleet;
+  const { view, problems: shape } = readOperationSpec(op.spec, TEMPLATE_BASE, { target: fixed });
   problems.push(...shape);
+  if (fleet && op.spec.targetRef !== undefined)
+    problems.push(
+      invalid(
+        `${TEMPLATE_BASE}.targetRef`,
+        'Forbidden: spec.targetSelector picks the targets of every run; remove targetRef, or remove targetSelector to target one instance',
+        'FieldValueForbidden',
+      ),
+    );
   const { template, problems: tp } = checkTemplate(view, TEMPLATE_BASE, facts);
   problems.push(...tp);
+  const subs = readSubstitutions(spec.parametersFromTrigger, problems);
+  for (const [i, s] of subs.entries()) {
+    const why = fromProblem(kind, s.from);
+    if (why) problems.push(invalid(`spec.parametersFromTrigger[${i}].from`, `Invalid value: ${why}`));
+  }
   if (template) {
-    problems.push(...checkParameters(view, template, TEMPLATE_BASE));
+    const filled = subs.map((s) => `${TEMPLATE_BASE}.parameters.${s.parameter}`);
+    problems.push(
+      ...checkParameters(view, template, TEMPLATE_BASE).filter(
+        (p) =>
+          !filled.some((f) => p.field === f || p.field.startsWith(`${f}.`) || p.field.startsWith(`${f}[`)),
+      ),
+    );
     problems.push(...checkPolicyFloor(view, template, TEMPLATE_BASE));
+    problems.push(...checkSubstitutedParameters(subs, template));
+    const user = req.userInfo?.username ?? '';
+    problems.push(...checkGrants(view, template, TEMPLATE_BASE, user, namespace, facts));
+    for (const a of sourceAccess(view, template, TEMPLATE_BASE)) {
+      problems.push(
+        ...checkAccess(a.check, user, namespace, a.field, `the ${kind}'s Operations ${a.why}`, facts),
+      );
+    }
   }
 
-  if (kind === 'CronOperation') {
+  if (fixed) {
     problems.push(...checkTarget(view, template, namespace, TEMPLATE_BASE, facts, { selectors: false }));
     const target = facts.target;
     if (template && view.targetName !== undefined && target?.ok && target.value) {
@@ -93,24 +175,94 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
       if (!m.ok) warnings.push(`${m.message}; every scheduled Operation will be refused until this changes`);
     }
   }
-  if (view.type) {
-    const name = kind === 'CronOperation' ? view.targetName : undefined;
-    if (kind === 'WatchOperation' || name !== undefined) {
-      problems.push(
-        ...checkAccess(
-          { verb: typeVerb(view.type), ...(name !== undefined ? { name } : {}) },
-          req.userInfo?.username ?? '',
-          namespace,
-          kind === 'CronOperation' ? `${TEMPLATE_BASE}.targetRef.name` : `${TEMPLATE_BASE}.type`,
-          kind === 'CronOperation'
-            ? `a CronOperation running ${view.type} on ${name}`
-            : `a WatchOperation running ${view.type} on any watched ApplicationInstance`,
-          facts,
-        ),
-      );
-    }
-  }
+  problems.push(...schedulerAccess(kind, req, view.type, fixed ? view.targetName : undefined, !fixed, facts));
   return respond(req.uid, problems, warnings);
+}
+
+/** The type verb on the target (fixed) or on every instance of the namespace (WatchOperation, fleet). */
+function schedulerAccess(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
+  type: OperationSpecView['type'],
+  name: string | undefined,
+  anyInstance: boolean,
+  facts: Facts,
+): Problem[] {
+  if (!type || (!anyInstance && name === undefined)) return [];
+  const what = anyInstance
+    ? `a ${kind} running ${type} on any ${kind === 'WatchOperation' ? 'watched' : 'matching'} ApplicationInstance`
+    : `a CronOperation running ${type} on ${name}`;
+  return checkAccess(
+    { verb: typeVerb(type), ...(name !== undefined && !anyInstance ? { name } : {}) },
+    req.userInfo?.username ?? '',
+    req.namespace ?? '',
+    anyInstance ? `${TEMPLATE_BASE}.type` : `${TEMPLATE_BASE}.targetRef.name`,
+    what,
+    facts,
+  );
+}
+
+/** A run-now request: the requester must be allowed to run the template's type on its targets. */
+function decideRunNow(req: AdmissionRequest, facts: Facts): AdmissionResponse {
+  const spec = specOf(req.object);
+  const fleet = isFleet('CronOperation', spec);
+  const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: !fleet });
+  const { template } = checkTemplate(view, TEMPLATE_BASE, facts);
+  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE) : [];
+  const user = req.userInfo?.username ?? '';
+  const problems = [
+    ...schedulerAccess('CronOperation', req, view.type, view.targetName, fleet, facts),
+    ...sources.flatMap((a) =>
+      checkAccess(
+        a.check,
+        user,
+        req.namespace ?? '',
+        a.field,
+        `the CronOperation's Operations ${a.why}`,
+        facts,
+      ),
+    ),
+  ].map((p) => ({
+    ...p,
+    field: annotationPath(ANNOTATION_RUN_NOW),
+    message: `${p.message} (${ANNOTATION_RUN_NOW} runs the template now, which needs the same permission)`,
+  }));
+  return respond(req.uid, problems);
+}
+
+interface Substitution {
+  parameter: string;
+  from: string;
+}
+
+/** spec.parametersFromTrigger as a list of {parameter, from}; a malformed entry is a problem. */
+function readSubstitutions(v: unknown, problems: Problem[]): Substitution[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) {
+    problems.push(
+      invalid('spec.parametersFromTrigger', 'Invalid value: must be a list of {parameter, from}'),
+    );
+    return [];
+  }
+  const out: Substitution[] = [];
+  v.forEach((e, i) => {
+    if (isRecord(e) && typeof e.parameter === 'string' && typeof e.from === 'string')
+      out.push({ parameter: e.parameter, from: e.from });
+    else
+      problems.push(
+        invalid(`spec.parametersFromTrigger[${i}]`, 'Invalid value: set parameter and from, both strings'),
+      );
+  });
+  return out;
+}
+
+function checkSubstitutedParameters(subs: readonly Substitution[], template: Template): Problem[] {
+  const problems: Problem[] = [];
+  subs.forEach((s, i) => {
+    const why = parameterProblem(template.inputSchema, s.parameter, template.name);
+    if (why) problems.push(invalid(`spec.parametersFromTrigger[${i}].parameter`, `Invalid value: ${why}`));
+  });
+  return problems;
 }
 
 function checkSchedule(spec: Record<string, unknown>): Problem[] {

@@ -53,15 +53,32 @@ async function readPair(dir: string): Promise<{ cert: Buffer; key: Buffer; diges
   return { cert, key, digest: createHash('sha256').update(cert).update(key).digest('hex') };
 }
 
+/** The body exceeded MAX_ADMISSION_BODY_BYTES (answered with 413, never a connection reset). */
+class BodyTooLarge extends Error {}
+
+/** What a 413 says: the limit, and that the sender is not the API server (which never sends this much). */
+const tooLargeMessage = () =>
+  `AdmissionReview body larger than ${MAX_ADMISSION_BODY_BYTES} bytes refused; the API server never sends one this large (objects are limited to 1.5 MiB), so check what is calling the webhook`;
+
+/**
+ * The request body, or BodyTooLarge as soon as it passes the limit (by Content-Length up front, else while
+ * reading). The rest is not buffered; Node's server discards it after the response, so the sender can
+ * finish writing and read the 413 instead of meeting a reset.
+ */
 function readBody(req: import('node:http').IncomingMessage): Promise<Buffer> {
   return new Promise((ok, fail) => {
+    if (Number(req.headers['content-length'] ?? 0) > MAX_ADMISSION_BODY_BYTES) {
+      fail(new BodyTooLarge());
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
+      if (size > MAX_ADMISSION_BODY_BYTES) return;
       size += c.length;
       if (size > MAX_ADMISSION_BODY_BYTES) {
-        fail(new Error('request body too large'));
-        req.destroy();
+        chunks.length = 0;
+        fail(new BodyTooLarge());
         return;
       }
       chunks.push(c);
@@ -85,7 +102,11 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       const started = process.hrtime.bigint();
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       const reply = (code: number, body: unknown) => {
-        res.writeHead(code, { 'content-type': 'application/json' });
+        res.writeHead(code, {
+          'content-type': 'application/json',
+          // A refused body may still be arriving: this connection is not reused.
+          ...(code === 413 ? { connection: 'close' } : {}),
+        });
         res.end(JSON.stringify(body));
         opts.observe?.(path, code, Number(process.hrtime.bigint() - started) / 1e9);
       };
@@ -99,6 +120,11 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
         try {
           review = JSON.parse((await readBody(req)).toString('utf8')) as AdmissionReview;
         } catch (err) {
+          if (err instanceof BodyTooLarge) {
+            opts.log.warn({ path, limit: MAX_ADMISSION_BODY_BYTES }, 'admission request body too large');
+            reply(413, { error: tooLargeMessage() });
+            return;
+          }
           reply(400, {
             error: `invalid AdmissionReview: ${err instanceof Error ? err.message : String(err)}`,
           });

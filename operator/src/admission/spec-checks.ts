@@ -3,7 +3,6 @@
 // requester's access to it. Each returns problems with Kubernetes field paths under `base`
 // (`spec` for an Operation, `spec.operationTemplate.spec` for the schedulers). Pure.
 
-import { APPS_GROUP, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
 import {
   ENGINE_TYPES,
   ENGINES,
@@ -12,16 +11,22 @@ import {
   OPERATION_TYPES,
   type OperationType,
 } from '../api/enums.ts';
+import type { ParameterSource } from '../api/parameters-from.ts';
 import { DNS1123_LABEL } from '../api/schema-helpers.ts';
 import {
   checkParametersLimits,
   formatFieldError,
+  grantDenials,
   matchTemplateTarget,
+  parameterSources,
   policyLoosening,
   resolveTemplate,
   SchemaError,
+  suppliedParameters,
   type Template,
+  validateParameters,
   validateWithSchema,
+  withoutRequired,
 } from '../catalog/index.ts';
 import {
   type AccessCheck,
@@ -33,6 +38,8 @@ import {
   type Problem,
   retry,
 } from './decision.ts';
+import { readParametersFrom } from './parameters-from.ts';
+import { accessResource } from './sar.ts';
 
 const dnsLabel = new RegExp(DNS1123_LABEL);
 
@@ -43,6 +50,8 @@ export interface OperationSpecView {
   targetName?: string;
   template?: string;
   parameters?: Record<string, unknown>;
+  /** Operation only: spec.parametersFrom, once narrowed (the schedulers' operationTemplate has none). */
+  parametersFrom?: ParameterSource[];
   policy?: Record<string, unknown>;
 }
 
@@ -58,7 +67,7 @@ const quote = (v: unknown) => {
 export function readOperationSpec(
   spec: unknown,
   base: string,
-  opts: { target: boolean },
+  opts: { target: boolean; parametersFrom?: boolean },
 ): { view: OperationSpecView; problems: Problem[] } {
   const view: OperationSpecView = {};
   const problems: Problem[] = [];
@@ -146,6 +155,11 @@ export function readOperationSpec(
     else
       problems.push(invalid(`${base}.parameters`, 'Invalid value: must be an object (the template input)'));
   }
+  if (opts.parametersFrom && spec.parametersFrom !== undefined) {
+    const r = readParametersFrom(spec.parametersFrom, `${base}.parametersFrom`);
+    problems.push(...r.problems);
+    if (r.sources) view.parametersFrom = r.sources;
+  }
   if (isRecord(spec.policy)) view.policy = spec.policy;
   else if (spec.policy !== undefined) {
     problems.push(invalid(`${base}.policy`, 'Invalid value: must be an object'));
@@ -182,13 +196,21 @@ export function checkTemplate(
   return { template: r.template, problems: [] };
 }
 
-/** spec.parameters against the template's inputSchema (defaults applied to a copy; nothing is written back). */
+/**
+ * spec.parameters against the template's inputSchema (defaults applied to a copy; nothing is written
+ * back). Parameters that parametersFrom (the Operation's or the template's defaults) will supply are not
+ * required here; the reconciler validates the merged parameters when it resolves them.
+ */
 export function checkParameters(view: OperationSpecView, template: Template, base: string): Problem[] {
   // Depth and size first: schema validation recurses once per level of nesting.
   const limits = checkParametersLimits(view.parameters ?? {});
   if (!limits.ok) return [invalid(`${base}.parameters`, limits.message)];
   try {
-    const r = validateWithSchema(template.inputSchema, view.parameters ?? {}, `${base}.parameters`);
+    const schema = withoutRequired(
+      template.inputSchema,
+      suppliedParameters(parameterSources(view, template)),
+    );
+    const r = validateWithSchema(schema, view.parameters ?? {}, `${base}.parameters`);
     if (r.ok) return [];
     return r.errors.map((e) =>
       invalid(
@@ -261,7 +283,8 @@ export function checkAccess(
   facts: Pick<Facts, 'access'>,
 ): Problem[] {
   const r = facts.access[accessKey(check)];
-  const resource = `${PLURAL_APPLICATION_INSTANCES}.${APPS_GROUP}${check.name ? `/${check.name}` : ''}`;
+  const what = accessResource(check);
+  const resource = `${what.resource}.${what.group}${check.name ? `/${check.name}` : ''}`;
   if (!r || !r.ok) {
     return [
       retry(
@@ -271,11 +294,78 @@ export function checkAccess(
     ];
   }
   if (r.value.allowed) return [];
-  const target = check.name ? `the ApplicationInstance ${check.name}` : 'every ApplicationInstance';
+  const kind = check.resource === 'operations' ? 'Operation' : 'ApplicationInstance';
+  const target = check.name ? `the ${kind} ${check.name}` : `every ${kind}`;
   return [
     forbidden(
       field,
-      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource applicationinstances (group ${APPS_GROUP}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
+      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
     ),
   ];
+}
+
+/**
+ * The SubjectAccessReviews that show a requester could run pods as `serviceAccount` themselves: in
+ * Kubernetes whoever may create pods in a namespace may run them as any of its ServiceAccounts, and
+ * impersonating the ServiceAccount is the same power.
+ */
+export function runAsChecks(serviceAccount: string): AccessCheck[] {
+  return [
+    { verb: 'create', resource: 'pods' },
+    { verb: 'impersonate', resource: 'serviceaccounts', name: serviceAccount },
+  ];
+}
+
+/** The ServiceAccount the requester named in spec.parameters, if any (defaults are the template's choice). */
+export function requestedServiceAccount(view: OperationSpecView): string | undefined {
+  const sa = view.parameters?.serviceAccountName;
+  return typeof sa === 'string' ? sa : undefined;
+}
+
+/**
+ * What the parameters ask for beyond the template's grants (catalog/grants.ts), each refused at its field
+ * under `<base>.parameters`. A ServiceAccount outside the template's list is admitted from a requester
+ * who could run pods as it anyway (runAsChecks).
+ */
+export function checkGrants(
+  view: OperationSpecView,
+  template: Template,
+  base: string,
+  user: string,
+  namespace: string,
+  facts: Pick<Facts, 'access'>,
+): Problem[] {
+  // Parameters too deep or large, or invalid, are checkParameters' to report; judge only valid ones.
+  if (!checkParametersLimits(view.parameters ?? {}).ok) return [];
+  let params: ReturnType<typeof validateParameters>;
+  try {
+    params = validateParameters(template, view.parameters);
+  } catch {
+    return [];
+  }
+  if (!params.ok) return [];
+  const requested = requestedServiceAccount(view);
+  const problems: Problem[] = [];
+  for (const d of grantDenials(template, params.parameters)) {
+    const field = `${base}.parameters.${d.parameter}`;
+    if (d.serviceAccount === undefined || d.serviceAccount !== requested) {
+      problems.push(forbidden(field, `Forbidden: ${d.message}`));
+      continue;
+    }
+    const results = runAsChecks(d.serviceAccount).map((c) => facts.access[accessKey(c)]);
+    if (results.some((r) => r?.ok && r.value.allowed)) continue;
+    if (results.some((r) => !r?.ok)) {
+      problems.push(
+        retry(field, `could not check whether ${user} may run pods as ServiceAccount ${d.serviceAccount}`),
+      );
+      continue;
+    }
+    problems.push(
+      forbidden(
+        field,
+        `Forbidden: ${d.message}. A requester who may run pods as it themselves may name it: user "${user}" may neither create pods nor impersonate serviceaccounts/${d.serviceAccount} in namespace ${namespace}`,
+      ),
+    );
+  }
+  return problems;
 }

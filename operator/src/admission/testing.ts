@@ -6,6 +6,7 @@ import {
   accessKey,
   type Facts,
   type Lookup,
+  type SourceOperation,
   type TargetInstance,
 } from './decision.ts';
 import type { AdmissionRequest, AdmissionResponse, UserInfo } from './review.ts';
@@ -78,6 +79,8 @@ export function someFacts(
     target?: Lookup<TargetInstance | undefined>;
     allow?: (c: AccessCheck) => Lookup<AccessResult>;
     checks?: AccessCheck[];
+    /** Operations parametersFrom reads, by name. */
+    sources?: Record<string, SourceOperation | undefined>;
   } = {},
 ): Facts {
   const checks = opts.checks ?? [
@@ -85,12 +88,37 @@ export function someFacts(
       { verb, name: 'shop' },
       { verb },
     ]),
+    { verb: 'list', resource: 'operations' },
+    ...Object.keys(opts.sources ?? {}).map(
+      (name) => ({ verb: 'get', resource: 'operations', name }) as const,
+    ),
   ];
   const decide = opts.allow ?? (() => ({ ok: true, value: { allowed: true } }) as const);
   return {
     templates: opts.templates ?? { ok: true, value: BUILTIN_TEMPLATES },
     target: opts.target ?? { ok: true, value: aTarget() },
     access: Object.fromEntries(checks.map((c) => [accessKey(c), decide(c)])),
+    ...(opts.sources
+      ? {
+          sources: Object.fromEntries(
+            Object.entries(opts.sources).map(([n, v]) => [n, { ok: true, value: v }] as const),
+          ),
+        }
+      : {}),
+  };
+}
+
+/** An Operation parametersFrom may read: a Succeeded velero Backup with its backupName, unless overridden. */
+export function aSource(overrides: Partial<SourceOperation> = {}): SourceOperation {
+  return {
+    name: 'b1',
+    type: 'Backup',
+    engine: 'velero',
+    template: 'velero-backup',
+    phase: 'Succeeded',
+    outputs: { backupName: 'b1-abcde' },
+    dryRun: false,
+    ...overrides,
   };
 }
 

@@ -18,6 +18,11 @@ export const ANNOTATION_APPROVE = `${OPS_GROUP}/approve`;
 export const ANNOTATION_APPROVED_BY = `${OPS_GROUP}/approved-by`;
 /** "true" on a CronOperation: the next scheduled run is skipped (the annotation is then removed). */
 export const ANNOTATION_SKIP_NEXT = `${OPS_GROUP}/skip-next`;
+/**
+ * On a CronOperation: any new value (e.g. a timestamp) runs its operationTemplate now, once per value, like
+ * `kubectl create job --from=cronjob/<name>`; status.manualRun records the value handled.
+ */
+export const ANNOTATION_RUN_NOW = `${OPS_GROUP}/run-now`;
 /** Any new value asks for an immediate reconcile of the object (e.g. a timestamp), like Flux's requestedAt. */
 export const ANNOTATION_RECONCILE = `${OPS_GROUP}/reconcile`;
 
@@ -28,6 +33,17 @@ export const ANNOTATION_RECONCILE = `${OPS_GROUP}/reconcile`;
  */
 export const LABEL_OPERATION = `${OPS_GROUP}/operation`;
 export const LABEL_OPERATION_NAMESPACE = `${OPS_GROUP}/operation-namespace`;
+/**
+ * On children outside the Operation's namespace (no owner reference possible): the Operation's uid. An
+ * existing object of a child's name is adopted only when it carries this Operation's uid.
+ */
+export const LABEL_OPERATION_UID = `${OPS_GROUP}/operation-uid`;
+/**
+ * On every velero.io Backup the operator creates: the ApplicationInstance it backs up. With
+ * LABEL_OPERATION_NAMESPACE it says whom the backup was made for; a Restore only accepts a Backup whose
+ * LABEL_OPERATION_NAMESPACE is the Operation's namespace.
+ */
+export const LABEL_INSTANCE = `${OPS_GROUP}/instance`;
 
 /** "true" on a ConfigMap in the operator namespace: it holds a catalog (key CATALOG_CONFIGMAP_KEY). */
 export const LABEL_CATALOG = `${OPS_GROUP}/catalog`;
@@ -38,7 +54,10 @@ export const LABEL_CRON_OPERATION = `${OPS_GROUP}/cron-operation`;
 export const LABEL_WATCH_OPERATION = `${OPS_GROUP}/watch-operation`;
 /** Annotation on an Operation created by a CronOperation: the scheduled slot it runs (RFC 3339, UTC). */
 export const ANNOTATION_SCHEDULED_TIME = `${OPS_GROUP}/scheduled-time`;
-/** Annotation on an Operation created by a WatchOperation: `label:<key>` or `field:<path>`. */
+/**
+ * Annotation on an Operation created by a WatchOperation (`label:<key>` or `field:<path>`) or a
+ * CronOperation (`schedule`, or `manual` for a run-now request).
+ */
 export const ANNOTATION_TRIGGER = `${OPS_GROUP}/trigger`;
 
 /**

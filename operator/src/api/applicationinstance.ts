@@ -3,10 +3,18 @@ import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { type Static, Type } from '@sinclair/typebox';
 import { APPLICATION_INSTANCE, CATEGORY } from './constants.ts';
 import type { KindDefinition } from './crd.ts';
-import { CAPABILITY_ENGINES, CAPABILITY_SOURCES, CAPABILITY_VERBS, CHART_SOURCE_TYPES } from './enums.ts';
+import {
+  CAPABILITY_ENGINES,
+  CAPABILITY_SOURCES,
+  CAPABILITY_VERBS,
+  CHART_SOURCE_TYPES,
+  OPERATION_PHASES,
+  OPERATION_TYPES,
+} from './enums.ts';
 import {
   Conditions,
   cel,
+  DateTime,
   DNS1123_LABEL,
   DNS1123_SUBDOMAIN,
   ObservedGeneration,
@@ -104,12 +112,66 @@ export const EffectiveCapabilitySchema = Type.Object(
 );
 export type EffectiveCapability = Static<typeof EffectiveCapabilitySchema>;
 
+export const OperationRefSchema = Type.Object(
+  {
+    name: Type.String({ description: 'The Operation.', maxLength: 253 }),
+    phase: StringEnum(OPERATION_PHASES, { description: 'Its phase.' }),
+    reason: Type.Optional(
+      Type.String({
+        description:
+          'The reason that explains its state (its Succeeded condition), e.g. AwaitingApproval or VeleroBackupFailed.',
+        maxLength: 128,
+      }),
+    ),
+    time: Type.Optional(
+      DateTime({ description: 'current: when it started (or was created); last: when it finished.' }),
+    ),
+  },
+  { description: 'One Operation on this instance.' },
+);
+
+export const OperationsOfTypeSchema = Type.Object(
+  {
+    type: StringEnum(OPERATION_TYPES, { description: 'The Operation type.' }),
+    active: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        description:
+          'How many Operations of this type on this instance have not finished (running, blocked or pending).',
+      }),
+    ),
+    current: Type.Optional(
+      Type.Object(OperationRefSchema.properties, {
+        description: 'The oldest unfinished one: the one running, or the first in line.',
+      }),
+    ),
+    last: Type.Optional(
+      Type.Object(OperationRefSchema.properties, {
+        description: 'The one that finished last (kept after it is pruned or deleted).',
+      }),
+    ),
+  },
+  { description: 'The Operations of one type on this instance.' },
+);
+export type OperationsOfType = Static<typeof OperationsOfTypeSchema>;
+
+export const NextScheduledRunSchema = Type.Object(
+  {
+    time: DateTime({ description: 'When, in UTC.' }),
+    cronOperation: Type.String({ description: 'The CronOperation that runs it.', maxLength: 253 }),
+    type: StringEnum(OPERATION_TYPES, { description: 'The type of Operation it creates.' }),
+  },
+  { description: 'The next run a CronOperation of this namespace has planned for this instance.' },
+);
+export type NextScheduledRun = Static<typeof NextScheduledRunSchema>;
+
 export const ApplicationInstanceStatusSchema = Type.Object(
   {
     observedGeneration: Type.Optional(ObservedGeneration('ApplicationInstance')),
     conditions: Type.Optional(
       Conditions(
-        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound).',
+        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound; ReleaseNamespaceForbidden when spec.release.namespace names another namespace).',
       ),
     ),
     release: Type.Optional(
@@ -143,6 +205,16 @@ export const ApplicationInstanceStatusSchema = Type.Object(
         'x-kubernetes-list-map-keys': ['verb'],
       }),
     ),
+    operations: Type.Optional(
+      Type.Array(OperationsOfTypeSchema, {
+        description:
+          'Per Operation type: how many are unfinished, the current one and the last finished one, from the Operations of the namespace that target this instance.',
+        maxItems: 8,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['type'],
+      }),
+    ),
+    nextScheduledRun: Type.Optional(NextScheduledRunSchema),
   },
   { description: 'The observed state of the instance, written by the operator.' },
 );
@@ -203,6 +275,13 @@ export const applicationInstanceKind: KindDefinition = {
       type: 'integer',
       jsonPath: '.status.release.revision',
       description: 'Latest release revision.',
+      priority: 1,
+    },
+    {
+      name: 'Next Run',
+      type: 'string',
+      jsonPath: '.status.nextScheduledRun.time',
+      description: 'The next run a CronOperation has planned for this instance.',
       priority: 1,
     },
   ],

@@ -8,11 +8,15 @@ import {
   CronOperationTemplateSchema,
   concurrencyPolicyField,
   historyFields,
+  maxConcurrentField,
+  oneTargetRule,
+  parametersFromTriggerField,
 } from './operation-template.ts';
 import {
   Conditions,
   cel,
   DateTime,
+  LabelSelector,
   maxNameLength,
   ObservedGeneration,
   RootSchema,
@@ -64,11 +68,27 @@ export const CronOperationSpecSchema = Type.Object(
       ),
     ),
     ...historyFields,
+    targetSelector: Type.Optional(
+      LabelSelector(
+        'Fleet: each run creates one Operation per ApplicationInstance of this namespace that matches, named <name>-<run>-<hash of the instance>. Set this or operationTemplate.spec.targetRef, not both. An empty selector matches every instance of the namespace.',
+      ),
+    ),
+    maxConcurrent: Type.Optional(
+      maxConcurrentField(
+        "the other targets of a run wait in status.queue and start, oldest run first and in name order, as running ones finish; the next slot replaces a slot's waiting targets, a run-now request's are kept until they run",
+      ),
+    ),
+    parametersFromTrigger: Type.Optional(
+      parametersFromTriggerField(
+        "trigger.scheduledTime (the slot, RFC 3339 UTC; for a run-now request the time it was acted on), trigger.reason (schedule or manual), trigger.request (the run-now value), or object.<path> — a field of the targeted ApplicationInstance: object.metadata.name, object.metadata.labels['<key>'], object.metadata.annotations['<key>'] or object.spec.<field>.",
+      ),
+    ),
     operationTemplate: CronOperationTemplateSchema,
   },
   {
     description:
-      'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only.',
+      'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only, or ops.vworkspace.io/run-now: <any new value> to run now.',
+    'x-kubernetes-validations': [oneTargetRule()],
   },
 );
 export type CronOperationSpec = Static<typeof CronOperationSpecSchema>;
@@ -86,7 +106,12 @@ export const NextRunSchema = Type.Object(
 );
 export type NextRun = Static<typeof NextRunSchema>;
 
-export const MISSED_SLOT_REASONS = ['StartingDeadlineExceeded', 'ConcurrencyForbidden'] as const;
+export const MISSED_SLOT_REASONS = [
+  'StartingDeadlineExceeded',
+  'ConcurrencyForbidden',
+  'OperationRefused',
+  'TargetPaused',
+] as const;
 
 export const MissedSlotSchema = Type.Object(
   {
@@ -95,13 +120,58 @@ export const MissedSlotSchema = Type.Object(
     reason: Type.Optional(
       StringEnum(MISSED_SLOT_REASONS, {
         description:
-          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late) or ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running).',
+          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late), ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running), TargetPaused (the target carried ops.vworkspace.io/paused: "true") or OperationRefused (the API server or the admission webhook refused to create the Operation; the Ready condition says why).',
       }),
     ),
   },
   { description: 'A scheduled run that was not created.' },
 );
 export type MissedSlot = Static<typeof MissedSlotSchema>;
+
+export const MANUAL_RUN_PHASES = ['Pending', 'Created'] as const;
+
+export const ManualRunSchema = Type.Object(
+  {
+    request: Type.String({
+      description: 'The ops.vworkspace.io/run-now value acted on; the same value never runs twice.',
+      maxLength: 256,
+    }),
+    phase: StringEnum(MANUAL_RUN_PHASES, {
+      description:
+        'Created (its Operations exist) or Pending (waiting in status.queue: concurrencyPolicy Forbid while an Operation for the target runs, maxConcurrent reached, or the target is paused).',
+    }),
+    time: DateTime({ description: 'When the request was acted on.' }),
+    operation: Type.Optional(
+      Type.String({ description: 'The Operation created (one-target CronOperations).', maxLength: 253 }),
+    ),
+  },
+  { description: 'The last run-now request.' },
+);
+export type ManualRun = Static<typeof ManualRunSchema>;
+
+export const RunQueueSchema = Type.Object(
+  {
+    reason: StringEnum(['schedule', 'manual'] as const, {
+      description: 'The run the queued targets belong to: a scheduled slot or a run-now request.',
+    }),
+    scheduledTime: DateTime({ description: 'The slot (or when the run-now request was acted on).' }),
+    request: Type.Optional(
+      Type.String({ description: 'The run-now value (reason manual).', maxLength: 256 }),
+    ),
+    targets: Type.Array(Type.String({ description: 'An ApplicationInstance.', maxLength: 63 }), {
+      description: 'The instances still waiting for their Operation, in the order they start.',
+      maxItems: 4096,
+    }),
+  },
+  {
+    description:
+      'Targets of one run that wait for a free place (maxConcurrent), or, for a run-now request, for the Operation on their instance to finish (concurrencyPolicy Forbid) or for the instance to be resumed (ops.vworkspace.io/paused).',
+  },
+);
+export type RunQueue = Static<typeof RunQueueSchema>;
+
+/** status.queue keeps at most this many runs: the latest slot's and the run-now requests'. */
+export const MAX_QUEUED_RUNS = 16;
 
 export const CronOperationStatusSchema = Type.Object(
   {
@@ -124,6 +194,14 @@ export const CronOperationStatusSchema = Type.Object(
         description:
           'Preview of the next five runs in UTC and in spec.timeZone, flagging those a daylight-saving change moves.',
         maxItems: 5,
+      }),
+    ),
+    manualRun: Type.Optional(ManualRunSchema),
+    queue: Type.Optional(
+      Type.Array(RunQueueSchema, {
+        description:
+          'Runs whose targets wait, oldest first: at most one scheduled slot (the next slot replaces it) and the run-now requests, which are kept until their Operations exist.',
+        maxItems: 16,
       }),
     ),
     missedSlots: Type.Optional(

@@ -94,14 +94,20 @@ export const REQUIRE_READY_BY_DEFAULT: readonly OperationType[] = ['Restore', 'U
 /** Destructive verbs conflict with every running Operation on the same target (DESIGN §2). */
 export const DESTRUCTIVE_TYPES: readonly OperationType[] = ['Restore', 'Upgrade', 'Migration'];
 
-/** Preconditions, in the order the reconciler evaluates them before any child exists (DESIGN §2). */
+/**
+ * Preconditions, in the order the reconciler evaluates them before any child exists (DESIGN §2, plus
+ * EngineInstalled, TargetGenerationMatches and DependenciesSucceeded: issue 14).
+ */
 export const PRECONDITIONS = [
   'TargetExists',
   'CapabilityAdvertised',
   'TemplateSelectors',
+  'EngineInstalled',
   'RbacProfilePresent',
   'ApprovalGiven',
+  'TargetGenerationMatches',
   'TargetReady',
+  'DependenciesSucceeded',
   'NoConflictingOperation',
   'RequiredSecretsPresent',
   'RequiredServiceAccountPresent',

@@ -12,6 +12,7 @@ export * from './cronoperation.ts';
 export * from './enums.ts';
 export * from './operation.ts';
 export * from './operation-template.ts';
+export * from './parameters-from.ts';
 export * from './reasons.ts';
 export type { Condition } from './schema-helpers.ts';
 export * from './watchoperation.ts';

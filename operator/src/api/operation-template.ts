@@ -11,7 +11,7 @@ import {
   TargetRefSchema,
   TemplateNameField,
 } from './operation.ts';
-import { StringEnum, TemplateMetadataSchema } from './schema-helpers.ts';
+import { cel, StringEnum, TemplateMetadataSchema } from './schema-helpers.ts';
 
 const templateSpecFields = {
   type: OperationTypeField,
@@ -21,14 +21,15 @@ const templateSpecFields = {
   policy: Type.Optional(PolicySchema),
 };
 
-/** CronOperation: every Operation targets the same instance. */
+/** CronOperation: every Operation targets the same instance, or (spec.targetSelector) each matching one. */
 export const CronOperationTemplateSchema = Type.Object(
   {
     metadata: Type.Optional(TemplateMetadataSchema),
     spec: Type.Object(
-      { ...templateSpecFields, targetRef: TargetRefSchema },
+      { ...templateSpecFields, targetRef: Type.Optional(TargetRefSchema) },
       {
-        description: 'The spec of each created Operation (see `kubectl explain operation.spec`).',
+        description:
+          'The spec of each created Operation (see `kubectl explain operation.spec`). targetRef names the one ApplicationInstance every run targets; leave it out when spec.targetSelector picks a fleet.',
         'x-kubernetes-validations': [engineTypeRule()],
       },
     ),
@@ -102,4 +103,57 @@ export function activeField() {
     'x-kubernetes-list-type': 'map',
     'x-kubernetes-list-map-keys': ['name'],
   });
+}
+
+/** A parameter path: property names joined by dots (`version`, `restore.namespace`). */
+export const PARAMETER_PATH_PATTERN = '^[A-Za-z_][A-Za-z0-9_-]*(\\.[A-Za-z_][A-Za-z0-9_-]*)*$';
+
+/** spec.parametersFromTrigger: declared substitutions; `variables` describes what `from` may name. */
+export function parametersFromTriggerField(variables: string) {
+  return Type.Array(
+    Type.Object(
+      {
+        parameter: Type.String({
+          description:
+            "The parameter to set, a path into spec.parameters (e.g. version, or restore.namespace). It must be declared in the template's inputSchema; a value from the trigger replaces one written in operationTemplate.spec.parameters.",
+          minLength: 1,
+          maxLength: 256,
+          pattern: PARAMETER_PATH_PATTERN,
+        }),
+        from: Type.String({
+          description: `Where the value comes from: ${variables}`,
+          minLength: 1,
+          maxLength: 512,
+        }),
+      },
+      {
+        description:
+          'One substitution: a parameter of each created Operation takes a value from its trigger.',
+      },
+    ),
+    {
+      description: `Parameters each created Operation takes from what triggered it, checked by the admission webhook (an unknown variable, object field or parameter is refused at its field path). ${variables}`,
+      maxItems: 32,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['parameter'],
+    },
+  );
+}
+
+/** spec.maxConcurrent: how many of the object's Operations may run at once, across its instances. */
+export function maxConcurrentField(queued: string) {
+  return Type.Integer({
+    format: 'int32',
+    minimum: 1,
+    maximum: 1000,
+    description: `At most this many Operations created by this object run (have not finished) at once, across all ApplicationInstances; ${queued}. Unset: no limit.`,
+  });
+}
+
+/** CronOperation's rule: exactly one of a fixed target and a fleet selector. */
+export function oneTargetRule() {
+  return cel(
+    'has(self.targetSelector) != has(self.operationTemplate.spec.targetRef)',
+    'set exactly one of spec.targetSelector (one Operation per matching ApplicationInstance) and spec.operationTemplate.spec.targetRef (one instance)',
+  );
 }

@@ -4,6 +4,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { CATEGORY, MAX_OPERATION_NAME_LENGTH, OPERATION } from './constants.ts';
 import type { KindDefinition } from './crd.ts';
 import { ENGINE_TYPES, ENGINES, OPERATION_PHASES, OPERATION_TYPES } from './enums.ts';
+import { InputsField, ParametersFromField } from './parameters-from.ts';
 import {
   type CelRule,
   Conditions,
@@ -108,7 +109,32 @@ export const PolicySchema = Type.Object(
         format: 'int32',
         minimum: 0,
         description:
-          "Seconds after the Operation finished (status.finishedAt) when it is deleted with its children. Unset: the template's default, else kept until deleted (or pruned by the CronOperation/WatchOperation history limits).",
+          "Seconds after the Operation finished (status.finishedAt) when it is deleted with its children, whatever the outcome, unless ttlSecondsAfterSucceed or ttlSecondsAfterUnsuccessfulCompletion says otherwise for that outcome. Unset: the template's default, else kept until deleted (or pruned by the CronOperation/WatchOperation history limits).",
+      }),
+    ),
+    ttlSecondsAfterSucceed: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        description:
+          "Like ttlSecondsAfterFinished, for an Operation that Succeeded (KubeBlocks' name). Unset: ttlSecondsAfterFinished, then the template's defaults in the same order.",
+      }),
+    ),
+    ttlSecondsAfterUnsuccessfulCompletion: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        description:
+          "Like ttlSecondsAfterFinished, for an Operation that Failed or was Cancelled (KubeBlocks' name): keep failures longer to investigate them. Unset: ttlSecondsAfterFinished, then the template's defaults in the same order.",
+      }),
+    ),
+    preconditionDeadlineSeconds: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        maximum: 2592000,
+        description:
+          "Seconds after creation the Operation may wait for its preconditions (Blocked, or Pending on a missing target, profile or engine) before it fails with PreconditionDeadlineExceeded, naming what it waited for; 0 = the preconditions must hold at the first evaluation (as KubeBlocks' preConditionDeadlineSeconds). Unset: the template's default, else wait without limit.",
       }),
     ),
   },
@@ -152,6 +178,7 @@ export const OperationSpecSchema = Type.Object(
     targetRef: { ...TargetRefSchema, 'x-kubernetes-validations': [immutable('spec.targetRef')] },
     template: Type.Optional(TemplateNameField),
     parameters: Type.Optional(ParametersField),
+    parametersFrom: Type.Optional(ParametersFromField),
     policy: Type.Optional(PolicySchema),
     cancel: Type.Optional(
       Type.Boolean({
@@ -167,6 +194,7 @@ export const OperationSpecSchema = Type.Object(
       engineTypeRule(),
       optionalImmutable('template'),
       optionalImmutable('parameters'),
+      optionalImmutable('parametersFrom'),
       optionalImmutable('policy'),
       cel(
         '!(has(oldSelf.cancel) && oldSelf.cancel) || (has(self.cancel) && self.cancel)',
@@ -225,9 +253,10 @@ export const OperationStatusSchema = Type.Object(
     outputs: Type.Optional(
       FreeObject({
         description:
-          'Results worth keeping, e.g. backupName of a Velero Backup (the input of a later Restore) or the VolumeSnapshot names. Never holds secrets.',
+          "Results worth keeping, typed by the template's outputSchema (docs/templates.md lists each built-in template's outputs): e.g. backupName of a Velero Backup (the input of a later Restore through spec.parametersFrom), jobName of a Job, the VolumeSnapshot names. Never holds secrets.",
       }),
     ),
+    inputs: Type.Optional(InputsField),
     attempts: Type.Optional(
       Type.Integer({
         format: 'int32',

@@ -85,6 +85,26 @@ export const REASONS = {
   SelectorMismatch: accepted('False', "the target does not match the template's label selector"),
   TargetNotFound: accepted('False', 'no ApplicationInstance spec.targetRef.name in the namespace'),
   RbacProfileMissing: accepted('False', "the operator lacks a rule of the template's RBAC profile here"),
+  NotAllowedByTemplate: accepted(
+    'False',
+    '(added) the request asks for what its template does not allow: a ServiceAccount outside allowedServiceAccounts, a ClusterWorkflowTemplate, cluster-scoped objects',
+  ),
+  UnsafePodSpec: accepted(
+    'False',
+    "(added) the chart's migration Job asks for more than the restricted Pod Security Standard (host namespaces or paths, privilege, capabilities, root)",
+  ),
+  BackupNotAllowed: accepted(
+    'False',
+    "(added) the velero.io Backup to restore does not exist or was not made for the Operation's namespace",
+  ),
+  EngineNotInstalled: accepted(
+    'False',
+    "(added) the engine's child kinds are not served (e.g. Velero's CRDs are missing); waits, then fails",
+  ),
+  InputsUnavailable: accepted(
+    'False',
+    '(added) a parametersFrom source cannot give its outputs (missing, not Succeeded, or without the output)',
+  ),
   // Blocked
   TargetNotReady: blocked('policy.requireReady and the target is not Ready'),
   ConflictingOperation: blocked('another Operation on the same target conflicts; waits in FIFO order'),
@@ -92,6 +112,15 @@ export const REASONS = {
   MissingServiceAccount: blocked('a ServiceAccount the template requires does not exist yet'),
   OutsideMaintenanceWindow: blocked('outside the maintenance window; woken when it opens'),
   AwaitingApproval: blocked('policy.requiresApproval and no ops.vworkspace.io/approve: "true" yet'),
+  TargetPaused: blocked(
+    '(added) the target carries ops.vworkspace.io/paused: "true"; nothing is started or followed',
+  ),
+  TargetGenerationMismatch: blocked(
+    "(added) TargetGenerationMatches: the target's status.observedGeneration lags its metadata.generation",
+  ),
+  DependencyNotMet: blocked(
+    '(added) a template dependency has no recent enough Succeeded Operation, or a parametersFrom source has not finished',
+  ),
   PreconditionsSatisfied: {
     condition: CONDITION_BLOCKED,
     status: 'False',
@@ -131,11 +160,21 @@ export const REASONS = {
   DeadlineExceeded: policy('policy.activeDeadlineSeconds passed since startedAt'),
   RetryLimitExceeded: policy('the child failed policy.retryLimit + 1 times'),
   Cancelled: policy('spec.cancel was set; the child was stopped'),
+  ChildConflict: policy(
+    "(added) an object under a child's name is not this Operation's (no controller owner reference / operation-uid label of it), or was replaced",
+  ),
+  PreconditionDeadlineExceeded: policy(
+    '(added) policy.preconditionDeadlineSeconds passed while still waiting',
+  ),
   // ApplicationInstance Ready (from the Helm release record)
   ReleaseDeployed: instance('True', 'latest release revision is deployed'),
   ReleaseFailed: instance('False', 'latest release revision is failed'),
   ReleasePending: instance('False', 'latest release revision is pending-install/upgrade/rollback'),
   ReleaseNotFound: instance('False', 'no helm.sh/release.v1 Secret for the release in the namespace'),
+  ReleaseNamespaceForbidden: instance(
+    'False',
+    '(added) spec.release.namespace names another namespace; the record is not read (admitted without the webhook)',
+  ),
   // CronOperation / WatchOperation Ready
   ScheduleActive: scheduler('True', 'CronOperation schedule and time zone are valid; runs are planned'),
   InvalidSchedule: scheduler('False', 'spec.schedule does not parse'),
@@ -143,6 +182,10 @@ export const REASONS = {
   Suspended: scheduler('False', 'spec.suspend is true; nothing is created'),
   WatchActive: scheduler('True', 'WatchOperation watches its ApplicationInstances'),
   InvalidSelector: scheduler('False', 'spec.selector does not parse'),
+  OperationRefused: scheduler(
+    'False',
+    '(added) the API server or the admission webhook refused the Operation a run or trigger would create; Warning Event with the refusal',
+  ),
 } as const satisfies Record<string, ReasonInfo>;
 
 export type Reason = keyof typeof REASONS;

@@ -8,6 +8,8 @@ import {
   activeField,
   concurrencyPolicyField,
   historyFields,
+  maxConcurrentField,
+  parametersFromTriggerField,
   WatchOperationTemplateSchema,
 } from './operation-template.ts';
 import {
@@ -81,6 +83,16 @@ export const WatchOperationSpecSchema = Type.Object(
       ),
     ),
     ...historyFields,
+    maxConcurrent: Type.Optional(
+      maxConcurrentField(
+        'a trigger beyond it waits in status.targets[].pendingTrigger and runs, oldest first, as running ones finish',
+      ),
+    ),
+    parametersFromTrigger: Type.Optional(
+      parametersFromTriggerField(
+        "trigger.reason (label:<key> or field:<path>), trigger.time (when the change was acted on, RFC 3339 UTC), or object.<path> — a field of the ApplicationInstance that changed: object.metadata.name, object.metadata.labels['<key>'] (e.g. the trigger label's value), object.metadata.annotations['<key>'] or object.spec.<field> (e.g. object.spec.appRef.chart.version).",
+      ),
+    ),
     operationTemplate: WatchOperationTemplateSchema,
   },
   {

@@ -72,6 +72,24 @@ describe('docs/templates.md', () => {
   });
 });
 
+describe('docs/templates.md catalog fragments', () => {
+  it('load without a problem (e.g. the outputs/dependencies example)', () => {
+    const fragments = yamlBlocks(read('templates.md')).filter(
+      (o) => o.kind === undefined && 'templates' in o,
+    );
+    expect(fragments.length).toBeGreaterThan(0);
+    for (const f of fragments) {
+      const { problems } = parseCatalog([
+        {
+          metadata: { name: 'doc', namespace: 'vworkspace-system' },
+          data: { 'catalog.yaml': YAML.stringify(f) },
+        },
+      ]);
+      expect(problems).toEqual([]);
+    }
+  });
+});
+
 describe('docs/labels-and-annotations.md', () => {
   it('documents every well-known key and capability verb', () => {
     const doc = read('labels-and-annotations.md');

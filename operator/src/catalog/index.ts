@@ -2,6 +2,8 @@
 // template, check its target and parameters, compute effective capabilities.
 export * from './capabilities.ts';
 export * from './catalog-schema.ts';
+export * from './flow.ts';
+export * from './grants.ts';
 export * from './merge.ts';
 export * from './parameters.ts';
 export * from './parameters-limits.ts';

@@ -10,14 +10,8 @@ import {
   type Catalog,
   emptyCatalog,
 } from './catalog-schema.ts';
-import {
-  childPath,
-  compileOpenApiSchema,
-  formatFieldErrors,
-  type JsonSchema,
-  SchemaError,
-  validateWithSchema,
-} from './schema-validation.ts';
+import { checkTemplateFlow, objectSchemaProblem } from './flow.ts';
+import { childPath, formatFieldErrors, type JsonSchema, validateWithSchema } from './schema-validation.ts';
 import { DisabledTemplateSchema, type MaintenanceWindow, type Template, TemplateSchema } from './template.ts';
 
 export interface ConfigMapLike {
@@ -193,15 +187,8 @@ function checkTemplate(
     };
   }
   const schemaPath = `${path}.inputSchema`;
-  if (t.inputSchema.type !== 'object')
-    return { path: schemaPath, message: 'the root of inputSchema must have type: object' };
-  try {
-    compileOpenApiSchema(t.inputSchema);
-  } catch (err) {
-    if (err instanceof SchemaError)
-      return { path: schemaPath, message: `not a valid schema: ${err.message}` };
-    throw err;
-  }
+  const schemaProblem = objectSchemaProblem(t.inputSchema, path, 'inputSchema');
+  if (schemaProblem) return schemaProblem;
   // The schema's own defaults must satisfy it, or every Operation relying on them would be refused.
   const defaults = validateWithSchema(t.inputSchema, {}, 'spec.parameters');
   const bad = defaults.ok ? [] : defaults.errors.filter((e) => e.type !== 'Required value');
@@ -227,6 +214,8 @@ function checkTemplate(
       return { path: `${pPath}.parameter`, message: `inputSchema has no parameter ${p.parameter}` };
     }
   }
+  const flowProblem = checkTemplateFlow(t, path);
+  if (flowProblem) return flowProblem;
   const windowProblem = t.maintenanceWindow && options.validateWindow?.(t.maintenanceWindow);
   if (windowProblem) return { path: `${path}.maintenanceWindow`, message: windowProblem };
   return undefined;

@@ -42,6 +42,40 @@ export function effectivePolicy(
   };
 }
 
+/** The TTL fields a finished Operation reads, most specific first, the Operation's before its template's. */
+const TTL_FIELDS = {
+  Succeeded: ['ttlSecondsAfterSucceed', 'ttlSecondsAfterFinished'],
+  Unsuccessful: ['ttlSecondsAfterUnsuccessfulCompletion', 'ttlSecondsAfterFinished'],
+} as const;
+
+/**
+ * Seconds after finishedAt when an Operation that ended in `phase` is deleted: its own phase-specific
+ * TTL, its ttlSecondsAfterFinished, then the template's two in the same order (KubeBlocks' names for the
+ * specific ones, Kubernetes' Job name for the common one). undefined: kept.
+ */
+export function ttlSecondsFor(
+  phase: 'Succeeded' | 'Failed' | 'Cancelled',
+  policy: OperationPolicy | undefined,
+  defaults: PolicyDefaults | undefined,
+): number | undefined {
+  const fields = TTL_FIELDS[phase === 'Succeeded' ? 'Succeeded' : 'Unsuccessful'];
+  for (const source of [policy, defaults]) {
+    for (const f of fields) {
+      const v = source?.[f];
+      if (v !== undefined) return v;
+    }
+  }
+  return undefined;
+}
+
+/** policy.preconditionDeadlineSeconds, else the template's default; undefined: wait without limit. */
+export function preconditionDeadlineSeconds(
+  policy: OperationPolicy | undefined,
+  defaults: PolicyDefaults | undefined,
+): number | undefined {
+  return policy?.preconditionDeadlineSeconds ?? defaults?.preconditionDeadlineSeconds;
+}
+
 /** A policy field an Operation set looser than its template's floor. */
 export interface PolicyLoosening {
   /** Under spec.policy, e.g. `requiresApproval`. */

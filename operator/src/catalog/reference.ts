@@ -1,5 +1,7 @@
 // Renders the parameter reference of the built-in templates (the generated part of docs/templates.md).
 import { PRECONDITIONS } from '../api/enums.ts';
+import { describeFilter } from './flow.ts';
+import { allowedServiceAccounts } from './grants.ts';
 import type { JsonSchema } from './schema-validation.ts';
 import { capabilitySelectors, type Template } from './template.ts';
 
@@ -44,6 +46,25 @@ function parameterRows(schema: JsonSchema, prefix: string, out: string[]): void 
   }
 }
 
+/** What the template grants a requester (catalog/grants.ts), for the templates where it matters. */
+function grantsLine(t: Template): string | undefined {
+  const props = (t.inputSchema.properties ?? {}) as Record<string, unknown>;
+  const parts: string[] = [];
+  if ('serviceAccountName' in props || t.engine === 'helmHookJob') {
+    parts.push(
+      `ServiceAccounts: ${allowedServiceAccounts(t)
+        .map((s) => `\`${s}\``)
+        .join(', ')}`,
+    );
+  }
+  if (t.engine === 'workflow')
+    parts.push(`ClusterWorkflowTemplates: ${t.allowClusterWorkflowTemplates ? 'yes' : 'no'}`);
+  if (t.engine === 'velero' && t.type === 'Restore') {
+    parts.push(`cluster-scoped objects: ${t.allowClusterResources ? 'yes' : 'no'}`);
+  }
+  return parts.length > 0 ? `grants: ${parts.join('; ')}` : undefined;
+}
+
 export function renderTemplateReference(t: Template): string {
   const caps = capabilitySelectors(t)
     .map((c) => `\`ops.vworkspace.io/${c.verb}: ${c.engine}\``)
@@ -56,6 +77,14 @@ export function renderTemplateReference(t: Template): string {
     .join(', ');
   const rows: string[] = [];
   parameterRows(t.inputSchema, '', rows);
+  const reach = grantsLine(t);
+  const sources = (t.parametersFrom ?? []).map(
+    (s) =>
+      `- parametersFrom (when unset): ${s.outputs.map((m) => `\`${m.parameter ?? m.output}\``).join(', ')} from the output${s.outputs.length > 1 ? 's' : ''} ${s.outputs.map((m) => `\`${m.output}\``).join(', ')} of the latest Succeeded ${describeFilter(s.latest)} Operation on the target`,
+  );
+  const deps = (t.dependencies ?? []).map(
+    (d) => `- depends on: a Succeeded ${describeFilter(d)}${d.maxAge ? ` started within ${d.maxAge}` : ''}`,
+  );
   return [
     `### ${t.name}`,
     '',
@@ -66,12 +95,30 @@ export function renderTemplateReference(t: Template): string {
     `- RBAC profile: \`${t.rbacProfile}\``,
     `- preconditions: ${pre}`,
     `- policy defaults: ${defaults || '(none)'}`,
+    ...sources,
+    ...deps,
+    ...(reach ? [`- ${reach}`] : []),
     '',
     '| Parameter | Type | Required | Default | Description |',
     '|---|---|---|---|---|',
     ...rows,
     '',
+    ...outputRows(t),
   ].join('\n');
+}
+
+/** The `status.outputs` table: what the template's outputSchema declares. */
+function outputRows(t: Template): string[] {
+  if (!t.outputSchema) return [];
+  const props = Object.entries((t.outputSchema.properties ?? {}) as Record<string, JsonSchema>);
+  const patterns = Object.entries((t.outputSchema.patternProperties ?? {}) as Record<string, JsonSchema>);
+  return [
+    '| Output (`status.outputs`) | Type | Description |',
+    '|---|---|---|',
+    ...props.map(([k, s]) => `| \`${k}\` | ${cell(typeOf(s))} | ${cell(about(s))} |`),
+    ...patterns.map(([p, s]) => `| keys matching \`${cell(p)}\` | ${cell(typeOf(s))} | ${cell(about(s))} |`),
+    '',
+  ];
 }
 
 export function renderTemplatesReference(templates: readonly Template[]): string {

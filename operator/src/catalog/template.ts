@@ -11,7 +11,8 @@ import {
   PRECONDITIONS,
   TYPE_CAPABILITY_VERB,
 } from '../api/enums.ts';
-import { DNS1123_LABEL, QUALIFIED_NAME } from '../api/schema-helpers.ts';
+import { MAX_PARAMETER_SOURCES, TemplateParameterSourceSchema } from '../api/parameters-from.ts';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN, QUALIFIED_NAME } from '../api/schema-helpers.ts';
 import type { JsonSchema } from './schema-validation.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -148,10 +149,54 @@ export const PolicyDefaultsSchema = Type.Object(
     ttlSecondsAfterFinished: Type.Optional(
       Type.Integer({ minimum: 0, description: 'Default of spec.policy.ttlSecondsAfterFinished.' }),
     ),
+    ttlSecondsAfterSucceed: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'Default of spec.policy.ttlSecondsAfterSucceed.' }),
+    ),
+    ttlSecondsAfterUnsuccessfulCompletion: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'Default of spec.policy.ttlSecondsAfterUnsuccessfulCompletion.',
+      }),
+    ),
+    preconditionDeadlineSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 2592000,
+        description: 'Default of spec.policy.preconditionDeadlineSeconds.',
+      }),
+    ),
   },
   { ...strict, description: "Defaults for the Operation's spec.policy fields it leaves unset." },
 );
 export type PolicyDefaults = Static<typeof PolicyDefaultsSchema>;
+
+export const DependencySchema = Type.Object(
+  {
+    type: OneOf(OPERATION_TYPES, 'Type of the Operation that must have succeeded, e.g. Backup.'),
+    engine: Type.Optional(OneOf(ENGINES, 'Only Operations run by this engine count. Unset: any engine.')),
+    template: Type.Optional(
+      Type.String({
+        description: 'Only Operations that ran this template count. Unset: any template.',
+        pattern: DNS1123_LABEL,
+        maxLength: 63,
+      }),
+    ),
+    maxAge: Type.Optional(
+      Type.String({
+        description:
+          'How recent it must be, as a Go duration (e.g. 1h), counted from its status.startedAt (the oldest data it may hold). Unset: any age.',
+        pattern: GO_DURATION_PATTERN,
+        maxLength: 32,
+      }),
+    ),
+  },
+  {
+    ...strict,
+    description:
+      'An Operation of this type must have Succeeded on the same target before this template runs; until then Operations wait as Blocked/DependencyNotMet, with a message saying what to run.',
+  },
+);
+export type Dependency = Static<typeof DependencySchema>;
 
 export const TemplateSchema = Type.Object(
   {
@@ -168,6 +213,27 @@ export const TemplateSchema = Type.Object(
       type: 'object',
       description: 'OpenAPI v3 schema of Operation.spec.parameters (type: object at the root).',
     }),
+    outputSchema: Type.Optional(
+      Type.Unsafe<JsonSchema>({
+        type: 'object',
+        description:
+          "OpenAPI v3 schema of the Operation's status.outputs (type: object at the root): what its engine reports, e.g. backupName. spec.parametersFrom may only read outputs it declares. Unset: outputs are not typed.",
+      }),
+    ),
+    parametersFrom: Type.Optional(
+      Type.Array(TemplateParameterSourceSchema, {
+        description:
+          'Default sources for parameters an Operation leaves unset, e.g. velero-restore reads backupName from the latest Succeeded velero Backup of the target.',
+        maxItems: MAX_PARAMETER_SOURCES,
+      }),
+    ),
+    dependencies: Type.Optional(
+      Type.Array(DependencySchema, {
+        description:
+          'Operations that must have Succeeded on the target first (precondition DependenciesSucceeded).',
+        maxItems: 8,
+      }),
+    ),
     rbacProfile: Type.String({
       description: 'Id of the RBAC profile the operator needs in the namespace, e.g. backup.velero.',
       pattern: '^[a-z][A-Za-z0-9]*\\.[a-z][A-Za-z0-9]*$',
@@ -192,6 +258,27 @@ export const TemplateSchema = Type.Object(
       Type.Boolean({
         description:
           'With requiresApproval: the approver must be someone other than the creator of the Operation.',
+      }),
+    ),
+    allowedServiceAccounts: Type.Optional(
+      Type.Array(Type.String({ pattern: DNS1123_SUBDOMAIN, minLength: 1, maxLength: 253 }), {
+        description:
+          "ServiceAccounts of the Operation's namespace its pods may run as: spec.parameters.serviceAccountName (job, helm, workflow) and the chart's migration Job (helmHookJob). Default: only vworkspace-runner. The webhook admits another one only from a requester who could run pods as it themselves (create pods in the namespace, or impersonate that ServiceAccount).",
+        minItems: 1,
+        maxItems: 32,
+        uniqueItems: true,
+      }),
+    ),
+    allowClusterWorkflowTemplates: Type.Optional(
+      Type.Boolean({
+        description:
+          'workflow engine: true lets spec.parameters.workflowTemplateRef.clusterScope name a ClusterWorkflowTemplate. Default false: only WorkflowTemplates of the namespace.',
+      }),
+    ),
+    allowClusterResources: Type.Optional(
+      Type.Boolean({
+        description:
+          'velero Restore: true lets spec.parameters.includeClusterResources: true restore cluster-scoped objects from the backup. Default false: the Restore leaves includeClusterResources unset, so Velero restores only namespaced objects and the PersistentVolumes of restored claims. For platform-admin templates only.',
       }),
     ),
     disabled: Type.Optional(Type.Literal(false)),
@@ -226,6 +313,7 @@ export function standardPreconditions(extra: readonly Precondition[] = []): Prec
     { name: 'TargetExists' },
     { name: 'CapabilityAdvertised' },
     { name: 'TemplateSelectors' },
+    { name: 'EngineInstalled' },
     { name: 'RbacProfilePresent' },
     { name: 'ApprovalGiven' },
     { name: 'TargetReady' },

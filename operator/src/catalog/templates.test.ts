@@ -67,9 +67,14 @@ describe('template parameters', () => {
     );
   });
 
-  it('velero-restore: backupName is required', () => {
+  it('velero-restore: backupName is required; cluster-scoped objects are not offered', () => {
     expect(fieldErrors('velero-restore', {})).toEqual([
-      expect.stringMatching(/^spec\.parameters\.backupName: Required value: .*velero\.io Backup to restore/),
+      expect.stringMatching(
+        /^spec\.parameters\.backupName: Required value: .*velero\.io Backup made for this namespace/,
+      ),
+    ]);
+    expect(fieldErrors('velero-restore', { backupName: 'b', includeClusterResources: true })).toEqual([
+      expect.stringMatching(/^spec\.parameters\.includeClusterResources: Forbidden: unknown field/),
     ]);
   });
 

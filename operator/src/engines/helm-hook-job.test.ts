@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { LABEL_OPERATION } from '../api/annotations.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
 import { helmHookJobAdapter } from './helm-hook-job.ts';
-import { anInput, jobCondition, materialized, withStatus } from './testing.ts';
+import { anInput, builtinWith, jobCondition, materialized, withStatus } from './testing.ts';
 
 /** A Job as a chart renders it into ConfigMap <release>-vworkspace-migration. */
 function chartJob(podSecurity: Record<string, unknown> = {}, containerSecurity?: Record<string, unknown>) {
@@ -36,13 +37,33 @@ function chartJob(podSecurity: Record<string, unknown> = {}, containerSecurity?:
   };
 }
 
-const input = (migrationJob?: Record<string, unknown>, env: Record<string, unknown> = {}) =>
+/** The chart's Job runs as ServiceAccount `nextcloud`: a catalog template must allow it. */
+const allowingChartAccount = builtinWith('Migration', 'helmHookJob', {
+  allowedServiceAccounts: ['vworkspace-runner', 'nextcloud'],
+});
+
+const input = (
+  migrationJob?: Record<string, unknown>,
+  env: Record<string, unknown> = {},
+  /** null: the built-in template. */
+  template: EffectiveTemplate | null = allowingChartAccount,
+  parameters?: Record<string, unknown>,
+) =>
   anInput({
     name: 'migrate-30',
     type: 'Migration',
     engine: 'helmHookJob',
     env: { ...(migrationJob ? { migrationJob } : {}), ...env },
+    ...(template ? { template } : {}),
+    ...(parameters ? { parameters } : {}),
   });
+
+/** The chart's Job with `edit` applied to its pod template (a hostile ConfigMap writer's changes). */
+function hostile(edit: (pod: Record<string, unknown>) => void) {
+  const job = chartJob();
+  edit(job.spec.template as unknown as Record<string, unknown>);
+  return job;
+}
 
 type Pod = {
   serviceAccountName: string;
@@ -84,7 +105,7 @@ describe('helmHookJob materialize', () => {
     expect(pod.containers[0]?.command).toEqual(['occ', 'upgrade']);
   });
 
-  it('fills the restricted security defaults only where the chart left them unset', () => {
+  it('forces the restricted security context; only a writable root filesystem stays the chart choice', () => {
     const { pod } = childOf(input(chartJob({ runAsUser: 33 }, { readOnlyRootFilesystem: false })));
     expect(pod.securityContext).toEqual({
       runAsUser: 33,
@@ -93,8 +114,56 @@ describe('helmHookJob materialize', () => {
     });
     expect(pod.containers[0]?.securityContext).toEqual({
       readOnlyRootFilesystem: false,
+      privileged: false,
       allowPrivilegeEscalation: false,
       capabilities: { drop: ['ALL'] },
+    });
+    expect(pod).toMatchObject({ hostNetwork: false, hostPID: false, hostIPC: false });
+  });
+
+  it.each([
+    [
+      'spec.template.spec.hostPID',
+      (p: Record<string, unknown>) => Object.assign(p.spec as object, { hostPID: true }),
+    ],
+    [
+      'spec.template.spec.volumes[0].hostPath',
+      (p: Record<string, unknown>) =>
+        Object.assign(p.spec as object, { volumes: [{ name: 'root', hostPath: { path: '/' } }] }),
+    ],
+    [
+      'spec.template.spec.containers[0].securityContext.privileged',
+      (p: Record<string, unknown>) =>
+        Object.assign((p.spec as { containers: object[] }).containers[0]!, {
+          securityContext: { privileged: true },
+        }),
+    ],
+  ])(
+    'refuses a chart Job that asks for more than restricted (%s): UnsafePodSpec naming the field',
+    (field, edit) => {
+      const r = helmHookJobAdapter.materialize(input(hostile(edit)));
+      expect(r).toMatchObject({ ok: false, reason: 'UnsafePodSpec' });
+      if (!r.ok) {
+        expect(r.message).toContain(`${field}: `);
+        expect(r.message).toContain('ConfigMap nextcloud-team-a-vworkspace-migration');
+      }
+    },
+  );
+
+  it('runs as a ServiceAccount the template allows: the runner when the chart names none, never another', () => {
+    const unnamed = hostile((p) => {
+      delete (p.spec as Record<string, unknown>).serviceAccountName;
+    });
+    expect(childOf(input(unnamed, {}, null)).pod.serviceAccountName).toBe('vworkspace-runner');
+    const admin = hostile((p) => Object.assign(p.spec as object, { serviceAccountName: 'cluster-admin' }));
+    const r = helmHookJobAdapter.materialize(input(admin));
+    expect(r).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+    if (!r.ok)
+      expect(r.message).toContain('spec.template.spec.serviceAccountName: ServiceAccount "cluster-admin"');
+    // The built-in template allows only the runner, so the chart's own account needs a catalog template.
+    expect(helmHookJobAdapter.materialize(input(chartJob(), {}, null))).toMatchObject({
+      ok: false,
+      reason: 'NotAllowedByTemplate',
     });
   });
 
@@ -107,6 +176,12 @@ describe('helmHookJob materialize', () => {
     const missing = helmHookJobAdapter.materialize(input());
     expect(missing).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
     if (!missing.ok) expect(missing.message).toContain('nextcloud-team-a-vworkspace-migration');
+    expect(
+      helmHookJobAdapter.materialize(input(undefined, {}, null, { configMapName: 'mine' })),
+    ).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('ConfigMap mine (key job.yaml)'),
+    });
     expect(helmHookJobAdapter.materialize(input({ apiVersion: 'v1', kind: 'Pod', spec: {} }))).toMatchObject({
       ok: false,
       reason: 'CapabilityMissing',

@@ -1,13 +1,18 @@
 // helmHookJob engine (Migration): the migration Job the chart ships, already rendered by Helm into
-// ConfigMap `<release>-vworkspace-migration` (key job.yaml). The adapter only makes it this
-// Operation's child: deterministic name, namespace, labels, owner, backoffLimit 0 and the restricted
-// security defaults wherever the chart left them unset.
+// ConfigMap `<release>-vworkspace-migration` (or parameters.configMapName; key job.yaml). Whoever can
+// write that ConfigMap chooses what runs, so its pod template is UNTRUSTED: anything beyond the restricted
+// Pod Security Standard is refused (Accepted=False/UnsafePodSpec naming the field), the restricted settings
+// are forced, and the pod runs as a ServiceAccount the template allows (Accepted=False/NotAllowedByTemplate
+// otherwise). The adapter then makes it this Operation's child: deterministic name, namespace, labels,
+// owner, backoffLimit 0.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABEL_OPERATION } from '../api/annotations.ts';
+import { allowedServiceAccounts, serviceAccountDenial } from '../catalog/grants.ts';
 import { effectivePolicy } from '../catalog/policy.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
 import { at, isRecord, type Json, num, str } from './object.ts';
-import { applyRestrictedDefaults, cancelJobs, mayMountToken, observeJob } from './runner-pod.ts';
+import { sanitizeUntrustedPodTemplate } from './pod-security.ts';
+import { cancelJobs, mayMountToken, observeJob } from './runner-pod.ts';
 import type { EngineAdapter, MaterializeInput, MaterializeResult, Observation } from './types.ts';
 
 export const MIGRATION_CONFIGMAP_SUFFIX = '-vworkspace-migration';
@@ -63,10 +68,31 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const namespace = op.metadata.namespace ?? '';
   const meta = at(job, 'metadata');
   const spec = isRecord(job.spec) ? job.spec : {};
-  const tpl = isRecord(spec.template) ? spec.template : {};
-  const tplMeta = isRecord(tpl.metadata) ? tpl.metadata : {};
-  const serviceAccountName = str(podSpec.serviceAccountName) ?? 'default';
-  const hardened = applyRestrictedDefaults(podSpec);
+  const where = `the migration Job in ConfigMap ${source} (key ${MIGRATION_CONFIGMAP_KEY})`;
+  const sanitized = sanitizeUntrustedPodTemplate(spec.template);
+  if (!sanitized.ok) {
+    return {
+      ok: false,
+      reason: 'UnsafePodSpec',
+      message: `${where} asks for more than the restricted Pod Security Standard: ${sanitized.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}. Remove it from the chart's Job template, then create a new Operation (or set ops.vworkspace.io/reconcile)`,
+    };
+  }
+  const tplMeta = sanitized.template.metadata;
+  const hardened = sanitized.template.spec;
+  // Unset runs as the template's first allowed ServiceAccount; `serviceAccount` is the deprecated alias.
+  const named = str(podSpec.serviceAccountName);
+  const alias = str(podSpec.serviceAccount);
+  const field = `spec.template.spec.${named || !alias ? 'serviceAccountName' : 'serviceAccount'}`;
+  const serviceAccountName = named ?? alias ?? allowedServiceAccounts(template)[0] ?? '';
+  const denied =
+    named && alias && named !== alias
+      ? `serviceAccountName "${named}" and its deprecated alias serviceAccount "${alias}" differ; name one ServiceAccount`
+      : serviceAccountDenial(template, serviceAccountName)?.message;
+  if (denied) {
+    return { ok: false, reason: 'NotAllowedByTemplate', message: `${where}, ${field}: ${denied}` };
+  }
+  delete hardened.serviceAccount;
+  hardened.serviceAccountName = serviceAccountName;
   if (!mayMountToken(env, namespace, serviceAccountName)) hardened.automountServiceAccountToken = false;
   hardened.restartPolicy ??= 'Never';
   const policyDeadline = effectivePolicy(
@@ -91,7 +117,6 @@ function materialize(input: MaterializeInput): MaterializeResult {
     backoffLimit: 0,
     ...(deadline === undefined ? {} : { activeDeadlineSeconds: deadline }),
     template: {
-      ...tpl,
       metadata: {
         ...tplMeta,
         labels: {

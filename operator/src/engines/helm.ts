@@ -3,6 +3,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT } from '../catalog/templates/fragments.ts';
+import { refuseUngranted } from './grants.ts';
 import { releaseOf } from './names.ts';
 import { str } from './object.ts';
 import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
@@ -20,6 +21,8 @@ export function chartArgs(target: ApplicationInstance): string[] | undefined {
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, target, template, parameters, env, attempt } = input;
+  const refused = refuseUngranted(input);
+  if (refused) return refused;
   if (!env.helmImage) {
     return {
       ok: false,

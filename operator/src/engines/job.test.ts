@@ -1,13 +1,24 @@
 import { describe, expect, it } from 'vitest';
+import { ANNOTATION_CREATED_BY } from '../api/annotations.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
 import { RUNCOMMAND_IMAGES } from '../catalog/templates/job-runcommand.ts';
 import { jobAdapter } from './job.ts';
-import { anInput, aTemplateWithoutAllowlist, jobCondition, materialized, withStatus } from './testing.ts';
+import {
+  anInput,
+  aTemplateWithoutAllowlist,
+  builtinWith,
+  jobCondition,
+  materialized,
+  withStatus,
+} from './testing.ts';
 
 const input = (
   o: {
     parameters?: Record<string, unknown>;
     env?: Record<string, unknown>;
     policy?: Record<string, number>;
+    template?: EffectiveTemplate;
+    annotations?: Record<string, string>;
   } = {},
 ) =>
   anInput({
@@ -17,7 +28,12 @@ const input = (
     parameters: o.parameters ?? { command: ['sh', '-c', 'cat /etc/config'] },
     ...(o.env ? { env: o.env } : {}),
     ...(o.policy ? { policy: o.policy } : {}),
+    ...(o.template ? { template: o.template } : {}),
+    ...(o.annotations ? { annotations: o.annotations } : {}),
   });
+const allowingOps = builtinWith('RunCommand', 'job', {
+  allowedServiceAccounts: ['vworkspace-runner', 'ops'],
+});
 
 type PodSpec = {
   serviceAccountName: string;
@@ -75,16 +91,42 @@ describe('job materialize', () => {
   });
 
   it("never mounts the operator's own token", () => {
+    const parameters = { command: ['id'], serviceAccountName: 'ops' };
     const env = { operatorServiceAccount: { namespace: 'team-a', name: 'ops' } };
-    expect(
-      jobOf(input({ env, parameters: { command: ['id'], serviceAccountName: 'ops' } })).pod
-        .automountServiceAccountToken,
-    ).toBe(false);
+    expect(jobOf(input({ env, parameters, template: allowingOps })).pod.automountServiceAccountToken).toBe(
+      false,
+    );
     const elsewhere = { operatorServiceAccount: { namespace: 'vworkspace-system', name: 'ops' } };
     expect(
-      jobOf(input({ env: elsewhere, parameters: { command: ['id'], serviceAccountName: 'ops' } })).pod
-        .automountServiceAccountToken,
+      jobOf(input({ env: elsewhere, parameters, template: allowingOps })).pod.automountServiceAccountToken,
     ).toBe(true);
+  });
+
+  it("runs only as a ServiceAccount the template allows, unless the webhook judged the requester's choice", () => {
+    const parameters = { command: ['id'], serviceAccountName: 'cluster-admin-sa' };
+    const refused = jobAdapter.materialize(input({ parameters }));
+    expect(refused).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+    if (!refused.ok) {
+      expect(refused.message).toMatch(/^spec\.parameters\.serviceAccountName: /);
+      expect(refused.message).toContain('allowedServiceAccounts: vworkspace-runner');
+    }
+    // created-by is written only by the webhook, which admitted the name because the requester could run pods as it.
+    const judged = input({ parameters, annotations: { [ANNOTATION_CREATED_BY]: 'bob' } });
+    expect(jobOf(judged).pod.serviceAccountName).toBe('cluster-admin-sa');
+    // A name that arrived through parametersFrom (not in spec.parameters) was never judged by the webhook.
+    const viaInputs = input({ annotations: { [ANNOTATION_CREATED_BY]: 'bob' } });
+    expect(
+      jobAdapter.materialize({
+        ...viaInputs,
+        parameters: { ...viaInputs.parameters, serviceAccountName: 'cluster-admin-sa' },
+      }),
+    ).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+    const listed = input({
+      parameters: { command: ['id'], serviceAccountName: 'ops' },
+      template: allowingOps,
+    });
+    expect(jobOf(listed).pod.serviceAccountName).toBe('ops');
+    expect(jobOf().pod.serviceAccountName).toBe('vworkspace-runner');
   });
 
   it('refuses an image outside the allowlist, and any image when the template has no allowlist', () => {

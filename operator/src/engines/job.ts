@@ -2,6 +2,7 @@
 // restricted pod security profile and the runner ServiceAccount.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT } from '../catalog/templates/fragments.ts';
+import { refuseUngranted } from './grants.ts';
 import { at, str, stringArray } from './object.ts';
 import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
 import type { EngineAdapter, MaterializeInput, MaterializeResult, Observation } from './types.ts';
@@ -13,6 +14,8 @@ export function allowedImages(inputSchema: unknown): string[] {
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, template, parameters, env, attempt } = input;
+  const refused = refuseUngranted(input);
+  if (refused) return refused;
   const allowed = allowedImages(template.inputSchema);
   const image = str(parameters.image);
   if (allowed.length === 0) {

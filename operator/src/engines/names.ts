@@ -3,7 +3,7 @@
 // restarts mid-way re-derives the same name and finds (or adopts) what it already created.
 import { createHash } from 'node:crypto';
 import { ANNOTATION_ATTEMPT, ANNOTATION_PVC, LABEL_MANAGED_BY, MANAGED_BY } from '../api/annotations.ts';
-import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE, OPERATION } from '../api/index.ts';
+import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE, LABEL_OPERATION_UID, OPERATION } from '../api/index.ts';
 import type { Operation } from '../api/operation.ts';
 import type { ChildManifest } from './types.ts';
 export { ANNOTATION_ATTEMPT, ANNOTATION_PVC, LABEL_MANAGED_BY, MANAGED_BY };
@@ -83,7 +83,8 @@ export interface ChildMetadataOptions {
 /**
  * Metadata of a child. In the Operation's namespace: an owner reference (garbage collection and
  * watch mapping). Elsewhere (Velero's namespace) owner references cannot cross namespaces, so the
- * operation and operation-namespace labels are how the operator maps and cleans the child up.
+ * operation and operation-namespace labels are how the operator maps and cleans the child up, and the
+ * operation-uid label is how it recognises the child as its own (ownership.ts).
  */
 export function childMetadata(
   op: Operation,
@@ -102,7 +103,12 @@ export function childMetadata(
       ...o.labels,
       [LABEL_MANAGED_BY]: MANAGED_BY,
       [LABEL_OPERATION]: op.metadata.name ?? '',
-      ...(sameNamespace ? {} : { [LABEL_OPERATION_NAMESPACE]: opNamespace }),
+      ...(sameNamespace
+        ? {}
+        : {
+            [LABEL_OPERATION_NAMESPACE]: opNamespace,
+            ...(op.metadata.uid ? { [LABEL_OPERATION_UID]: op.metadata.uid } : {}),
+          }),
     },
     annotations: { ...o.annotations, [ANNOTATION_ATTEMPT]: String(attempt(o.attempt)) },
     ...(owner ? { ownerReferences: [owner] } : {}),

@@ -1,12 +1,13 @@
 // Test-object builders for engine tests (unit and integration): Operations, ApplicationInstances,
 // the built-in templates, materialize inputs, and children with a given status.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
 import type { Engine, OperationType } from '../api/enums.ts';
 import type { Operation, OperationSpec } from '../api/operation.ts';
 import { validateParameters } from '../catalog/parameters.ts';
-import type { EffectiveTemplate } from '../catalog/template.ts';
+import type { EffectiveTemplate, Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { ChildManifest, EngineEnvironment, MaterializeInput } from './types.ts';
 
@@ -20,6 +21,7 @@ export interface OperationOptions {
   parameters?: Record<string, unknown>;
   policy?: OperationSpec['policy'];
   target?: string;
+  annotations?: Record<string, string>;
 }
 
 export function anOperation(o: OperationOptions = {}): Operation {
@@ -31,6 +33,7 @@ export function anOperation(o: OperationOptions = {}): Operation {
       name: o.name ?? 'nightly-backup',
       namespace: o.namespace ?? 'team-a',
       ...(uid === null ? {} : { uid }),
+      ...(o.annotations ? { annotations: o.annotations } : {}),
     },
     spec: {
       type: o.type ?? 'Backup',
@@ -154,4 +157,18 @@ export function aTemplateWithoutAllowlist(): EffectiveTemplate {
   const schema = structuredClone(t.inputSchema) as { properties: Record<string, unknown> };
   schema.properties.image = { type: 'string' };
   return { ...t, name: 'open-runcommand', inputSchema: schema, source: 'test' };
+}
+
+/** The velero.io Backup a Restore names, as the reconciler reads it: made for `namespace` by a Backup Operation there. */
+export function aVeleroBackup(name: string, namespace = 'team-a'): EngineEnvironment['veleroBackup'] {
+  return { name, labels: { [LABEL_OPERATION_NAMESPACE]: namespace, [LABEL_INSTANCE]: 'nextcloud' } };
+}
+
+/** The built-in template for (type, engine) with template fields of a platform admin's catalog entry. */
+export function builtinWith(
+  type: OperationType,
+  engine: Engine,
+  fields: Partial<Template>,
+): EffectiveTemplate {
+  return { ...builtinTemplate(type, engine), ...fields, name: `custom-${engine}`, source: 'test' };
 }

@@ -29,8 +29,10 @@ export interface EngineEnvironment {
   helmImage?: string;
   /** PVC names of the target's Helm release (label app.kubernetes.io/instance=<release>), sorted. */
   pvcs?: readonly string[];
-  /** The chart-provided migration Job template (ConfigMap `<release>-vworkspace-migration`, key job.yaml), parsed. */
+  /** The chart-provided migration Job template (ConfigMap parameters.configMapName, else `<release>-vworkspace-migration`; key job.yaml), parsed. */
   migrationJob?: Record<string, unknown>;
+  /** Restore: the velero.io Backup parameters.backupName names, as read from the Velero namespace; absent when there is none. */
+  veleroBackup?: { name: string; labels: Record<string, string> };
   /**
    * The operator's own ServiceAccount. Runner pods (job, helm, helmHookJob) running as exactly this
    * account get automountServiceAccountToken: false, so the operator's token never reaches a runner.

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
-import { anInput, materialized, withStatus } from './testing.ts';
+import {
+  LABEL_INSTANCE,
+  LABEL_OPERATION,
+  LABEL_OPERATION_NAMESPACE,
+  LABEL_OPERATION_UID,
+} from '../api/annotations.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
+import { anInput, aVeleroBackup, builtinTemplate, materialized, withStatus } from './testing.ts';
+import type { EngineEnvironment } from './types.ts';
 import { QUIESCE_COMMAND, QUIESCE_POD_LABEL, UNQUIESCE_COMMAND, veleroAdapter } from './velero.ts';
 
 const backupInput = (parameters: Record<string, unknown> = {}, annotations: Record<string, string> = {}) =>
@@ -12,8 +19,33 @@ const backupInput = (parameters: Record<string, unknown> = {}, annotations: Reco
     parameters,
     instance: { annotations },
   });
-const restoreInput = (parameters: Record<string, unknown> = { backupName: 'pre-upgrade-abc' }) =>
-  anInput({ name: 'roll-back', namespace: 'team-a', type: 'Restore', engine: 'velero', parameters });
+const restoreInput = (
+  parameters: Record<string, unknown> = { backupName: 'pre-upgrade-abc' },
+  o: { backup?: EngineEnvironment['veleroBackup'] | null; template?: EffectiveTemplate } = {},
+) =>
+  anInput({
+    name: 'roll-back',
+    namespace: 'team-a',
+    type: 'Restore',
+    engine: 'velero',
+    parameters,
+    ...(o.template ? { template: o.template } : {}),
+    env: o.backup === null ? {} : { veleroBackup: o.backup ?? aVeleroBackup(String(parameters.backupName)) },
+  });
+
+/** A platform admin's restore template that offers (and, with `allow`, grants) cluster-scoped objects. */
+function clusterRestoreTemplate(allow: boolean): EffectiveTemplate {
+  const t = builtinTemplate('Restore', 'velero');
+  const schema = structuredClone(t.inputSchema) as { properties: Record<string, unknown> };
+  schema.properties.includeClusterResources = { type: 'boolean' };
+  return {
+    ...t,
+    name: 'admin-restore',
+    inputSchema: schema,
+    ...(allow ? { allowClusterResources: true } : {}),
+    source: 'test',
+  };
+}
 
 function backupWith(status: Record<string, unknown>) {
   const [child] = materialized(veleroAdapter.materialize(backupInput()));
@@ -31,7 +63,12 @@ describe('velero materialize', () => {
       kind: 'Backup',
       metadata: {
         namespace: 'velero',
-        labels: { [LABEL_OPERATION]: 'pre-upgrade', [LABEL_OPERATION_NAMESPACE]: 'team-a' },
+        labels: {
+          [LABEL_OPERATION]: 'pre-upgrade',
+          [LABEL_OPERATION_NAMESPACE]: 'team-a',
+          [LABEL_OPERATION_UID]: '0a1b2c3d-0000-4000-8000-000000000001',
+          [LABEL_INSTANCE]: 'nextcloud',
+        },
       },
       spec: {
         includedNamespaces: ['team-a'],
@@ -85,6 +122,33 @@ describe('velero materialize', () => {
         restorePVs: true,
       },
     });
+    expect(r?.spec).not.toHaveProperty('namespaceMapping');
+    expect(r?.spec).not.toHaveProperty('includeClusterResources');
+  });
+
+  it.each([
+    ['does not exist', null],
+    ['was made for another namespace', aVeleroBackup('b1', 'team-b')],
+    ['carries no namespace label (an admin backup)', { name: 'b1', labels: {} }],
+  ])('refuses a Backup that %s, with one message that does not tell which', (_why, backup) => {
+    const r = veleroAdapter.materialize(restoreInput({ backupName: 'b1' }, { backup }));
+    expect(r).toMatchObject({ ok: false, reason: 'BackupNotAllowed' });
+    if (!r.ok) {
+      expect(r.message).toContain('parameters.backupName');
+      expect(r.message).toContain(`${LABEL_OPERATION_NAMESPACE}=team-a`);
+      expect(r.message).not.toContain('team-b');
+    }
+  });
+
+  it('restores cluster-scoped objects only through a template that allows them', () => {
+    const ask = { backupName: 'b1', includeClusterResources: true };
+    const refused = veleroAdapter.materialize(restoreInput(ask, { template: clusterRestoreTemplate(false) }));
+    expect(refused).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+    if (!refused.ok) expect(refused.message).toMatch(/^spec\.parameters\.includeClusterResources: /);
+    const [r] = materialized(
+      veleroAdapter.materialize(restoreInput(ask, { template: clusterRestoreTemplate(true) })),
+    );
+    expect(r?.spec).toMatchObject({ includeClusterResources: true, includedNamespaces: ['team-a'] });
   });
 });
 

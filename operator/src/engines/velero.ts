@@ -1,9 +1,20 @@
 // velero engine: a velero.io/v1 Backup or Restore in Velero's namespace, limited to the Operation's
 // namespace and the release's objects. Owner references cannot cross namespaces, so the child carries
-// the operation / operation-namespace labels instead.
+// the operation / operation-namespace / operation-uid labels instead.
+//
+// A Backup is labelled with the namespace (and instance) it was made for; a Restore accepts only a
+// Backup labelled for the Operation's own namespace, so a tenant cannot restore another team's backup
+// or an admin's full-cluster one into their namespace. A platform admin hands a backup to a namespace by
+// labelling it ops.vworkspace.io/operation-namespace=<namespace>.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { capabilityAnnotation, LABEL_HELM_INSTANCE } from '../api/annotations.ts';
+import {
+  capabilityAnnotation,
+  LABEL_HELM_INSTANCE,
+  LABEL_INSTANCE,
+  LABEL_OPERATION_NAMESPACE,
+} from '../api/annotations.ts';
 import type { Reason } from '../api/reasons.ts';
+import { refuseUngranted } from './grants.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
 import { arr, asManifest, at, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
@@ -39,6 +50,8 @@ function optional(parameters: Json, keys: readonly string[]): Json {
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, target, parameters, env, attempt } = input;
+  const refused = refuseUngranted(input);
+  if (refused) return refused;
   const namespace = op.metadata.namespace ?? '';
   const release = releaseOf(target);
   const scope = {
@@ -49,6 +62,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
     name: childName(op, attempt, NAME_LIMITS.velero),
     namespace: env.veleroNamespace,
     attempt,
+    ...(op.spec.type === 'Backup' ? { labels: { [LABEL_INSTANCE]: target.metadata.name ?? '' } } : {}),
   });
   if (op.spec.type === 'Restore') {
     const backupName = str(parameters.backupName);
@@ -59,10 +73,21 @@ function materialize(input: MaterializeInput): MaterializeResult {
         message: 'parameters.backupName names the velero.io Backup to restore; it is required',
       };
     }
+    const backup = env.veleroBackup;
+    if (backup?.name !== backupName || backup.labels[LABEL_OPERATION_NAMESPACE] !== namespace) {
+      // One message whether the Backup is missing or made for someone else: no oracle for other teams' names.
+      return {
+        ok: false,
+        reason: 'BackupNotAllowed',
+        message: `parameters.backupName: there is no velero.io Backup ${backupName} made for namespace ${namespace} (a Backup Operation here labels its Backup ${LABEL_OPERATION_NAMESPACE}=${namespace}); name the outputs.backupName of a Backup Operation of this namespace, or ask a platform admin to label the Backup for it`,
+      };
+    }
+    // Cluster-scoped objects only through a template a platform admin wrote for it (catalog/grants.ts).
+    const clusterScoped = input.template.allowClusterResources === true ? ['includeClusterResources'] : [];
     const spec: Json = {
       backupName,
       ...scope,
-      ...optional(parameters, ['existingResourcePolicy', 'restorePVs', 'includeClusterResources']),
+      ...optional(parameters, ['existingResourcePolicy', 'restorePVs', ...clusterScoped]),
     };
     return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Restore', metadata, spec }] };
   }

@@ -1,9 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { anInput, materialized, withStatus, workflowNode } from './testing.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
+import { anInput, builtinWith, materialized, withStatus, workflowNode } from './testing.ts';
 import { workflowAdapter } from './workflow.ts';
 
-const input = (parameters: Record<string, unknown> = { workflowTemplateRef: { name: 'db-maintenance' } }) =>
-  anInput({ name: 'vacuum', type: 'Runbook', engine: 'workflow', parameters });
+const input = (
+  parameters: Record<string, unknown> = { workflowTemplateRef: { name: 'db-maintenance' } },
+  template?: EffectiveTemplate,
+) =>
+  anInput({
+    name: 'vacuum',
+    type: 'Runbook',
+    engine: 'workflow',
+    parameters,
+    ...(template ? { template } : {}),
+  });
 
 function workflowWith(status: Record<string, unknown>) {
   const [wf] = materialized(workflowAdapter.materialize(input()));
@@ -15,11 +25,14 @@ describe('workflow materialize', () => {
   it('runs the WorkflowTemplate with the arguments as parameters, owned by the Operation', () => {
     const [wf] = materialized(
       workflowAdapter.materialize(
-        input({
-          workflowTemplateRef: { name: 'db-maintenance' },
-          arguments: { table: 'users', database: 'main' },
-          serviceAccountName: 'wf',
-        }),
+        input(
+          {
+            workflowTemplateRef: { name: 'db-maintenance' },
+            arguments: { table: 'users', database: 'main' },
+            serviceAccountName: 'wf',
+          },
+          builtinWith('Runbook', 'workflow', { allowedServiceAccounts: ['wf'] }),
+        ),
       ),
     );
     expect(wf).toMatchObject({
@@ -43,12 +56,25 @@ describe('workflow materialize', () => {
     expect(wf?.spec).not.toHaveProperty('workflowTemplateRef.clusterScope');
   });
 
-  it('refers to a ClusterWorkflowTemplate when clusterScope is true', () => {
-    const [wf] = materialized(
-      workflowAdapter.materialize(input({ workflowTemplateRef: { name: 'x', clusterScope: true } })),
-    );
+  it('refers to a ClusterWorkflowTemplate when clusterScope is true and the template allows it', () => {
+    const ref = { workflowTemplateRef: { name: 'x', clusterScope: true } };
+    const allowing = builtinWith('Runbook', 'workflow', { allowClusterWorkflowTemplates: true });
+    const [wf] = materialized(workflowAdapter.materialize(input(ref, allowing)));
     expect(wf?.spec).toMatchObject({ workflowTemplateRef: { name: 'x', clusterScope: true } });
     expect(wf?.spec).not.toHaveProperty('arguments');
+    const refused = workflowAdapter.materialize(input(ref));
+    expect(refused).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+    if (!refused.ok)
+      expect(refused.message).toMatch(/^spec\.parameters\.workflowTemplateRef\.clusterScope: /);
+  });
+
+  it("leaves the ServiceAccount to the WorkflowTemplate when unset, and refuses one outside the template's list", () => {
+    const [wf] = materialized(workflowAdapter.materialize(input()));
+    expect(wf?.spec).not.toHaveProperty('serviceAccountName');
+    const refused = workflowAdapter.materialize(
+      input({ workflowTemplateRef: { name: 'x' }, serviceAccountName: 'argo-admin' }),
+    );
+    expect(refused).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
   });
 });
 

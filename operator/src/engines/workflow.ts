@@ -1,6 +1,7 @@
 // workflow engine: an argoproj.io/v1alpha1 Workflow in the Operation's namespace that runs a
 // WorkflowTemplate (or ClusterWorkflowTemplate); the Operation's arguments become its parameters.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { refuseUngranted } from './grants.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, isRecord, type Json, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
@@ -16,6 +17,8 @@ export const ARGO_API_VERSION = 'argoproj.io/v1alpha1';
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, parameters, attempt } = input;
+  const refused = refuseUngranted(input);
+  if (refused) return refused;
   const ref = parameters.workflowTemplateRef;
   const templateName = isRecord(ref) ? str(ref.name) : undefined;
   if (!isRecord(ref) || !templateName) {

@@ -1,6 +1,11 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  type CronOperation,
+  type Operation,
+} from '../api/index.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -13,12 +18,13 @@ import {
 import { MemoryResource } from '../runtime/testing.ts';
 import {
   createInstanceController,
-  type HelmSecret,
   type InstanceController,
   instanceKeysForSecret,
   RELEASE_RECORD_UNREADABLE,
 } from './controller.ts';
-import { HELM_RELEASE_SECRET_TYPE } from './helm-release.ts';
+import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from './helm-release.ts';
+
+type HelmSecret = SecretLike & { apiVersion: string; kind: string; metadata: { name: string } };
 
 function instance(
   name: string,
@@ -128,6 +134,7 @@ describe('the instance controller', () => {
     const instances = new MemoryResource<ApplicationInstance>();
     const secrets = new MemoryResource<HelmSecret>();
     const api = new FakeApi(instances);
+    const reads: string[] = [];
     const mapper = new RestMapper(api);
     mapper.register(
       APPLICATION_INSTANCE.apiVersion,
@@ -142,7 +149,16 @@ describe('the instance controller', () => {
       events: new EventRecorder({ client: api, dedupWindowMs: 0 }),
       logger: silentLogger,
       metrics,
-      listerWatchers: { instances, secrets },
+      listerWatchers: {
+        instances,
+        secrets,
+        readSecret: async (ns, name) => {
+          reads.push(`${ns}/${name}`);
+          return secrets.objects.get(`${ns}/${name}`);
+        },
+        operations: new MemoryResource<Operation>(),
+        cronOperations: new MemoryResource<CronOperation>(),
+      },
     });
     for (const i of running.informers) i.start();
     void running.controller.start();
@@ -155,7 +171,7 @@ describe('the instance controller', () => {
       act();
       await vi.waitFor(async () => expect(await reconciles()).toBeGreaterThan(before));
     };
-    return { instances, secrets, api, controller, andReconciled };
+    return { instances, secrets, api, controller, andReconciled, reads, records: running.records };
   }
 
   const reasons = (api: FakeApi) => api.events.map((e) => `${e.type}/${e.reason}`);
@@ -234,5 +250,36 @@ describe('the instance controller', () => {
     expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]?.reason).toBe('ReleaseNotFound');
     expect(api.statusWrites.length).toBe(writes + 1);
     expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]?.reason).toBe('ReleaseNotFound');
+  });
+  it('caches release Secrets as metadata and reads a payload only for a release an instance names, once per version', async () => {
+    const { instances, secrets, andReconciled, reads, records, controller } = start();
+    secrets.put(releaseSecret('apps', 'db', 1, 'deployed'));
+    secrets.put(releaseSecret('other', 'web', 1, 'deployed'));
+    await andReconciled(() => instances.put(instance('shop', 'apps', { name: 'web' })));
+    expect(reads).toEqual([]);
+    await andReconciled(() => secrets.put(releaseSecret('apps', 'web', 1, 'deployed')));
+    expect(reads).toEqual(['apps/sh.helm.release.v1.web.v1']);
+    await andReconciled(() => controller.enqueue('apps/shop'));
+    expect(reads).toHaveLength(1);
+    for (const cached of running?.informers[1].list() ?? []) {
+      expect(Object.keys(cached).sort()).toEqual(['apiVersion', 'kind', 'metadata']);
+    }
+    // A new revision is read; the Secret's deletion drops what was read from it.
+    await andReconciled(() => secrets.put(releaseSecret('apps', 'web', 2, 'deployed')));
+    expect(reads.at(-1)).toBe('apps/sh.helm.release.v1.web.v2');
+    expect(records.size).toBe(2);
+    await andReconciled(() => secrets.remove('apps', 'sh.helm.release.v1.web.v1'));
+    expect(records.size).toBe(1);
+  });
+
+  it("refuses an instance naming another namespace's release: Ready=False/ReleaseNamespaceForbidden, nothing read", async () => {
+    const { instances, secrets, api, reads } = start();
+    secrets.put(releaseSecret('payroll', 'web', 1, 'deployed'));
+    instances.put(instance('spy', 'apps', { name: 'web', namespace: 'payroll' }));
+    await vi.waitFor(() => expect(reasons(api)).toEqual(['Warning/ReleaseNamespaceForbidden']));
+    const status = instances.objects.get('apps/spy')?.status;
+    expect(status?.conditions?.[0]?.message).toContain('spec.release.namespace');
+    expect(status?.release).toBeUndefined();
+    expect(reads).toEqual([]);
   });
 });

@@ -1,23 +1,36 @@
 // The ApplicationInstance controller: keeps status.conditions[Ready], status.release and
 // status.observedGeneration in line with the Helm release record of each instance, and in Pull mode
 // projects the catalog's capabilities onto the instance's annotations (capabilities.ts) and reports
-// the effective set in status.capabilities.
+// the effective set in status.capabilities. It also shows the day-2 work on the instance:
+// status.operations (per type: unfinished count, current, last) and status.nextScheduledRun (from the
+// CronOperations that target it), see operations-summary.ts.
 //
 // Watch-driven, no polling: it reconciles an instance when the instance changes and when a Helm
 // release Secret of its release is added, updated or deleted (helm install/upgrade/rollback/
-// uninstall all write those Secrets), and every instance when the catalog reloads. It never installs
-// anything.
+// uninstall all write those Secrets), when an Operation on it is created, changes phase or reason, or
+// is deleted, when a CronOperation targeting it plans another run, and every instance when the catalog
+// reloads. It never installs anything.
 //
-// RBAC: the Secret informer needs cluster-wide `list` and `watch` on core Secrets (read-only, no
-// `get` of other Secrets, no writes), narrowed on the wire to Helm's records by field selector
-// type=helm.sh/release.v1 and label selector owner=helm. Secret data (the gzipped release, which
-// holds the rendered values and so possibly credentials) must NEVER be logged or put in an Event:
-// log the Secret's namespace/name at most.
+// Secrets: the release Secrets are watched as METADATA ONLY (PartialObjectMetadata, narrowed on the wire
+// by field selector type=helm.sh/release.v1 and label selector owner=helm): the cache holds names and
+// Helm's labels, never a payload. A record's payload is read (release-records.ts) only for the newest
+// revisions of a release an instance names in its own namespace, once per resourceVersion, and only the
+// fields the status needs are kept. RBAC: cluster-wide `list` and `watch` on Secrets; the single-record
+// read is a `list` by name, so no `get` is needed. The payload (rendered values, possibly credentials)
+// must NEVER be logged or put in an Event: name the Secret at most.
 
-import type { KubeConfig, KubernetesObject, V1Secret } from '@kubernetes/client-node';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CONDITION_SUCCEEDED,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
-import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed } from '../indexes.ts';
+import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
 import {
   type Clock,
   Controller,
@@ -26,18 +39,37 @@ import {
   InformerFactory,
   KubeApiError,
   type KubeClient,
+  keyOf,
   type ListerWatcher,
   type Logger,
+  metadataOnly,
   type ObjectWriter,
   objectKey,
+  type PartialObjectMetadata,
   type ReconcileContext,
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  resourcePath,
+  scopedTo,
 } from '../runtime/index.ts';
 import { planCapabilities } from './capabilities.ts';
-import { HELM_RELEASE_SECRET_TYPE, latestRelease, type ReadyReason } from './helm-release.ts';
-import { computeInstanceStatus, eventTypeFor, READY, readyReason, releaseRef } from './status.ts';
+import {
+  HELM_RELEASE_SECRET_TYPE,
+  latestRelease,
+  type ReadyReason,
+  type SecretLike,
+} from './helm-release.ts';
+import { cronTargets, nextScheduledRun, summarizeOperations } from './operations-summary.ts';
+import { type ReadSecret, ReleaseRecords } from './release-records.ts';
+import {
+  computeInstanceStatus,
+  eventTypeFor,
+  READY,
+  readyReason,
+  releaseNamespaceForbidden,
+  releaseRef,
+} from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
 
@@ -57,7 +89,8 @@ export interface CatalogSource {
   onChange(fn: () => void): () => void;
 }
 
-export type HelmSecret = V1Secret & KubernetesObject;
+/** A release Secret as the controller's cache holds it: metadata only. */
+export type HelmSecretMetadata = PartialObjectMetadata;
 
 export interface InstanceControllerDeps {
   kc: KubeConfig;
@@ -73,18 +106,51 @@ export interface InstanceControllerDeps {
   informers?: InformerFactory;
   /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
   catalog?: CatalogSource;
-  /** Tests: list/watch from memory instead of the API server. */
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
+  /**
+   * Tests: list/watch from memory instead of the API server (Secrets in full: the controller keeps their
+   * metadata only), and read single Secrets with `readSecret`.
+   */
   listerWatchers?: {
     instances: ListerWatcher<ApplicationInstance>;
-    secrets: ListerWatcher<HelmSecret>;
+    secrets: ListerWatcher<KubernetesObject>;
+    readSecret: ReadSecret;
+    operations: ListerWatcher<Operation>;
+    cronOperations: ListerWatcher<CronOperation>;
   };
 }
 
 export interface InstanceController {
   controller: Controller;
   /** Register with the Manager (addInformer): it starts them and gates readiness on their sync. */
-  informers: readonly [Informer<ApplicationInstance>, Informer<HelmSecret>];
+  informers: readonly [
+    Informer<ApplicationInstance>,
+    Informer<HelmSecretMetadata>,
+    Informer<Operation>,
+    Informer<CronOperation>,
+  ];
+  /** The decoded records read so far (one per release Secret read). */
+  records: ReleaseRecords;
 }
+
+/**
+ * Reads one Secret by name with `list` (a field selector on metadata.name): the operator's RBAC has
+ * `list` and `watch` on Secrets for its informers anyway, and no `get`.
+ */
+export function listSecretByName(client: KubeClient): ReadSecret {
+  return async (namespace, name, signal) => {
+    const list = await client.request<{ items?: SecretLike[] }>({
+      method: 'GET',
+      path: resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace }),
+      query: { fieldSelector: `metadata.name=${name}` },
+      ...(signal ? { signal } : {}),
+    });
+    return list.items?.[0];
+  };
+}
+
+const reasonOf = (o: Operation) => o.status?.conditions?.find((c) => c.type === CONDITION_SUCCEEDED)?.reason;
 
 /** Keys of the instances whose release (name + namespace, defaulted) the Secret records. */
 export function instanceKeysForSecret(
@@ -123,23 +189,45 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     shared ??= new InformerFactory({ kc: deps.kc, client: deps.client, logger: log, clock });
     return shared;
   };
+  const scope = scopedTo(deps.namespaces);
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'applicationinstances',
         listerWatcher: lw.instances,
         ...common,
       })
-    : factory().informer<ApplicationInstance>(instanceResource);
+    : factory().informer<ApplicationInstance>(instanceResource, scope);
   const secrets = lw
-    ? new Informer<HelmSecret>({
+    ? new Informer<HelmSecretMetadata>({
         name: 'helm-release-secrets',
-        listerWatcher: lw.secrets,
+        listerWatcher: metadataOnly(lw.secrets),
         ...secretSelectors,
         ...common,
       })
-    : factory().informer<HelmSecret>(secretResource, { name: 'helm-release-secrets', ...secretSelectors });
+    : factory().metadataInformer(secretResource, {
+        name: 'helm-release-secrets',
+        ...scope,
+        ...secretSelectors,
+      });
   const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
   const releaseSecrets = indexed(secrets, HELM_SECRETS_BY_RELEASE);
+  const records = new ReleaseRecords(lw?.readSecret ?? listSecretByName(deps.client));
+  secrets.addEventHandler({
+    delete: (s) => records.forget(s.metadata.namespace ?? '', s.metadata.name ?? ''),
+  });
+
+  const resource = (r: typeof OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
+  const operations = lw
+    ? new Informer<Operation>({ name: 'operations.instance', listerWatcher: lw.operations, ...common })
+    : factory().informer<Operation>(resource(OPERATION), scope);
+  const operationsOn = indexed(operations, OPERATIONS_BY_TARGET);
+  const crons = lw
+    ? new Informer<CronOperation>({
+        name: 'cronoperations.instance',
+        listerWatcher: lw.cronOperations,
+        ...common,
+      })
+    : factory().informer<CronOperation>(resource(CRON_OPERATION), scope);
 
   // What this replica last announced per instance, so a reconcile that runs on a cache that has
   // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
@@ -159,7 +247,12 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       announced.set(ctx.key, seen);
     }
     const ref = releaseRef(instance);
-    const { record, problems } = latestRelease(releaseSecrets(ref.namespace, ref.name), ref.name);
+    // Another namespace's record is never read (status.ts says why); the status says what to do.
+    const { record, problems } = releaseNamespaceForbidden(instance)
+      ? { record: undefined, problems: [] }
+      : await latestRelease(releaseSecrets(ref.namespace, ref.name), ref.name, (meta) =>
+          records.record(meta, ctx.signal),
+        );
 
     if (problems.length > 0) {
       const note = `${problems.join('; ')}. Ready is taken from the newest readable revision; inspect the record with \`helm history ${ref.name} -n ${ref.namespace}\`.`;
@@ -218,9 +311,14 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     else delete seen.held;
 
     const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
+    const ns = ctx.namespace ?? '';
+    const summary = summarizeOperations(ctx.name, operationsOn(ns, ctx.name), instance.status?.operations);
+    const next = nextScheduledRun(instance, crons.list(ns));
     const status = {
       ...computed,
       ...(capabilities.length > 0 ? { capabilities } : {}),
+      ...(summary.length > 0 ? { operations: summary } : {}),
+      ...(next ? { nextScheduledRun: next } : {}),
     };
     const wrote = await deps.writer.applyStatusIfChanged(
       {
@@ -261,9 +359,29 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
         instancesOfRelease(secret.metadata?.namespace, secret.metadata?.labels?.name ?? ''),
       ),
   });
+  controller.watch(operations, {
+    map: (op) => {
+      const target = op.spec?.targetRef?.name;
+      return target ? keyOf(op.metadata.namespace, target) : undefined;
+    },
+    updatePredicate: (a, b) =>
+      a.status?.phase !== b.status?.phase ||
+      reasonOf(a) !== reasonOf(b) ||
+      a.status?.startedAt !== b.status?.startedAt,
+  });
+  controller.watch(crons, {
+    map: (cron) =>
+      instances
+        .list(cron.metadata.namespace)
+        .filter((i) => cronTargets(cron, i))
+        .map((i) => objectKey(i)),
+    updatePredicate: (a, b) =>
+      a.status?.nextScheduleTime !== b.status?.nextScheduleTime ||
+      a.metadata.generation !== b.metadata.generation,
+  });
   // A catalog reload may change any instance's projection.
   deps.catalog?.onChange(() => {
     for (const i of instances.list()) controller.enqueue(objectKey(i));
   });
-  return { controller, informers: [instances, secrets] };
+  return { controller, informers: [instances, secrets, operations, crons], records };
 }

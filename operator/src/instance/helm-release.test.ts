@@ -70,14 +70,14 @@ describe('decodeReleaseSecret', () => {
     expect(() => decodeReleaseSecret(bad)).toThrow(
       'apps/sh.helm.release.v1.web.v1 does not hold a JSON release record',
     );
-    expect(() => decodeReleaseSecret({ metadata: { name: 'x', namespace: 'n' } })).toThrow(
-      'has no data.release',
-    );
+    expect(() =>
+      decodeReleaseSecret({ metadata: { name: 'x', namespace: 'n' }, type: HELM_RELEASE_SECRET_TYPE }),
+    ).toThrow('has no data.release');
   });
 });
 
 describe('latestRelease', () => {
-  it('picks the highest revision of the named release only', () => {
+  it('picks the highest revision of the named release only', async () => {
     const secrets = [
       releaseSecret('web', 1, 'superseded'),
       releaseSecret('web', 10, 'deployed', { chartVersion: '2.0.0' }),
@@ -85,20 +85,39 @@ describe('latestRelease', () => {
       releaseSecret('other', 99, 'failed'),
       { metadata: { name: 'token', labels: { name: 'web', owner: 'helm', version: '100' } }, type: 'Opaque' },
     ];
-    const { record, problems } = latestRelease(secrets, 'web');
+    const { record, problems } = await latestRelease(secrets, 'web');
     expect(problems).toEqual([]);
     expect(record).toMatchObject({ revision: 10, chartVersion: '2.0.0' }); // numeric, not lexical, order
   });
 
-  it('falls back to the previous revision when the newest record is unreadable, and reports it', () => {
+  it('falls back to the previous revision when the newest record is unreadable, and reports it', async () => {
     const broken = { ...releaseSecret('web', 3, 'deployed'), data: {} };
-    const { record, problems } = latestRelease([releaseSecret('web', 2, 'deployed'), broken], 'web');
+    const { record, problems } = await latestRelease([releaseSecret('web', 2, 'deployed'), broken], 'web');
     expect(record?.revision).toBe(2);
     expect(problems).toHaveLength(1);
   });
 
-  it('returns nothing when the release has no record', () => {
-    expect(latestRelease([releaseSecret('other', 1, 'deployed')], 'web').record).toBeUndefined();
+  it('returns nothing when the release has no record', async () => {
+    expect((await latestRelease([releaseSecret('other', 1, 'deployed')], 'web')).record).toBeUndefined();
+  });
+
+  it('reads metadata-only candidates through `read`, newest first, skipping records that are gone', async () => {
+    const full = [releaseSecret('web', 1, 'deployed'), releaseSecret('web', 3, 'deployed')];
+    const metas = [...full, releaseSecret('web', 4, 'deployed')].map(({ metadata }) => ({ metadata }));
+    const asked: string[] = [];
+    const { record } = await latestRelease(metas, 'web', (m) => {
+      asked.push(m.metadata?.name ?? '');
+      const secret = full.find((f) => f.metadata?.name === m.metadata?.name);
+      return secret && decodeReleaseSecret(secret);
+    });
+    expect(record?.revision).toBe(3);
+    expect(asked).toEqual(['sh.helm.release.v1.web.v4', 'sh.helm.release.v1.web.v3']);
+  });
+
+  it('refuses to decode a Secret of another type', () => {
+    expect(() => decodeReleaseSecret({ ...releaseSecret('web', 1, 'deployed'), type: 'Opaque' })).toThrow(
+      /not a Helm release record/,
+    );
   });
 });
 

@@ -9,7 +9,12 @@ import { gunzipSync } from 'node:zlib';
 export const HELM_RELEASE_SECRET_TYPE = 'helm.sh/release.v1';
 
 export interface SecretLike {
-  metadata?: { name?: string; namespace?: string; labels?: Record<string, string> };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    resourceVersion?: string;
+  };
   type?: string;
   data?: Record<string, string>;
 }
@@ -42,6 +47,8 @@ const GZIP_MAGIC = [0x1f, 0x8b];
 /** Decodes one release Secret; throws an Error that says what is wrong with the record. */
 export function decodeReleaseSecret(secret: SecretLike): ReleaseRecord {
   const id = `${secret.metadata?.namespace ?? ''}/${secret.metadata?.name ?? ''}`;
+  if (secret.type !== HELM_RELEASE_SECRET_TYPE)
+    throw new Error(`Secret ${id} is not a Helm release record (type ${secret.type ?? 'unset'})`);
   const encoded = secret.data?.release;
   if (!encoded) throw new Error(`Helm release Secret ${id} has no data.release`);
   // Secret data is base64; inside it Helm wrote base64 of (usually gzipped) JSON.
@@ -69,27 +76,37 @@ export function decodeReleaseSecret(secret: SecretLike): ReleaseRecord {
   };
 }
 
-/** True for Secrets that are Helm release records of `release` (by type and Helm's labels). */
+/**
+ * True for Secrets that are Helm release records of `release` (by Helm's labels, and by type where the
+ * object carries one: metadata-only objects do not, their informer selects the type on the server).
+ */
 export function isReleaseSecretOf(secret: SecretLike, release: string): boolean {
   const labels = secret.metadata?.labels ?? {};
-  return secret.type === HELM_RELEASE_SECRET_TYPE && labels.owner === 'helm' && labels.name === release;
+  const typed = secret.type === undefined || secret.type === HELM_RELEASE_SECRET_TYPE;
+  return typed && labels.owner === 'helm' && labels.name === release;
 }
 
+/** Reads one release record given its Secret (or only the Secret's metadata); undefined: it is gone. */
+export type ReadRecord<S> = (secret: S) => ReleaseRecord | undefined | Promise<ReleaseRecord | undefined>;
+
 /**
- * The latest revision of `release` among `secrets` (any Secrets of the namespace), decoded.
- * Undecodable records are returned in `problems` instead of failing the whole read.
+ * The latest revision of `release` among `secrets` (any Secrets of the namespace, or their metadata),
+ * read newest first with `read` until one decodes. Undecodable records are returned in `problems`
+ * instead of failing the whole read.
  */
-export function latestRelease(
-  secrets: readonly SecretLike[],
+export async function latestRelease<S extends SecretLike>(
+  secrets: readonly S[],
   release: string,
-): { record?: ReleaseRecord; problems: string[] } {
+  read: ReadRecord<S> = decodeReleaseSecret,
+): Promise<{ record?: ReleaseRecord; problems: string[] }> {
   const problems: string[] = [];
   const candidates = secrets
     .filter((s) => isReleaseSecretOf(s, release))
     .sort((a, b) => Number(b.metadata?.labels?.version ?? 0) - Number(a.metadata?.labels?.version ?? 0));
   for (const secret of candidates) {
     try {
-      return { record: decodeReleaseSecret(secret), problems };
+      const record = await read(secret);
+      if (record) return { record, problems };
     } catch (err) {
       problems.push(err instanceof Error ? err.message : String(err));
     }
@@ -97,7 +114,12 @@ export function latestRelease(
   return { problems };
 }
 
-export type ReadyReason = 'ReleaseDeployed' | 'ReleaseFailed' | 'ReleasePending' | 'ReleaseNotFound';
+export type ReadyReason =
+  | 'ReleaseDeployed'
+  | 'ReleaseFailed'
+  | 'ReleasePending'
+  | 'ReleaseNotFound'
+  | 'ReleaseNamespaceForbidden';
 
 export interface ReadyState {
   status: 'True' | 'False';

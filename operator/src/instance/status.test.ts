@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
 import type { ReleaseRecord } from './helm-release.ts';
-import { computeInstanceStatus, eventTypeFor, readyReason, releaseRef } from './status.ts';
+import {
+  computeInstanceStatus,
+  eventTypeFor,
+  readyReason,
+  releaseNamespaceForbidden,
+  releaseRef,
+} from './status.ts';
 
 const T0 = '2025-01-01T00:00:00Z';
 const T1 = '2025-01-01T01:00:00Z';
@@ -144,5 +150,27 @@ describe('readyReason and eventTypeFor', () => {
     expect(eventTypeFor('ReleasePending')).toBe('Normal');
     expect(eventTypeFor('ReleaseFailed')).toBe('Warning');
     expect(eventTypeFor('ReleaseNotFound')).toBe('Warning');
+  });
+});
+
+describe('releaseNamespaceForbidden', () => {
+  const elsewhere = instance({
+    spec: { appRef: { catalogId: 'tiny' }, release: { name: 'web', namespace: 'payroll' } },
+  });
+
+  it('allows the own namespace, spelt out or left out', () => {
+    expect(releaseNamespaceForbidden(instance())).toBeUndefined();
+    const own = instance({
+      spec: { appRef: { catalogId: 'tiny' }, release: { name: 'web', namespace: 'apps' } },
+    });
+    expect(releaseNamespaceForbidden(own)).toBeUndefined();
+  });
+
+  it('refuses another namespace: Ready=False, no release block even when a record is at hand', () => {
+    expect(releaseNamespaceForbidden(elsewhere)).toContain('its own namespace apps');
+    const s = computeInstanceStatus(elsewhere, record(), T0);
+    expect(s.conditions?.[0]).toMatchObject({ status: 'False', reason: 'ReleaseNamespaceForbidden' });
+    expect(s.release).toBeUndefined();
+    expect(eventTypeFor('ReleaseNamespaceForbidden')).toBe('Warning');
   });
 });

@@ -8,7 +8,7 @@
 
 import type { ApplicationInstance, ApplicationInstanceStatus } from '../api/index.ts';
 import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';
-import { type ReadyReason, type ReleaseRecord, readyFromRelease } from './helm-release.ts';
+import { type ReadyReason, type ReadyState, type ReleaseRecord, readyFromRelease } from './helm-release.ts';
 
 export const READY = 'Ready';
 
@@ -18,6 +18,19 @@ export function releaseRef(instance: ApplicationInstance): { name: string; names
     name: instance.spec.release.name,
     namespace: instance.spec.release.namespace || (instance.metadata.namespace ?? ''),
   };
+}
+
+/**
+ * Why the instance's release may not be read, or undefined when it may. An instance describes a release
+ * of its OWN namespace: reading another namespace's record would hand whoever may create instances here
+ * that namespace's release status, chart and (through the capabilities) its operations. The webhook
+ * refuses such an instance; this covers one admitted without it.
+ */
+export function releaseNamespaceForbidden(instance: ApplicationInstance): string | undefined {
+  const own = instance.metadata.namespace ?? '';
+  const asked = instance.spec.release.namespace;
+  if (!asked || asked === own) return undefined;
+  return `spec.release.namespace is ${asked}, but an ApplicationInstance describes a release in its own namespace ${own}; the release record is not read. Remove spec.release.namespace (or set it to ${own}) and create the instance in the release's namespace.`;
 }
 
 function releaseStatus(record: ReleaseRecord): NonNullable<ApplicationInstanceStatus['release']> {
@@ -41,7 +54,10 @@ export function computeInstanceStatus(
   now: Date | number | string,
 ): ApplicationInstanceStatus {
   const { name, namespace } = releaseRef(instance);
-  const ready = readyFromRelease(name, namespace, latest);
+  const forbidden = releaseNamespaceForbidden(instance);
+  const ready: ReadyState = forbidden
+    ? { status: 'False', reason: 'ReleaseNamespaceForbidden', message: forbidden }
+    : readyFromRelease(name, namespace, latest);
   const generation = instance.metadata.generation;
   const current = instance.status ?? {};
   const conditions = setCondition(
@@ -59,7 +75,7 @@ export function computeInstanceStatus(
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
     conditions,
     // No record at all ⇒ no release block: a stale one would describe a release that is gone.
-    ...(latest ? { release: releaseStatus(latest) } : {}),
+    ...(latest && !forbidden ? { release: releaseStatus(latest) } : {}),
     ...(current.capabilities !== undefined ? { capabilities: current.capabilities } : {}),
   };
 }
@@ -71,5 +87,5 @@ export function readyReason(status: ApplicationInstanceStatus | undefined): stri
 
 /** Event type for a Ready reason: failures and a missing release are Warnings. */
 export function eventTypeFor(reason: ReadyReason): 'Normal' | 'Warning' {
-  return reason === 'ReleaseFailed' || reason === 'ReleaseNotFound' ? 'Warning' : 'Normal';
+  return reason === 'ReleaseDeployed' || reason === 'ReleasePending' ? 'Normal' : 'Warning';
 }

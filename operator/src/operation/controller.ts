@@ -13,6 +13,9 @@
 //   Secret / ServiceAccount appears NameWatcher (narrow watch per waited-for name) → the waiting Operations
 //   a profile is granted            RoleBinding / ClusterRoleBinding informers → Operations RbacProfileMissing
 //   the catalog changes             CatalogStore.onChange → Operations not started yet
+//   a dependency / source succeeds  Operation informer → the target's queue and operationRef readers
+//   an engine's CRDs get installed  discovery re-read every ENGINE_RECHECK_MS while EngineNotInstalled
+//   the target is (un)paused        ApplicationInstance informer → its waiting and running Operations
 //   window opens, deadline, TTL,    requeueAfter at the exact instant (clock)
 //   retry backoff, grace period
 //   approval, cancel, reconcile     the Operation's own update events
@@ -24,14 +27,16 @@ import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
 import type { Engine } from '../api/enums.ts';
-import type { Operation, OperationStatus } from '../api/operation.ts';
-import { CONDITION_ACCEPTED } from '../api/reasons.ts';
+import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
+import { CONDITION_ACCEPTED, Reason } from '../api/reasons.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
 import { requiredObjects } from '../catalog/parameters.ts';
 import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
-import { indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import { indexed, OPERATIONS_BY_PARAMETER_SOURCE, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import { isPaused } from '../instance/paused.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
   type Clock,
@@ -54,9 +59,11 @@ import {
   type RuntimeMetrics,
   realClock,
   resourcePath,
+  scopedTo,
   statusCode,
 } from '../runtime/index.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer } from './access.ts';
+import { childConflict, childConflictStatus } from './adoption.ts';
 import { isRunning, waitingQueue } from './conflicts.ts';
 import {
   ANNOTATION_RECONCILE_HANDLED,
@@ -66,9 +73,10 @@ import {
   needsPreconditions,
   refOf,
 } from './decide.ts';
+import { EngineDiscovery } from './engine-install.ts';
 import { OperationMetrics } from './metrics.ts';
 import { type OwnWrite, withOwnWrites } from './own-writes.ts';
-import { type PreconditionFacts, resolveOperation } from './preconditions.ts';
+import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
@@ -99,8 +107,12 @@ export interface OperationControllerDeps {
   informers?: InformerFactory;
   veleroNamespace?: string;
   helmImage?: string;
-  /** How long TargetNotFound / RbacProfileMissing wait before failing (default 5 min). */
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
+  /** How long TargetNotFound / RbacProfileMissing / EngineNotInstalled wait before failing (default 5 min). */
   graceMs?: number;
+  /** How often an Operation waiting for its engine's CRDs re-reads discovery (default 15 s). */
+  engineRecheckMs?: number;
   /** Access reviews (default: SelfSubjectAccessReview with `client`). */
   reviewer?: AccessReviewer;
   /** Tests: list/watch from memory for the child kinds and named objects. */
@@ -157,19 +169,20 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   const factory =
     deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: log, clock });
   const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+  const scope = scopedTo(deps.namespaces);
   const operations = lw
     ? new Informer<Operation>({ name: 'operations', listerWatcher: lw.operations, ...common })
-    : factory.informer<Operation>(res(OPERATION));
+    : factory.informer<Operation>(res(OPERATION), scope);
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'op-applicationinstances',
         listerWatcher: lw.instances,
         ...common,
       })
-    : factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE));
+    : factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE), scope);
   const roleBindings = lw
     ? new Informer<KubernetesObject>({ name: 'rolebindings', listerWatcher: lw.roleBindings, ...common })
-    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'rolebindings' });
+    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'rolebindings' }, scope);
   const clusterRoleBindings = lw
     ? new Informer<KubernetesObject>({
         name: 'clusterrolebindings',
@@ -178,10 +191,12 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       })
     : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
   const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
+  const readersOf = indexed(operations, OPERATIONS_BY_PARAMETER_SOURCE);
   // Operations on one target are decided one at a time: the conflict queue reads the others' state.
   const targetLock = new KeyedMutex();
 
   const access = new AccessCache(deps.reviewer ?? new SelfAccessReviewer(deps.client), { clock });
+  const discovery = new EngineDiscovery(deps.client, clock);
   const opMetrics = new OperationMetrics(deps.metrics.registry, () => operations.list());
   const watcherDeps = {
     kc: deps.kc,
@@ -189,6 +204,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     mapper: deps.mapper,
     ...common,
     ...(lw?.other ? { listerWatcher: lw.other } : {}),
+    // Velero's children live in its own namespace; every other engine's in the Operation's.
+    ...(deps.namespaces?.length
+      ? {
+          childNamespaces: (apiVersion: string) =>
+            apiVersion.startsWith('velero.io/') ? [veleroNamespace] : (deps.namespaces ?? []),
+        }
+      : {}),
   };
   // Assigned below; the watchers call back into the controller's queue.
   let controller: Controller;
@@ -205,6 +227,27 @@ export function createOperationController(deps: OperationControllerDeps): Operat
    * the conflict queue sees the other Operations' latest state (own-writes.ts).
    */
   const written = new Map<string, OwnWrite>();
+
+  /** spec.parameters after parametersFrom and the template's defaults; {} when they do not resolve (decide reports that). */
+  function parametersOf(op: Operation): Record<string, unknown> {
+    // The resolution decide materializes with: parametersFrom may supply backupName or configMapName.
+    const ops = withOwnWrites(operations.list(op.metadata.namespace), written);
+    const r = resolveRequest(op, templates(), ops, new Date(clock.now()));
+    return r.ok ? r.parameters : {};
+  }
+
+  /**
+   * An object the environment needs, or undefined when it does not exist or the operator may not read
+   * it: a missing profile rule is reported by RbacProfilePresent before anything is materialized.
+   */
+  async function readOptional<T>(path: string, signal: AbortSignal): Promise<T | undefined> {
+    try {
+      return await deps.client.request<T>({ method: 'GET', path, signal });
+    } catch (err) {
+      if (isNotFound(err) || statusCode(err) === 403) return undefined;
+      throw err;
+    }
+  }
 
   async function environment(op: Operation, target: ApplicationInstance | undefined, signal: AbortSignal) {
     const env: EngineEnvironment = {
@@ -224,20 +267,24 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       env.pvcs = (list.items ?? []).map((p) => p.metadata?.name ?? '').sort();
     }
     if (op.spec.engine === 'helmHookJob') {
-      try {
-        const cm = await deps.client.request<{ data?: Record<string, string> }>({
-          method: 'GET',
-          path: resourcePath(
-            { group: '', version: 'v1', plural: 'configmaps', namespace: ns },
-            `${release.name}-vworkspace-migration`,
-          ),
-          signal,
-        });
-        const text = cm.data?.['job.yaml'];
-        if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      const name = migrationConfigMapName({ target, parameters: parametersOf(op) });
+      const cm = await readOptional<{ data?: Record<string, string> }>(
+        resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }, name),
+        signal,
+      );
+      const text = cm?.data?.[MIGRATION_CONFIGMAP_KEY];
+      if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
+    }
+    const backupName = parametersOf(op).backupName;
+    if (op.spec.engine === 'velero' && op.spec.type === 'Restore' && typeof backupName === 'string') {
+      const backup = await readOptional<KubernetesObject>(
+        resourcePath(
+          { group: 'velero.io', version: 'v1', plural: 'backups', namespace: veleroNamespace },
+          backupName,
+        ),
+        signal,
+      );
+      if (backup) env.veleroBackup = { name: backupName, labels: { ...backup.metadata?.labels } };
     }
     return env;
   }
@@ -246,9 +293,14 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     ctx: ReconcileContext,
     op: Operation,
     target: ApplicationInstance | undefined,
+    adapter: EngineAdapter | undefined,
   ): Promise<PreconditionFacts> {
     const ns = op.metadata.namespace ?? '';
-    const resolved = resolveOperation(op, templates());
+    const now = new Date(clock.now());
+    const ops = withOwnWrites(operations.list(ns), written);
+    // The same resolution evaluatePreconditions makes: parameters read through parametersFrom name
+    // Secrets and ServiceAccounts too.
+    const resolved = resolveRequest(op, templates(), ops, now);
     let rbac: PreconditionFacts['rbac'] = { allowed: true };
     const secrets = new Set<string>();
     const serviceAccounts = new Set<string>();
@@ -273,17 +325,20 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     nameWatcher.release(ctx.key, keep);
     const catalogId = target?.spec.appRef?.catalogId;
     const app = catalogId ? deps.templates?.catalog?.().applications[catalogId] : undefined;
+    const engine = resolved.ok && target && adapter ? await discovery.check(adapter, ctx.signal) : undefined;
     return {
-      now: new Date(clock.now()),
+      now,
       target,
       rbac,
-      operations: withOwnWrites(onTarget(ns, op.spec.targetRef.name), written),
+      operations: ops,
       secrets,
       serviceAccounts,
       ...(app?.maintenanceWindow ? { applicationWindow: app.maintenanceWindow } : {}),
+      ...(engine ? { engine } : {}),
     };
   }
 
+  /** The recorded children as they are now, and the first one that is no longer the object recorded. */
   async function readChildren(op: Operation, adapter: EngineAdapter | undefined, signal: AbortSignal) {
     const refs = op.status?.childRefs?.length
       ? op.status.childRefs
@@ -291,35 +346,89 @@ export function createOperationController(deps: OperationControllerDeps): Operat
         ? [op.status.childRef]
         : [];
     const out: KubernetesObject[] = [];
+    let conflict: string | undefined;
     for (const ref of refs) {
       const kind = adapter?.childKinds.find((k) => k.apiVersion === ref.apiVersion && k.kind === ref.kind);
       const child = await childWatcher.get(ref, kind, signal);
-      if (child) out.push(child);
+      if (!child) continue;
+      conflict ??= childConflict(op, { ...child, apiVersion: ref.apiVersion, kind: ref.kind }, ref);
+      out.push(child);
     }
-    return out;
+    return { children: out, ...(conflict ? { conflict } : {}) };
   }
 
-  /** Creates (or adopts) the decided children; returns their refs with uids. */
-  async function createChildren(children: ChildManifest[], adapter: EngineAdapter, signal: AbortSignal) {
-    const refs = [];
-    for (const child of children) {
+  /**
+   * Creates the decided children, or adopts those that already exist AND prove to be this Operation's
+   * (adoption.ts): a crash between creating and recording them must not make a second child, and an
+   * object someone else made under a child's name must never stand in for one. Every existing child is
+   * checked before anything is created, so a conflict leaves no half-created set. Returns the refs
+   * with uids, or the conflict.
+   */
+  async function createChildren(
+    op: Operation,
+    children: ChildManifest[],
+    adapter: EngineAdapter,
+    signal: AbortSignal,
+  ): Promise<{ refs: ChildRef[] } | { conflict: string }> {
+    const kindOf = (child: ChildManifest) => {
       const kind = adapter.childKinds.find((k) => k.apiVersion === child.apiVersion && k.kind === child.kind);
       if (kind) childWatcher.ensure(kind);
-      const existing = await childWatcher.get(
+      return kind;
+    };
+    const lookup = async (child: ChildManifest) => {
+      const found = await childWatcher.get(
         {
           apiVersion: child.apiVersion,
           kind: child.kind,
           name: child.metadata.name,
           namespace: child.metadata.namespace,
         },
-        kind,
+        kindOf(child),
         signal,
       );
-      // Deterministic names: an existing child is ours from before a crash or a stale cache; adopt it.
-      const created = existing ?? (await deps.writer.apply(child, { signal }));
-      refs.push(refOf({ ...created, apiVersion: child.apiVersion, kind: child.kind }));
+      return found && { ...found, apiVersion: child.apiVersion, kind: child.kind };
+    };
+    const existing = await Promise.all(children.map(lookup));
+    for (const found of existing) {
+      const conflict = found && childConflict(op, found);
+      if (conflict) return { conflict };
     }
-    return refs;
+    const refs: ChildRef[] = [];
+    for (const [i, child] of children.entries()) {
+      let obj = existing[i];
+      if (!obj) {
+        try {
+          obj = { ...(await createObject(child, signal)), apiVersion: child.apiVersion, kind: child.kind };
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err;
+          // Made since the lookup: by us (a stale cache) or by someone else; the same proof decides.
+          // Gone again already: the queue retries the whole reconcile.
+          obj = await lookup(child);
+          if (!obj) throw err;
+          const conflict = childConflict(op, obj);
+          if (conflict) return { conflict };
+        }
+      }
+      refs.push(refOf(obj));
+    }
+    return { refs };
+  }
+
+  /** POST, never apply: an apply would merge into an object someone else made under the child's name. */
+  async function createObject(child: ChildManifest, signal: AbortSignal): Promise<KubernetesObject> {
+    const info = await deps.mapper.resourceFor(child.apiVersion, child.kind);
+    return deps.client.request<KubernetesObject>({
+      method: 'POST',
+      path: resourcePath({
+        group: info.group,
+        version: info.version,
+        plural: info.plural,
+        ...(info.namespaced ? { namespace: child.metadata.namespace } : {}),
+      }),
+      query: { fieldManager: deps.writer.fieldManager },
+      body: child,
+      signal,
+    });
   }
 
   async function performCancel(actions: readonly CancelAction[], signal: AbortSignal) {
@@ -419,12 +528,16 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     }
     const adapter = deps.adapterFor(op.spec.engine);
     const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
-    const facts = needsPreconditions(op) ? await gatherFacts(ctx, op, target) : undefined;
+    // Paused target: decide only records it, so nothing is looked up (and no child is read).
+    const paused = isPaused(target) && !isTerminalPhase(op.status?.phase);
+    const facts = needsPreconditions(op) && !paused ? await gatherFacts(ctx, op, target, adapter) : undefined;
     if (!facts) nameWatcher.release(ctx.key);
-    const children = await readChildren(op, adapter, ctx.signal);
+    const { children, conflict: replaced } = paused
+      ? { children: [] }
+      : await readChildren(op, adapter, ctx.signal);
     const attemptKey = `${uid}/${op.status?.attempts ?? 0}`;
     const env =
-      isTerminalPhase(op.status?.phase) && !facts
+      (isTerminalPhase(op.status?.phase) && !facts) || paused
         ? { veleroNamespace }
         : await environment(op, target, ctx.signal);
     const seen = failureSeen.get(attemptKey);
@@ -439,14 +552,21 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       children,
       ...(seen !== undefined ? { failureSeenAt: seen } : {}),
       ...(deps.graceMs !== undefined ? { graceMs: deps.graceMs } : {}),
+      ...(deps.engineRecheckMs !== undefined ? { engineRecheckMs: deps.engineRecheckMs } : {}),
     });
     if (d.failureSeen) failureSeen.set(attemptKey, clock.now());
 
     let status: OperationStatus = d.status;
-    if (d.create && adapter) {
+    const conflicted = (message: string) => {
+      status = childConflictStatus(op, d.status, message, clock.now());
+      d = { status, events: [{ type: 'Warning', reason: Reason.ChildConflict, note: message }] };
+    };
+    if (replaced && !isTerminalPhase(op.status?.phase)) conflicted(replaced);
+    else if (d.create && adapter) {
       try {
-        const refs = await createChildren(d.create, adapter, ctx.signal);
-        status = { ...status, childRef: refs[0]!, childRefs: refs };
+        const made = await createChildren(op, d.create, adapter, ctx.signal);
+        if ('conflict' in made) conflicted(made.conflict);
+        else status = { ...status, childRef: made.refs[0]!, childRefs: made.refs };
       } catch (err) {
         if (!isInvalid(err)) throw err;
         // The API server refuses the manifest: a permanent problem of this request.
@@ -496,17 +616,17 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     ...(deps.workers ? { workers: deps.workers } : {}),
   });
 
-  // The Operation itself, plus, when one runs, ends or goes away, the queue of its target.
+  // The Operation itself, plus, when one runs, ends or goes away, the queue of its target (which also
+  // holds those waiting for a dependency on it) and those reading its outputs through operationRef.
   controller.watch(operations, {
     map: (o) => {
       const keys = [objectKey(o)];
       if (!waiting(o) || o.metadata.deletionTimestamp) {
-        const queue = waitingQueue(
-          onTarget(o.metadata.namespace, o.spec.targetRef.name),
-          o.metadata.namespace ?? '',
-          o.spec.targetRef.name,
-        );
+        const ns = o.metadata.namespace ?? '';
+        const queue = waitingQueue(onTarget(ns, o.spec.targetRef.name), ns, o.spec.targetRef.name);
         keys.push(...queue.map((q) => objectKey(q)));
+        const readers = readersOf(ns, o.metadata.name ?? '').filter(waiting);
+        keys.push(...readers.map((r) => objectKey(r)));
       }
       return keys;
     },

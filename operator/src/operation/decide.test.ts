@@ -12,7 +12,7 @@ import {
   retryBackoffMs,
 } from './decide.ts';
 import type { PreconditionFacts } from './preconditions.ts';
-import { fakeAdapter, fakeChildName, instance, operation } from './testing.ts';
+import { fakeAdapter, fakeChildName, instance, operation, ran } from './testing.ts';
 
 const adapter = fakeAdapter('velero', ['Backup', 'Restore']);
 
@@ -328,5 +328,165 @@ describe('decide: policies', () => {
     expect(ignored.reconcileHandled).toBe('now');
     expect(bad.op.status?.phase).toBe('Failed');
     expect(ignored.events).toEqual([expect.objectContaining({ reason: 'ReconcileIgnored' })]);
+  });
+});
+
+describe('decide: issue 14 policies', () => {
+  const paused = () => {
+    const i = instance();
+    i.metadata.annotations = { ...i.metadata.annotations, 'ops.vworkspace.io/paused': 'true' };
+    return i;
+  };
+
+  it('a paused target: nothing starts (Blocked/TargetPaused); resuming starts it', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { target: paused() };
+    const d = h.step({ target: paused() });
+    expect(d.create).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Blocked');
+    expect(h.cond('Blocked')).toMatchObject({ status: 'True', reason: 'TargetPaused' });
+    expect(h.cond('Blocked')?.message).toContain(
+      'kubectl annotate applicationinstance app -n team ops.vworkspace.io/paused-',
+    );
+    expect(d.events).toEqual([expect.objectContaining({ reason: 'TargetPaused' })]);
+    expect(h.step({ target: paused() }).events).toEqual([]);
+    // "false" (or anything but "true") does not pause.
+    const notPaused = instance();
+    notPaused.metadata.annotations = {
+      ...notPaused.metadata.annotations,
+      'ops.vworkspace.io/paused': 'false',
+    };
+    h.factsOver = { target: notPaused };
+    expect(h.step({ target: notPaused }).create).toHaveLength(1);
+    expect(h.op.status?.phase).toBe('Running');
+  });
+
+  it('a paused target: a running child is left alone (no observation, deadline or cancel) until resumed', () => {
+    const h = new Harness(operation('b', { policy: { activeDeadlineSeconds: 60 } }));
+    h.step();
+    h.setChild({ phase: 'Failed', retryable: 'false' });
+    h.clock.advanceSync(120_000);
+    h.op = { ...h.op, spec: { ...h.op.spec, cancel: true } };
+    const d = h.step({ target: paused() });
+    expect(d.cancel).toBeUndefined();
+    expect(d.requeueAfterMs).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Running');
+    expect(h.cond('Running')).toMatchObject({ status: 'True', reason: 'JobRunning' });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'Unknown', reason: 'TargetPaused' });
+    expect(h.cond('Succeeded')?.message).toContain('spec.cancel is acted on once it resumes');
+    // Resumed: the cancel is acted on.
+    h.step();
+    expect(h.op.status?.phase).toBe('Cancelled');
+
+    // Without a cancel, the deadline that passed meanwhile applies at once.
+    const d2 = new Harness(operation('c', { policy: { activeDeadlineSeconds: 60 } }));
+    d2.step();
+    d2.clock.advanceSync(120_000);
+    d2.step({ target: paused() });
+    expect(d2.op.status?.phase).toBe('Running');
+    d2.step();
+    expect(d2.cond('Succeeded')?.reason).toBe('DeadlineExceeded');
+  });
+
+  it('a paused target: cancelling an Operation that has not started still ends it', () => {
+    const h = new Harness(operation('b', { cancel: true }));
+    h.step({ target: paused() });
+    expect(h.op.status?.phase).toBe('Cancelled');
+  });
+
+  it('preconditionDeadlineSeconds: a Blocked Operation is woken at the deadline and fails naming what it waited for', () => {
+    const h = new Harness(
+      operation('b', { policy: { requiresApproval: true, preconditionDeadlineSeconds: 600 } }),
+    );
+    const d = h.step();
+    expect(h.op.status?.phase).toBe('Blocked');
+    expect(d.requeueAfterMs).toBe(600_000);
+    h.clock.advanceSync(600_000);
+    const end = h.step();
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'PreconditionDeadlineExceeded' });
+    expect(h.cond('Succeeded')?.message).toMatch(
+      /^policy.preconditionDeadlineSeconds \(600s since creation\) passed while waiting: AwaitingApproval: /,
+    );
+    expect(end.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'PreconditionDeadlineExceeded' }),
+    ]);
+  });
+
+  it('preconditionDeadlineSeconds: 0 means the preconditions must hold at once; a satisfied Operation ignores it', () => {
+    const h = new Harness(
+      operation('b', { policy: { requiresApproval: true, preconditionDeadlineSeconds: 0 } }),
+    );
+    h.step();
+    expect(h.cond('Succeeded')?.reason).toBe('PreconditionDeadlineExceeded');
+    const ok = new Harness(operation('c', { policy: { preconditionDeadlineSeconds: 0 } }));
+    expect(ok.step().create).toHaveLength(1);
+  });
+
+  it('preconditionDeadlineSeconds ends a grace period early (EngineNotInstalled polls discovery meanwhile)', () => {
+    const h = new Harness(operation('b', { policy: { preconditionDeadlineSeconds: 40 } }));
+    h.factsOver = { engine: { installed: false, missing: ['Backup (velero.io/v1)'] } };
+    const d = h.step();
+    expect(h.op.status?.phase).toBe('Pending');
+    expect(h.cond('Accepted')).toMatchObject({ status: 'False', reason: 'EngineNotInstalled' });
+    expect(h.cond('Accepted')?.message).toContain('install Velero');
+    expect(d.requeueAfterMs).toBe(15_000);
+    h.clock.advanceSync(30_000);
+    expect(h.step().requeueAfterMs).toBe(10_000);
+    h.clock.advanceSync(10_000);
+    h.step();
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'PreconditionDeadlineExceeded' });
+  });
+
+  it('EngineNotInstalled recovers when the engine appears within the grace period, else fails and may be re-run', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { engine: { installed: false, missing: ['Backup (velero.io/v1)'] } };
+    h.step();
+    h.factsOver = {};
+    h.clock.advanceSync(15_000);
+    expect(h.step().create).toHaveLength(1);
+
+    const late = new Harness(operation('c'));
+    late.factsOver = { engine: { installed: false, missing: ['Backup (velero.io/v1)'] } };
+    late.step();
+    late.clock.advanceSync(5 * 60_000);
+    late.step();
+    expect(late.op.status?.phase).toBe('Failed');
+    expect(late.cond('Succeeded')?.reason).toBe('EngineNotInstalled');
+    late.factsOver = {};
+    late.annotate({ 'ops.vworkspace.io/reconcile': '1' });
+    expect(late.step().create).toHaveLength(1);
+  });
+
+  it('separate TTLs after success and after failure, ttlSecondsAfterFinished the common default', () => {
+    const ttl = (policy: Record<string, number>, failed: boolean) => {
+      const h = new Harness(operation('b', { policy: { ...policy, dryRun: !failed } }));
+      if (failed) h.factsOver = { target: instance('app', { capabilities: {} }) };
+      return h.step().requeueAfterMs;
+    };
+    const both = {
+      ttlSecondsAfterSucceed: 10,
+      ttlSecondsAfterUnsuccessfulCompletion: 3600,
+      ttlSecondsAfterFinished: 60,
+    };
+    expect(ttl(both, false)).toBe(10_000);
+    expect(ttl(both, true)).toBe(3_600_000);
+    expect(ttl({ ttlSecondsAfterFinished: 60 }, true)).toBe(60_000);
+    expect(ttl({ ttlSecondsAfterSucceed: 10 }, true)).toBeUndefined();
+  });
+
+  it('records status.inputs once and materializes with the parameters read', () => {
+    const backup = ran(operation('nightly'), 'Succeeded', { outputs: { backupName: 'nightly-abc' } });
+    const h = new Harness(operation('r', { type: 'Restore' }));
+    h.factsOver = { operations: [backup] };
+    const d = h.step();
+    expect(h.op.status?.inputs).toEqual([
+      expect.objectContaining({ operation: 'nightly', parameters: { backupName: 'nightly-abc' } }),
+    ]);
+    expect(
+      JSON.parse((d.create![0] as unknown as { data: { parameters: string } }).data.parameters),
+    ).toMatchObject({
+      backupName: 'nightly-abc',
+    });
   });
 });

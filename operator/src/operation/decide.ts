@@ -10,9 +10,13 @@
 //   explains the current state until the end (the printer column "Reason" reads it).
 // - Policies: retryLimit (a retryable failure creates attempt N+1 after a backoff), activeDeadlineSeconds
 //   (DeadlineExceeded at the exact instant), spec.cancel, dryRun (status.plan, nothing created),
-//   ttlSecondsAfterFinished (the Operation is deleted).
+//   ttlSecondsAfterFinished / ttlSecondsAfterSucceed / ttlSecondsAfterUnsuccessfulCompletion (the
+//   Operation is deleted), preconditionDeadlineSeconds (waiting ends PreconditionDeadlineExceeded).
+// - ops.vworkspace.io/paused on the target: nothing starts (Blocked/TargetPaused) and a running child is
+//   left alone; only spec.cancel of a not-started Operation and the TTL of a finished one still act.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
+  ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE,
   ANNOTATION_RECONCILE_HANDLED,
   LABEL_OPERATION,
@@ -28,6 +32,7 @@ import {
   CONDITION_RUNNING,
   CONDITION_SUCCEEDED,
 } from '../api/reasons.ts';
+import { preconditionDeadlineSeconds, ttlSecondsFor } from '../catalog/policy.ts';
 import type { Template } from '../catalog/template.ts';
 import type {
   CancelAction,
@@ -36,15 +41,17 @@ import type {
   EngineEnvironment,
   Observation,
 } from '../engines/types.ts';
+import { isPaused, resumeHint } from '../instance/paused.ts';
 import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
 import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
+import { ENGINE_RECHECK_MS } from './engine-install.ts';
 import { evaluatePreconditions, type PreconditionFacts, resolveOperation } from './preconditions.ts';
 export { ANNOTATION_RECONCILE_HANDLED };
 
 /** Accepted=False reasons that may be fixed by creating something: waited for before failing. */
-export const GRACE_REASONS = ['TargetNotFound', 'RbacProfileMissing'] as const;
-/** How long TargetNotFound / RbacProfileMissing wait before the Operation fails (ADR 0003). */
+export const GRACE_REASONS = ['TargetNotFound', 'RbacProfileMissing', 'EngineNotInstalled'] as const;
+/** How long TargetNotFound / RbacProfileMissing / EngineNotInstalled wait before failing (ADR 0003). */
 export const DEFAULT_ACCEPTANCE_GRACE_MS = 5 * 60_000;
 
 /**
@@ -56,10 +63,15 @@ export const DEFAULT_ACCEPTANCE_GRACE_MS = 5 * 60_000;
 export const RECONCILE_RETRY_REASONS: readonly string[] = [
   'TargetNotFound',
   'RbacProfileMissing',
+  'EngineNotInstalled',
   'TemplateNotFound',
   'CapabilityMissing',
   'SelectorMismatch',
   'RetryLimitExceeded',
+  'NotAllowedByTemplate',
+  'UnsafePodSpec',
+  'BackupNotAllowed',
+  'ChildConflict',
 ];
 
 export const RETRY_BACKOFF_BASE_MS = 10_000;
@@ -85,6 +97,8 @@ export interface DecideInput<T extends Template = Template> {
   /** When this replica first saw the current attempt fail (retry backoff); undefined = just now. */
   failureSeenAt?: number;
   graceMs?: number;
+  /** How often an Operation waiting for its engine's CRDs re-reads discovery (default ENGINE_RECHECK_MS). */
+  engineRecheckMs?: number;
 }
 
 export interface OperationEvent {
@@ -267,6 +281,8 @@ export function decide<T extends Template>(input: DecideInput<T>): Decision {
     return { status: op.status ?? {}, events: [], ...handled, ...ttl(input) };
   }
   const started = childRefsOf(op.status).length > 0 && before === 'Running';
+  if (op.spec.cancel && !started) return { ...decideCancel(input, started), ...handled };
+  if (started && isPaused(input.target)) return { ...decidePausedRunning(input), ...handled };
   if (op.spec.cancel) return { ...decideCancel(input, started), ...handled };
   if (!started) return { ...decideFresh(input, op), ...handled };
   return { ...decideRunning(input), ...handled };
@@ -274,8 +290,9 @@ export function decide<T extends Template>(input: DecideInput<T>): Decision {
 
 function ttl(input: DecideInput): Pick<Decision, 'deleteOperation' | 'requeueAfterMs'> {
   const { op, now } = input;
-  const seconds =
-    op.spec.policy?.ttlSecondsAfterFinished ?? templateOf(input)?.defaults?.ttlSecondsAfterFinished;
+  const phase = op.status?.phase;
+  if (phase !== 'Succeeded' && phase !== 'Failed' && phase !== 'Cancelled') return {};
+  const seconds = ttlSecondsFor(phase, op.spec.policy, templateOf(input)?.defaults);
   const finished = Date.parse(op.status?.finishedAt ?? '');
   if (seconds === undefined || Number.isNaN(finished)) return {};
   const at = finished + seconds * 1000;
@@ -317,14 +334,80 @@ function resetForRetry(op: Operation): Operation {
   return { ...op, status };
 }
 
+/** A not-started Operation whose target is paused: Blocked/TargetPaused, nothing evaluated or created. */
+function decidePausedFresh(input: DecideInput, op: Operation): Decision {
+  const b = new StatusBuilder(op, input.now);
+  const ns = op.metadata.namespace ?? '';
+  const name = op.spec.targetRef.name;
+  const message = `ApplicationInstance ${name} is paused (${ANNOTATION_PAUSED}: "true"): nothing starts on it until then; ${resumeHint(ns, name)}`;
+  b.drop(CONDITION_ACCEPTED);
+  b.phase('Blocked');
+  b.cond(CONDITION_BLOCKED, 'True', 'TargetPaused', message);
+  b.cond(CONDITION_SUCCEEDED, 'Unknown', 'TargetPaused', message);
+  const changed = input.op.status?.phase !== 'Blocked' || blockedReason(input.op) !== 'TargetPaused';
+  return {
+    status: b.status,
+    events: changed ? [{ type: 'Normal', reason: 'TargetPaused', note: message }] : [],
+  };
+}
+
+/**
+ * A running Operation whose target is paused: its child is left alone (not observed, retried, stopped,
+ * timed out or cancelled); Succeeded=Unknown/TargetPaused says so, Running keeps the last engine reason.
+ */
+function decidePausedRunning(input: DecideInput): Decision {
+  const { op, now } = input;
+  const b = new StatusBuilder(op, now);
+  const ns = op.metadata.namespace ?? '';
+  const name = op.spec.targetRef.name;
+  const children = childRefsOf(op.status)
+    .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
+    .join(', ');
+  const cancel = op.spec.cancel ? '; spec.cancel is acted on once it resumes' : '';
+  const message = `ApplicationInstance ${name} is paused (${ANNOTATION_PAUSED}: "true"): ${children} runs on its own and is not followed, retried, stopped or timed out until then${cancel}; ${resumeHint(ns, name)}`;
+  b.cond(CONDITION_SUCCEEDED, 'Unknown', 'TargetPaused', message);
+  const prev = findCondition(op.status?.conditions as Condition[] | undefined, CONDITION_SUCCEEDED);
+  return {
+    status: b.status,
+    events:
+      prev?.reason === 'TargetPaused' ? [] : [{ type: 'Normal', reason: 'TargetPaused', note: message }],
+  };
+}
+
+/** When policy.preconditionDeadlineSeconds runs out for a not-started Operation (from its creation). */
+function preconditionDeadlineAt(op: Operation, template: Template | undefined): number | undefined {
+  const seconds = preconditionDeadlineSeconds(op.spec.policy, template?.defaults);
+  const created = Date.parse(String(op.metadata.creationTimestamp ?? ''));
+  if (seconds === undefined || Number.isNaN(created)) return undefined;
+  return created + seconds * 1000;
+}
+
 function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): Decision {
   const { now } = input;
   const before = input.op.status?.phase;
+  if (isPaused(input.target ?? input.facts?.target)) return decidePausedFresh(input, op);
   const b = new StatusBuilder(op, now);
   const facts = input.facts;
   if (!facts) throw new Error('decide: preconditions facts are required before the Operation starts');
   const result = evaluatePreconditions(op, input.templates, facts);
   if (result.template) b.status.template = result.template.name;
+  if (result.inputs) b.status.inputs = result.inputs;
+
+  // policy.preconditionDeadlineSeconds: waiting (Blocked, or Pending in a grace period) ends here.
+  const giveUpAt = result.outcome === 'satisfied' ? undefined : preconditionDeadlineAt(op, result.template);
+  const waiting = result.outcome === 'blocked' || (result.outcome === 'rejected' && !result.permanent);
+  if (waiting && giveUpAt !== undefined && now >= giveUpAt) {
+    const seconds = (op.spec.policy?.preconditionDeadlineSeconds ??
+      result.template?.defaults?.preconditionDeadlineSeconds)!;
+    const message = `policy.preconditionDeadlineSeconds (${seconds}s since creation) passed while waiting: ${result.reason}: ${result.message}. Fix that, then create a new Operation (or one with a longer deadline)`;
+    b.finish('Failed', 'PreconditionDeadlineExceeded', message);
+    return {
+      status: b.status,
+      events: phaseEvent(before, b.status, 'PreconditionDeadlineExceeded', message),
+      ...ttl({ ...input, op: { ...op, status: b.status } }),
+    };
+  }
+  const untilGiveUp = giveUpAt === undefined ? Number.POSITIVE_INFINITY : giveUpAt - now;
 
   if (result.outcome === 'rejected') {
     b.drop(CONDITION_BLOCKED);
@@ -347,11 +430,24 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
           prev?.reason !== result.reason || prev.status !== 'False'
             ? [{ type: 'Warning', reason: result.reason, note: result.message }]
             : [];
-        return { status: b.status, events, requeueAfterMs: deadline - now };
+        // Nothing watches for an engine's CRDs appearing: discovery is re-read at an interval instead.
+        const poll =
+          result.reason === 'EngineNotInstalled'
+            ? (input.engineRecheckMs ?? ENGINE_RECHECK_MS)
+            : Number.POSITIVE_INFINITY;
+        return {
+          status: b.status,
+          events,
+          requeueAfterMs: Math.max(1, Math.min(deadline - now, poll, untilGiveUp)),
+        };
       }
     }
     b.finish('Failed', result.reason, result.message);
-    return { status: b.status, events: phaseEvent(before, b.status, result.reason, result.message) };
+    return {
+      status: b.status,
+      events: phaseEvent(before, b.status, result.reason, result.message),
+      ...ttl({ ...input, op: { ...op, status: b.status } }),
+    };
   }
 
   if (result.outcome === 'blocked') {
@@ -362,10 +458,14 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
     if (result.queuePosition !== undefined) b.status.queuePosition = result.queuePosition;
     else delete b.status.queuePosition;
     const changed = before !== 'Blocked' || blockedReason(input.op) !== result.reason;
+    const wake = Math.min(
+      result.wakeAt ? result.wakeAt.getTime() - now : Number.POSITIVE_INFINITY,
+      untilGiveUp,
+    );
     return {
       status: b.status,
       events: changed ? [{ type: 'Normal', reason: result.reason, note: result.message }] : [],
-      ...(result.wakeAt ? { requeueAfterMs: Math.max(1, result.wakeAt.getTime() - now) } : {}),
+      ...(Number.isFinite(wake) ? { requeueAfterMs: Math.max(1, wake) } : {}),
     };
   }
 

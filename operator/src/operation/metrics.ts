@@ -1,7 +1,9 @@
 // Operation metrics: how many ended and how (vworkspace_operations_total{type,engine,result}), how long
 // they ran (vworkspace_operation_duration_seconds, from startedAt, or creation when nothing started, to
 // finishedAt), and how many wait now, by Blocked reason (vworkspace_operations_blocked{reason}, computed
-// from the informer cache at scrape time, so it is never out of step with the cluster).
+// from the informer cache at scrape time, so it is never out of step with the cluster), and how long the
+// oldest of them has waited, by namespace and reason (vworkspace_operations_blocked_oldest_seconds: the
+// "Blocked too long" alert).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Operation } from '../api/operation.ts';
 import { CONDITION_BLOCKED } from '../api/reasons.ts';
@@ -12,6 +14,7 @@ export class OperationMetrics {
   readonly total: Counter<'type' | 'engine' | 'result'>;
   readonly duration: Histogram<'type' | 'engine' | 'result'>;
   readonly blocked: Gauge<'reason'>;
+  readonly blockedOldest: Gauge<'namespace' | 'reason'>;
 
   constructor(registry: Registry, operations: () => readonly Operation[]) {
     const registers = [registry];
@@ -42,6 +45,30 @@ export class OperationMetrics {
           counts.set(reason, (counts.get(reason) ?? 0) + 1);
         }
         for (const [reason, n] of counts) this.set({ reason }, n);
+      },
+    });
+    this.blockedOldest = new Gauge({
+      name: 'vworkspace_operations_blocked_oldest_seconds',
+      help: 'Seconds the longest-Blocked Operation has been Blocked (since its Blocked condition turned True), by namespace and reason',
+      labelNames: ['namespace', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        const oldest = new Map<string, { namespace: string; reason: string; since: number }>();
+        for (const op of operations()) {
+          if (op.status?.phase !== 'Blocked') continue;
+          const c = op.status.conditions?.find((x) => x.type === CONDITION_BLOCKED);
+          const since = Date.parse(String(c?.lastTransitionTime ?? ''));
+          if (Number.isNaN(since)) continue;
+          const namespace = op.metadata.namespace ?? '';
+          const reason = c?.reason ?? 'Unknown';
+          const key = `${namespace}\u0000${reason}`;
+          const seen = oldest.get(key);
+          if (!seen || since < seen.since) oldest.set(key, { namespace, reason, since });
+        }
+        const now = Date.now();
+        for (const o of oldest.values())
+          this.set({ namespace: o.namespace, reason: o.reason }, Math.max(0, (now - o.since) / 1000));
       },
     });
   }

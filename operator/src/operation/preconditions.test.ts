@@ -3,7 +3,7 @@ import { PRECONDITIONS } from '../api/enums.ts';
 import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { evaluatePreconditions, type PreconditionFacts } from './preconditions.ts';
-import { instance, operation, withPhase } from './testing.ts';
+import { instance, operation, ran, withPhase } from './testing.ts';
 
 const NOW = new Date('2025-01-01T12:00:00Z');
 const at = (iso: string) => new Date(iso);
@@ -181,6 +181,14 @@ describe('evaluatePreconditions', () => {
       ['TargetNotFound', { target: undefined }],
       ['CapabilityMissing', { target: instance('app', { capabilities: {}, ready: false }) }],
       [
+        'EngineNotInstalled',
+        {
+          target: instance('app', { ready: false }),
+          rbac: { allowed: false, unknownProfile: true },
+          engine: { installed: false, missing: ['Restore (velero.io/v1)'] },
+        },
+      ],
+      [
         'RbacProfileMissing',
         { target: instance('app', { ready: false }), rbac: { allowed: false, unknownProfile: true } },
       ],
@@ -200,5 +208,69 @@ describe('evaluatePreconditions', () => {
       reasonOf(evaluate(approved, { applicationWindow: { schedule: '0 2 * * *', duration: '1h' } })),
     ).toBe('OutsideMaintenanceWindow');
     expect(PRECONDITIONS.indexOf('ApprovalGiven')).toBeLessThan(PRECONDITIONS.indexOf('TargetReady'));
+  });
+
+  it('EngineInstalled waits (not permanent) and says what to install', () => {
+    const r = evaluate(operation('b'), { engine: { installed: false, missing: ['Backup (velero.io/v1)'] } });
+    expect(r).toMatchObject({ outcome: 'rejected', reason: 'EngineNotInstalled', permanent: false });
+    if (r.outcome === 'rejected') {
+      expect(r.message).toMatch(
+        /^engine velero is not installed: the API server does not serve Backup \(velero.io\/v1\); install Velero/,
+      );
+    }
+  });
+
+  it('TargetGenerationMatches (when listed): waits until the instance status observed its latest spec', () => {
+    const t: Template = {
+      ...BUILTIN_TEMPLATES[0]!,
+      preconditions: [...BUILTIN_TEMPLATES[0]!.preconditions, { name: 'TargetGenerationMatches' }],
+    };
+    const target = (generation: number, observed?: number) => {
+      const i = instance();
+      i.metadata.generation = generation;
+      if (observed !== undefined) i.status = { ...i.status, observedGeneration: observed };
+      return i;
+    };
+    expect(evaluate(operation('b'), { target: target(3, 2) }, [t])).toMatchObject({
+      outcome: 'blocked',
+      reason: 'TargetGenerationMismatch',
+      message: expect.stringContaining('status.observedGeneration 2 lags metadata.generation 3'),
+    });
+    expect(reasonOf(evaluate(operation('b'), { target: target(3) }, [t]))).toBe('TargetGenerationMismatch');
+    expect(reasonOf(evaluate(operation('b'), { target: target(3, 3) }, [t]))).toBe('satisfied');
+    // Not listed: not checked.
+    expect(reasonOf(evaluate(operation('b'), { target: target(3, 2) }))).toBe('satisfied');
+  });
+
+  it('DependenciesSucceeded blocks with DependencyNotMet; parametersFrom sources block or reject before parameters', () => {
+    const t: Template = { ...BUILTIN_TEMPLATES[0]!, dependencies: [{ type: 'Upgrade', maxAge: '1h' }] };
+    expect(evaluate(operation('b'), {}, [t])).toMatchObject({
+      outcome: 'blocked',
+      reason: 'DependencyNotMet',
+    });
+    const restore = operation('r', { type: 'Restore' });
+    expect(evaluate(restore)).toMatchObject({
+      outcome: 'rejected',
+      reason: 'InputsUnavailable',
+      permanent: true,
+    });
+    const running = ran(operation('b1'), 'Running');
+    expect(evaluate(restore, { operations: [running] })).toMatchObject({
+      outcome: 'blocked',
+      precondition: 'Inputs',
+      reason: 'DependencyNotMet',
+    });
+    const done = ran(operation('b1'), 'Succeeded', { outputs: { backupName: 'b1-x' } });
+    const ok = evaluate(restore, { operations: [done] });
+    expect(ok).toMatchObject({ outcome: 'satisfied', parameters: { backupName: 'b1-x' } });
+    expect(ok.outcome === 'satisfied' && ok.inputs?.[0]?.operation).toBe('b1');
+    // A value read that the inputSchema refuses: InvalidParameters, with the record kept for the auditor.
+    const bad = ran(operation('b1'), 'Succeeded', { outputs: { backupName: 'Not A Name' } });
+    expect(evaluate(restore, { operations: [bad] })).toMatchObject({
+      outcome: 'rejected',
+      reason: 'InvalidParameters',
+      inputs: [expect.objectContaining({ operation: 'b1' })],
+      message: expect.stringContaining('see status.inputs'),
+    });
   });
 });

@@ -2,24 +2,27 @@
 // Operation and facts the controller looked up (templates, target, access review results, the other
 // Operations, which Secrets/ServiceAccounts exist, the time).
 //
-// Order (docs/conditions.md): first the request itself — template resolution (TemplateNotFound) and
-// spec.parameters (InvalidParameters), since the template decides which preconditions apply — then, in
-// the order of PRECONDITIONS: TargetExists → CapabilityAdvertised → TemplateSelectors →
-// RbacProfilePresent → ApprovalGiven → TargetReady (when requireReady) → NoConflictingOperation →
+// Order (docs/conditions.md): first the request itself — template resolution (TemplateNotFound), the
+// parametersFrom sources (InputsUnavailable, or Blocked/DependencyNotMet while a source runs) and the
+// merged parameters (InvalidParameters), since the template decides which preconditions apply — then, in
+// the order of PRECONDITIONS: TargetExists → CapabilityAdvertised → TemplateSelectors → EngineInstalled →
+// RbacProfilePresent → ApprovalGiven → TargetGenerationMatches (when listed) → TargetReady (when
+// requireReady) → DependenciesSucceeded (when the template has dependencies) → NoConflictingOperation →
 // RequiredSecretsPresent → RequiredServiceAccountPresent → MaintenanceWindow. The first one that does
 // not hold decides.
 //
 // Outcomes:
-//   rejected  Accepted=False. `permanent` ones (TemplateNotFound, InvalidParameters, CapabilityMissing,
-//             SelectorMismatch) end the Operation at once. TargetNotFound and RbacProfileMissing are
-//             fixed by creating something (the instance, a RoleBinding), so they wait a grace period
-//             first (ADR 0003).
+//   rejected  Accepted=False. `permanent` ones (TemplateNotFound, InputsUnavailable, InvalidParameters,
+//             CapabilityMissing, SelectorMismatch) end the Operation at once. TargetNotFound,
+//             RbacProfileMissing and EngineNotInstalled are fixed by creating something (the instance, a
+//             RoleBinding, the engine's CRDs), so they wait a grace period first (ADR 0003).
 //   blocked   Blocked=True: waiting; re-evaluated on the events that can unblock it. Never fails.
 //   satisfied Accepted=True/TemplateValidated: materialize the child.
 import { ANNOTATION_APPROVE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { PreconditionName } from '../api/enums.ts';
 import type { Operation } from '../api/operation.ts';
+import type { InputRecord } from '../api/parameters-from.ts';
 import { CONDITION_READY } from '../api/reasons.ts';
 import { requiredObjects, validateParameters } from '../catalog/parameters.ts';
 import { type EffectivePolicy, effectivePolicy } from '../catalog/policy.ts';
@@ -31,6 +34,9 @@ import { describeAccess } from '../rbac/profiles.ts';
 import { formatGoDuration, parsePositiveDuration } from '../schedule/duration.ts';
 import { START_SEARCH_LIMIT, type StartWindow, startWindow } from '../schedule/window.ts';
 import { findConflicts } from './conflicts.ts';
+import { checkDependencies } from './dependencies.ts';
+import { type EngineFacts, engineNotInstalledMessage } from './engine-install.ts';
+import { recordedParameters, resolveInputs } from './inputs.ts';
 
 /** Result of the RbacProfilePresent access reviews for the template's profile. */
 export type RbacResult =
@@ -50,40 +56,57 @@ export interface PreconditionFacts {
   serviceAccounts: ReadonlySet<string>;
   /** The maintenance window of the target's catalog application, if it has one. */
   applicationWindow?: MaintenanceWindow;
+  /** Whether the engine's child kinds are served; unset = installed. */
+  engine?: EngineFacts;
 }
 
 export type Resolved<T extends Template = Template> =
   | { ok: true; template: T; parameters: Record<string, unknown>; policy: EffectivePolicy }
   | { ok: false; reason: 'TemplateNotFound' | 'InvalidParameters'; message: string };
 
+/** resolveRequest: Resolved, plus the parametersFrom outcome and a newly resolved status.inputs. */
+export type Request<T extends Template = Template> =
+  | (Extract<Resolved<T>, { ok: true }> & { inputs?: InputRecord[] })
+  | { ok: false; reason: 'TemplateNotFound'; message: string }
+  | { ok: false; reason: 'InvalidParameters'; message: string; template: T; inputs?: InputRecord[] }
+  | { ok: false; reason: 'InputsUnavailable'; message: string; template: T }
+  | { ok: false; reason: 'DependencyNotMet'; message: string; template: T };
+
 export type PreconditionResult<T extends Template = Template> =
   | {
       outcome: 'rejected';
-      precondition: 'Template' | 'Parameters' | PreconditionName;
+      precondition: 'Template' | 'Inputs' | 'Parameters' | PreconditionName;
       reason:
         | 'TemplateNotFound'
+        | 'InputsUnavailable'
         | 'InvalidParameters'
         | 'TargetNotFound'
         | 'CapabilityMissing'
         | 'SelectorMismatch'
+        | 'EngineNotInstalled'
         | 'RbacProfileMissing';
       message: string;
       /** false: may be fixed by creating something; the controller waits its grace period first. */
       permanent: boolean;
       template?: T;
+      /** status.inputs resolved by this evaluation, to record. */
+      inputs?: InputRecord[];
     }
   | {
       outcome: 'blocked';
-      precondition: PreconditionName;
+      precondition: 'Inputs' | PreconditionName;
       reason:
         | 'AwaitingApproval'
+        | 'TargetGenerationMismatch'
         | 'TargetNotReady'
+        | 'DependencyNotMet'
         | 'ConflictingOperation'
         | 'MissingSecret'
         | 'MissingServiceAccount'
         | 'OutsideMaintenanceWindow';
       message: string;
       template: T;
+      inputs?: InputRecord[];
       queuePosition?: number;
       /** OutsideMaintenanceWindow: when it opens (requeue exactly then). */
       wakeAt?: Date;
@@ -94,10 +117,27 @@ export type PreconditionResult<T extends Template = Template> =
       parameters: Record<string, unknown>;
       policy: EffectivePolicy;
       message: string;
+      inputs?: InputRecord[];
     };
 
-/** Template resolution and parameters: everything about the request that needs no cluster facts. */
-export function resolveOperation<T extends Template>(op: Operation, templates: readonly T[]): Resolved<T> {
+/**
+ * Template resolution and parameters: spec.parameters merged with what status.inputs recorded (or
+ * `inputs`). Needs no cluster facts; once parametersFrom is resolved, everything later reads this.
+ */
+export function resolveOperation<T extends Template>(
+  op: Operation,
+  templates: readonly T[],
+  inputs: Record<string, unknown> = recordedParameters(op.status?.inputs),
+): Resolved<T> {
+  const res = resolveTemplateOf(op, templates);
+  if (!res.ok) return res;
+  return validated(op, res.template, inputs);
+}
+
+function resolveTemplateOf<T extends Template>(
+  op: Operation,
+  templates: readonly T[],
+): { ok: true; template: T } | { ok: false; reason: 'TemplateNotFound'; message: string } {
   const res = resolveTemplate(templates, {
     type: op.spec.type,
     engine: op.spec.engine,
@@ -110,20 +150,60 @@ export function resolveOperation<T extends Template>(op: Operation, templates: r
       message: `${res.message}. Create a new Operation naming an existing template, or add the template to the catalog (this one is retried when the catalog changes and on the ops.vworkspace.io/reconcile annotation).`,
     };
   }
-  const params = validateParameters(res.template, op.spec.parameters);
+  return res;
+}
+
+function validated<T extends Template>(
+  op: Operation,
+  template: T,
+  inputs: Record<string, unknown>,
+): Resolved<T> {
+  const merged =
+    Object.keys(inputs).length > 0 ? { ...(op.spec.parameters ?? {}), ...inputs } : op.spec.parameters;
+  const params = validateParameters(template, merged);
   if (!params.ok) {
+    const from =
+      Object.keys(inputs).length > 0
+        ? ' (with the parameters read through parametersFrom, see status.inputs)'
+        : '';
     return {
       ok: false,
       reason: 'InvalidParameters',
-      message: `${params.message}. spec.parameters is immutable: create a new Operation with valid parameters.`,
+      message: `${params.message}${from}. spec.parameters is immutable: create a new Operation with valid parameters.`,
     };
   }
   return {
     ok: true,
-    template: res.template,
+    template,
     parameters: params.parameters,
-    policy: effectivePolicy(op.spec.type, op.spec.policy, res.template.defaults),
+    policy: effectivePolicy(op.spec.type, op.spec.policy, template.defaults),
   };
+}
+
+/**
+ * The whole request: template, then the parametersFrom sources (read from `operations`, resolved once:
+ * a recorded status.inputs is reused), then the merged parameters. The controller's fact gathering and
+ * evaluatePreconditions both call it, so they agree on the parameters.
+ */
+export function resolveRequest<T extends Template>(
+  op: Operation,
+  templates: readonly T[],
+  operations: readonly Operation[],
+  now: Date,
+): Request<T> {
+  const res = resolveTemplateOf(op, templates);
+  if (!res.ok) return res;
+  const template = res.template;
+  const inputs = resolveInputs(op, template, operations, now);
+  if (inputs.outcome === 'unavailable') {
+    return { ok: false, reason: 'InputsUnavailable', message: inputs.message, template };
+  }
+  if (inputs.outcome === 'waiting') {
+    return { ok: false, reason: 'DependencyNotMet', message: inputs.message, template };
+  }
+  const fresh = inputs.outcome === 'resolved' && inputs.fresh ? { inputs: inputs.records } : {};
+  const r = validated(op, template, inputs.outcome === 'resolved' ? inputs.parameters : {});
+  return r.ok ? { ...r, ...fresh } : { ...r, reason: 'InvalidParameters', template, ...fresh };
 }
 
 function isReady(target: ApplicationInstance): { ready: boolean; reason?: string; message?: string } {
@@ -164,17 +244,20 @@ export function evaluatePreconditions<T extends Template>(
   templates: readonly T[],
   facts: PreconditionFacts,
 ): PreconditionResult<T> {
-  const resolved = resolveOperation(op, templates);
+  const resolved = resolveRequest(op, templates, facts.operations, facts.now);
   if (!resolved.ok) {
-    return {
-      outcome: 'rejected',
-      precondition: resolved.reason === 'TemplateNotFound' ? 'Template' : 'Parameters',
-      reason: resolved.reason,
-      message: resolved.message,
-      permanent: true,
-    };
+    const { reason, message } = resolved;
+    const template = 'template' in resolved ? { template: resolved.template } : {};
+    const inputs = 'inputs' in resolved && resolved.inputs ? { inputs: resolved.inputs } : {};
+    if (reason === 'DependencyNotMet') {
+      return { outcome: 'blocked', precondition: 'Inputs', reason, message, template: resolved.template };
+    }
+    const precondition =
+      reason === 'TemplateNotFound' ? 'Template' : reason === 'InputsUnavailable' ? 'Inputs' : 'Parameters';
+    return { outcome: 'rejected', precondition, reason, message, permanent: true, ...template, ...inputs };
   }
   const { template, parameters, policy } = resolved;
+  const recorded = resolved.inputs ? { inputs: resolved.inputs } : {};
   const ns = op.metadata.namespace ?? '';
   const targetName = op.spec.targetRef.name;
   const reject = (
@@ -182,13 +265,29 @@ export function evaluatePreconditions<T extends Template>(
     reason: Extract<PreconditionResult, { outcome: 'rejected' }>['reason'],
     message: string,
     permanent: boolean,
-  ): PreconditionResult<T> => ({ outcome: 'rejected', precondition, reason, message, permanent, template });
+  ): PreconditionResult<T> => ({
+    outcome: 'rejected',
+    precondition,
+    reason,
+    message,
+    permanent,
+    template,
+    ...recorded,
+  });
   const block = (
     precondition: PreconditionName,
     reason: Extract<PreconditionResult, { outcome: 'blocked' }>['reason'],
     message: string,
     extra: { queuePosition?: number; wakeAt?: Date } = {},
-  ): PreconditionResult<T> => ({ outcome: 'blocked', precondition, reason, message, template, ...extra });
+  ): PreconditionResult<T> => ({
+    outcome: 'blocked',
+    precondition,
+    reason,
+    message,
+    template,
+    ...recorded,
+    ...extra,
+  });
 
   // TargetExists
   const target = facts.target;
@@ -214,6 +313,15 @@ export function evaluatePreconditions<T extends Template>(
       true,
     );
   }
+  // EngineInstalled
+  if (facts.engine && !facts.engine.installed) {
+    return reject(
+      'EngineInstalled',
+      'EngineNotInstalled',
+      engineNotInstalledMessage(op.spec.engine, facts.engine.missing),
+      false,
+    );
+  }
   // RbacProfilePresent
   if (!facts.rbac.allowed) {
     const message =
@@ -235,6 +343,18 @@ export function evaluatePreconditions<T extends Template>(
       `policy.requiresApproval: waiting for approval; someone allowed to approve runs \`kubectl annotate operation ${op.metadata.name} -n ${ns} ${ANNOTATION_APPROVE}=true\` (or cancel it with spec.cancel: true)`,
     );
   }
+  // TargetGenerationMatches
+  if (listed(template, 'TargetGenerationMatches')) {
+    const gen = target.metadata.generation;
+    const seen = target.status?.observedGeneration;
+    if (gen !== undefined && seen !== gen) {
+      return block(
+        'TargetGenerationMatches',
+        'TargetGenerationMismatch',
+        `ApplicationInstance ${targetName}: status.observedGeneration ${seen ?? '(none)'} lags metadata.generation ${gen}: the operator has not read the release for its latest spec yet; waits until it has (template ${template.name} lists TargetGenerationMatches)`,
+      );
+    }
+  }
   // TargetReady
   if (policy.requireReady) {
     const r = isReady(target);
@@ -249,6 +369,9 @@ export function evaluatePreconditions<T extends Template>(
       );
     }
   }
+  // DependenciesSucceeded
+  const deps = checkDependencies(op, template, facts.operations, facts.now);
+  if (!deps.ok) return block('DependenciesSucceeded', 'DependencyNotMet', deps.message);
   // NoConflictingOperation
   if (listed(template, 'NoConflictingOperation')) {
     const c = findConflicts(op, facts.operations);
@@ -307,5 +430,6 @@ export function evaluatePreconditions<T extends Template>(
     parameters,
     policy,
     message: `template ${template.name}: parameters valid, preconditions satisfied`,
+    ...recorded,
   };
 }

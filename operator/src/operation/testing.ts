@@ -154,3 +154,36 @@ export function fakeAdapter(
     },
   };
 }
+
+/** An Operation that ran: `phase` with startedAt/finishedAt, its template and outputs (history tests). */
+export function ran(
+  op: Operation,
+  phase: 'Running' | 'Succeeded' | 'Failed' | 'Cancelled',
+  o: { startedAt?: string; outputs?: Record<string, string>; template?: string; reason?: string } = {},
+): Operation {
+  const startedAt = o.startedAt ?? '2025-01-01T10:00:00Z';
+  const done = phase !== 'Running';
+  return {
+    ...op,
+    status: {
+      phase,
+      startedAt,
+      ...(done ? { finishedAt: startedAt } : {}),
+      ...(o.template ? { template: o.template } : {}),
+      ...(o.outputs ? { outputs: o.outputs } : {}),
+      ...(done
+        ? {
+            conditions: [
+              {
+                type: 'Succeeded',
+                status: phase === 'Succeeded' ? ('True' as const) : ('False' as const),
+                reason: o.reason ?? (phase === 'Succeeded' ? 'JobSucceeded' : 'JobFailed'),
+                message: '',
+                lastTransitionTime: startedAt,
+              },
+            ],
+          }
+        : {}),
+    },
+  } as Operation;
+}

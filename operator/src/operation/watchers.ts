@@ -6,8 +6,8 @@
 // would hold up the controller. Child events enqueue the owning Operation (progress is watch-driven).
 //
 // NameWatcher: narrow watches (fieldSelector metadata.name=<name>) on the Secrets / ServiceAccounts a
-// Blocked Operation waits for, started while someone waits for them and stopped afterwards. Secret
-// data never reaches the cache: objects are reduced to their metadata on receipt.
+// Blocked Operation waits for, started while someone waits for them and stopped afterwards. Only existence
+// matters, so they list and watch metadata only (PartialObjectMetadata): Secret data is never sent.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import { type Clock, realClock } from '../runtime/clock.ts';
@@ -15,6 +15,8 @@ import { Informer, kubeListerWatcher, type ListerWatcher } from '../runtime/info
 import { keyOf } from '../runtime/keys.ts';
 import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
+import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
+import { multiNamespaceListerWatcher } from '../runtime/multi-namespace.ts';
 
 export interface ChildKind {
   apiVersion: string;
@@ -43,6 +45,11 @@ export interface WatcherDeps {
   mapper: RestMapper;
   clock?: Clock;
   logger?: Logger;
+  /**
+   * The namespaces to watch children of a kind (by apiVersion) in; unset: every namespace. A
+   * namespace-scoped install (WATCH_NAMESPACE) lists and watches only where it has Roles.
+   */
+  childNamespaces?: (apiVersion: string) => readonly string[];
   /** Tests: list/watch sources instead of the API server. */
   listerWatcher?: (resource: {
     group: string;
@@ -61,6 +68,16 @@ export class ChildWatcher {
     this.#onEvent = onEvent;
   }
 
+  #childLw(apiVersion: string, resource: { group: string; version: string; plural: string }) {
+    const { kc, client } = this.#deps;
+    const namespaces = this.#deps.childNamespaces?.(apiVersion) ?? [];
+    return namespaces.length > 0
+      ? multiNamespaceListerWatcher<KubernetesObject>(namespaces, (namespace) =>
+          kubeListerWatcher<KubernetesObject>(kc, { ...resource, namespace }, client),
+        )
+      : kubeListerWatcher<KubernetesObject>(kc, resource, client);
+  }
+
   /** Starts the informer of `kind` if not yet running. */
   ensure(kind: ChildKind): Informer<KubernetesObject> {
     const id = `${kind.apiVersion}/${kind.kind}`;
@@ -71,9 +88,7 @@ export class ChildWatcher {
     const resource = { ...gv, plural: kind.plural };
     inf = new Informer<KubernetesObject>({
       name: `children-${kind.plural}${gv.group ? `.${gv.group}` : ''}`,
-      listerWatcher:
-        this.#deps.listerWatcher?.(resource) ??
-        kubeListerWatcher<KubernetesObject>(this.#deps.kc, resource, this.#deps.client),
+      listerWatcher: this.#deps.listerWatcher?.(resource) ?? this.#childLw(kind.apiVersion, resource),
       labelSelector: LABEL_OPERATION,
       clock: this.#deps.clock ?? realClock,
       logger: this.#deps.logger ?? silentLogger,
@@ -128,27 +143,6 @@ export class ChildWatcher {
   }
 }
 
-/** Keeps only metadata: a watched Secret's data must never sit in memory or reach a log. */
-function metadataOnly<T extends KubernetesObject>(lw: ListerWatcher<T>): ListerWatcher<T> {
-  const strip = (o: unknown): T => {
-    const obj = o as T;
-    return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: obj.metadata } as T;
-  };
-  return {
-    async list(opts, signal) {
-      const r = await lw.list(opts, signal);
-      return { ...r, items: r.items.map(strip) };
-    },
-    watch(opts, onEvent, signal) {
-      return lw.watch(
-        opts,
-        (type, obj) => onEvent(type, type === 'ERROR' || type === 'BOOKMARK' ? obj : strip(obj)),
-        signal,
-      );
-    },
-  };
-}
-
 export type NamedKind = 'secrets' | 'serviceaccounts';
 
 /** On-demand watches of single named objects, reference-counted by the Operations waiting for them. */
@@ -185,12 +179,12 @@ export class NameWatcher {
     let inf = this.#informers.get(id);
     if (!inf) {
       const resource = { group: '', version: 'v1', plural: kind, namespace };
-      const lw =
-        this.#deps.listerWatcher?.(resource) ??
-        kubeListerWatcher<KubernetesObject>(this.#deps.kc, resource, this.#deps.client);
+      const test = this.#deps.listerWatcher?.(resource);
       inf = new Informer<KubernetesObject>({
         name: `wait-${id}`,
-        listerWatcher: metadataOnly(lw),
+        listerWatcher: test
+          ? metadataOnly(test)
+          : kubeMetadataListerWatcher(this.#deps.kc, resource, this.#deps.client),
         fieldSelector: `metadata.name=${name}`,
         clock: this.#deps.clock ?? realClock,
         logger: this.#deps.logger ?? silentLogger,

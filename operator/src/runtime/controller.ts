@@ -100,16 +100,20 @@ export function ownerKeys(kind: string, apiVersion?: string): KeyMapper<Kubernet
 
 export class Controller {
   readonly name: string;
-  readonly queue: WorkQueue<string>;
   readonly #reconcile: Reconciler;
   readonly #workers: number;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #metrics: RuntimeMetrics | undefined;
   readonly #sources: Source[] = [];
-  readonly #syncAbort = new AbortController();
-  readonly #hardStop = new AbortController();
+  readonly #newQueue: () => WorkQueue<string>;
+  // One set per run: a controller stopped when its replica lost the Lease starts again with a fresh
+  // queue (no keys, no backoff carried over) once the replica leads again.
+  #queue: WorkQueue<string>;
+  #syncAbort = new AbortController();
+  #hardStop = new AbortController();
   #running: Promise<void> | undefined;
+  #stopped = false;
   #workersStarted = false;
   #active = 0;
 
@@ -120,15 +124,22 @@ export class Controller {
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.logger ?? silentLogger;
     this.#metrics = opts.metrics;
-    this.queue = new WorkQueue<string>({
-      name: opts.name,
-      clock: this.#clock,
-      ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
-      ...(opts.metrics
-        ? { metrics: opts.metrics.queueMetrics(opts.name, () => this.queue.inFlightSince()) }
-        : {}),
-    });
+    // The gauges read whichever queue is current (a new one per run after a lost Lease).
+    const queueMetrics = opts.metrics?.queueMetrics(opts.name, () => this.#queue.inFlightSince());
+    this.#newQueue = () =>
+      new WorkQueue<string>({
+        name: opts.name,
+        clock: this.#clock,
+        ...(opts.rateLimiter ? { rateLimiter: opts.rateLimiter } : {}),
+        ...(queueMetrics ? { metrics: queueMetrics } : {}),
+      });
+    this.#queue = this.#newQueue();
     opts.metrics?.initController(opts.name);
+  }
+
+  /** The work queue of the current (or last) run. */
+  get queue(): WorkQueue<string> {
+    return this.#queue;
   }
 
   /** Enqueue keys from `informer`'s events. Call before start(). */
@@ -167,8 +178,19 @@ export class Controller {
     this.queue.addAfter(key, ms);
   }
 
-  /** Waits for the informers, then reconciles until stop(). Resolves when the workers have exited. */
+  /**
+   * Waits for the informers, then reconciles until stop(). Resolves when the workers have exited. After
+   * stop() has returned it starts afresh: a new queue, every cached object reconciled once again.
+   */
   start(): Promise<void> {
+    if (this.#stopped) {
+      this.#stopped = false;
+      this.#queue = this.#newQueue();
+      this.#syncAbort = new AbortController();
+      this.#hardStop = new AbortController();
+      this.#workersStarted = false;
+      this.#running = undefined;
+    }
     this.#running ??= this.#run();
     return this.#running;
   }
@@ -182,7 +204,8 @@ export class Controller {
     this.#log.info({ controller: this.name, workers: this.#workers }, 'starting workers');
     this.#workersStarted = true;
     try {
-      await this.queue.runWorkers(this.#workers, (key) => this.#process(key));
+      const queue = this.#queue;
+      await queue.runWorkers(this.#workers, (key) => this.#process(queue, key));
     } finally {
       for (const u of unregister) u();
     }
@@ -194,6 +217,7 @@ export class Controller {
    * aborts and stop() returns even if a reconcile ignores it.
    */
   async stop(opts: { drain?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    this.#stopped = true;
     this.#syncAbort.abort();
     // Without workers (a standby replica, or stopped before the caches synced) nobody would drain the
     // keys queued by direct enqueues: drop them, the next leader lists everything anyway.
@@ -216,12 +240,12 @@ export class Controller {
     await this.#running;
   }
 
-  async #process(key: string): Promise<void> {
+  async #process(queue: WorkQueue<string>, key: string): Promise<void> {
     const started = this.#clock.now();
     const reconcileID = randomUUID();
     const { namespace, name } = splitKey(key);
     const log = objectLogger(this.#log, this.name, key, { reconcileID });
-    const retries = this.queue.numRequeues(key);
+    const retries = queue.numRequeues(key);
     let result: ResultLabel;
     this.#metrics?.activeWorkers.set({ controller: this.name }, ++this.#active);
     try {
@@ -235,18 +259,18 @@ export class Controller {
         signal: this.#hardStop.signal,
       });
       if (res?.requeueAfterMs !== undefined && res.requeueAfterMs > 0) {
-        this.queue.forget(key);
-        this.queue.addAfter(key, res.requeueAfterMs);
+        queue.forget(key);
+        queue.addAfter(key, res.requeueAfterMs);
         result = 'requeue_after';
       } else if (res?.requeue) {
-        this.queue.addRateLimited(key);
+        queue.addRateLimited(key);
         result = 'requeue';
       } else {
-        this.queue.forget(key);
+        queue.forget(key);
         result = 'success';
       }
     } catch (err) {
-      this.queue.addRateLimited(key);
+      queue.addRateLimited(key);
       result = 'error';
       log.error({ err, retries }, 'Reconciler error');
     } finally {

@@ -34,6 +34,7 @@ import {
   resourcePath,
 } from './kube-client.ts';
 import { type Logger, silentLogger } from './logger.ts';
+import { multiNamespaceListerWatcher } from './multi-namespace.ts';
 import { freezeNormalized } from './normalize.ts';
 
 export interface ListOptions {
@@ -521,6 +522,11 @@ export function kubeListerWatcher<T extends KubernetesObject>(
 export interface KubeInformerOptions<T> extends Omit<InformerOptions<T>, 'listerWatcher' | 'name'> {
   name?: string;
   client?: KubeClient;
+  /**
+   * Watch only these namespaces (a namespaced resource without resource.namespace); empty or unset:
+   * all namespaces. See multi-namespace.ts.
+   */
+  namespaces?: readonly string[];
 }
 
 /** An Informer over the API server for `resource` (namespace-scoped if resource.namespace is set). */
@@ -529,10 +535,16 @@ export function createInformer<T extends KubernetesObject>(
   resource: ResourceRef,
   opts: KubeInformerOptions<T> = {},
 ): Informer<T> {
-  const { client, name, ...rest } = opts;
+  const { client, name, namespaces, ...rest } = opts;
+  const c = client ?? new RestClient(kc);
   return new Informer<T>({
     ...rest,
     name: name ?? `${resource.plural}${resource.group ? `.${resource.group}` : ''}`,
-    listerWatcher: kubeListerWatcher<T>(kc, resource, client ?? new RestClient(kc)),
+    listerWatcher:
+      namespaces?.length && !resource.namespace
+        ? multiNamespaceListerWatcher<T>(namespaces, (namespace) =>
+            kubeListerWatcher<T>(kc, { ...resource, namespace }, c),
+          )
+        : kubeListerWatcher<T>(kc, resource, c),
   });
 }

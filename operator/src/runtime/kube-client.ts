@@ -32,6 +32,8 @@ export interface KubeRequest {
   body?: unknown;
   /** Default application/json. Patches: see PATCH_TYPES. */
   contentType?: string;
+  /** Default application/json; e.g. PARTIAL_OBJECT_METADATA_LIST (metadata.ts) for metadata only. */
+  accept?: string;
   signal?: AbortSignal;
   /** Abort after this long (default 30 s): a hung API server must not hang a reconcile forever. */
   timeoutMs?: number;
@@ -236,7 +238,10 @@ export class RestClient implements KubeClient {
     const url = new URL(`${transport.url}${req.path}`);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { ...(await this.#authHeaders()), accept: 'application/json' };
+    const headers: Record<string, string> = {
+      ...(await this.#authHeaders()),
+      accept: req.accept ?? 'application/json',
+    };
     let body: string | undefined;
     if (req.body !== undefined) {
       headers['content-type'] = req.contentType ?? 'application/json';
@@ -260,7 +265,7 @@ export class RestClient implements KubeClient {
     const ctx = new RequestContext(`${server}${req.path}`, HttpMethod[req.method]);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) ctx.setQueryParam(k, String(v));
-    ctx.setHeaderParam('Accept', 'application/json');
+    ctx.setHeaderParam('Accept', req.accept ?? 'application/json');
     if (req.body !== undefined) {
       ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
       ctx.setBody(JSON.stringify(req.body));

@@ -134,24 +134,48 @@ describe('Manager', () => {
     await doneB;
   });
 
-  it('losing the lease stops the controllers and rejects start()', async () => {
+  it('losing the lease stops the controllers only; the webhook and readiness stay; it leads again with a fresh queue', async () => {
     const clock = new FakeClock();
     const server = new MemoryResource<KubernetesObject>();
+    server.put(thing('a'));
     const store = new LeaseStore();
     const a = replica('a', server, clock, { store });
-    const done = a.mgr.start();
-    let error: unknown;
-    done.catch((e: unknown) => {
-      error = e;
-    });
+    let settled = false;
+    const done = a.mgr.start().then(
+      () => {
+        settled = true;
+      },
+      () => {
+        settled = true;
+      },
+    );
     await clock.advance(100);
     expect(a.mgr.isLeader()).toBe(true);
+    expect(a.reconciled).toEqual(['ns/a']);
+    const firstQueue = a.controller.queue;
+
     a.lock!.broken = true;
     await clock.advance(12_000);
     expect(a.mgr.isLeader()).toBe(false);
-    expect(String(error)).toContain('leader election lost');
-    expect(a.controller.queue.shuttingDown).toBe(true);
+    expect(firstQueue.shuttingDown).toBe(true);
+    expect(a.webhook.running).toBe(true);
+    expect(await get(a.mgr.ports.probes!, '/readyz')).toBe(200);
+    expect(settled).toBe(false);
+
+    // The API server answers again: the replica campaigns, leads, and reconciles every object afresh.
+    a.lock!.broken = false;
+    await clock.advance(20_000);
+    await flushMicrotasks();
+    expect(a.mgr.isLeader()).toBe(true);
+    expect(a.controller.queue).not.toBe(firstQueue);
+    expect(a.controller.queue.shuttingDown).toBe(false);
+    expect(a.reconciled).toEqual(['ns/a', 'ns/a']);
+    expect(settled).toBe(false);
+
+    await a.mgr.stop();
+    await done;
     expect(a.webhook.running).toBe(false);
+    expect(store.record!.holderIdentity).toBe('');
   });
 
   it('SIGTERM stops gracefully; a second signal exits at once', async () => {

@@ -8,8 +8,11 @@
 //   and in-flight reconciles finish, bounded by the grace period), THEN release the Lease (so a
 //   successor never overlaps our last reconciles), then stop the webhook and informers, then
 //   close the servers;
-// - losing the Lease is fatal, as in controller-runtime: controllers stop at once without
-//   draining and start() rejects, so main exits and the pod restarts with fresh caches.
+// - losing the Lease is NOT fatal (docs/adr/0010-lease-loss-keeps-serving.md): controllers and leader
+//   runnables stop at once without draining (another replica may lead already), while the webhook,
+//   probes, metrics and informers keep running; the replica campaigns again and, once it leads,
+//   starts its controllers with fresh queues. controller-runtime exits instead, which with
+//   failurePolicy Fail takes admission down with the process.
 
 import { type Clock, realClock, sleep } from './clock.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
@@ -49,7 +52,10 @@ export interface ManagerOptions {
   metricsPort?: number | false;
   /** Port of /healthz and /readyz (default 8081; 0 = any; false = none). */
   probePort?: number | false;
+  /** Address of both servers (default every interface); metricsHost / probeHost set one each. */
   bindHost?: string;
+  metricsHost?: string;
+  probeHost?: string;
   logger?: Logger;
   metrics?: RuntimeMetrics;
   clock?: Clock;
@@ -81,10 +87,11 @@ export class Manager {
   readonly #informers: ManagedInformer[] = [];
   readonly #controllers: Controller[] = [];
   readonly #runnables: Runnable[] = [];
-  readonly #leaderWork = new AbortController();
+  // Replaced at the end of each leadership term.
+  #leaderWork = new AbortController();
+  #leaderTasks: Promise<void>[] = [];
   readonly #leaderElection = new AbortController();
   readonly #everyReplica = new AbortController();
-  readonly #leaderTasks: Promise<void>[] = [];
   readonly #replicaTasks: Promise<void>[] = [];
   #elector: LeaderElector | undefined;
   #electorRun: Promise<void> | undefined;
@@ -149,7 +156,7 @@ export class Manager {
 
   /**
    * Starts everything; resolves after stop() has shut everything down, rejects (after shutting
-   * down) when leadership is lost or a runnable fails.
+   * down) when a runnable or a controller fails. A lost Lease is not a failure (see the header).
    */
   async start(): Promise<void> {
     if (this.#started) throw new Error('manager already started');
@@ -170,12 +177,20 @@ export class Manager {
     const host = this.#opts.bindHost ?? '0.0.0.0';
     try {
       if (this.#opts.metricsPort !== false) {
-        const s = await startMetricsServer(this.metrics.registry, this.#opts.metricsPort ?? 8080, host);
+        const s = await startMetricsServer(
+          this.metrics.registry,
+          this.#opts.metricsPort ?? 8080,
+          this.#opts.metricsHost ?? host,
+        );
         this.#servers.push(s);
         this.#metricsPort = s.port;
       }
       if (this.#opts.probePort !== false) {
-        const s = await startProbeServer(this.checks, this.#opts.probePort ?? 8081, host);
+        const s = await startProbeServer(
+          this.checks,
+          this.#opts.probePort ?? 8081,
+          this.#opts.probeHost ?? host,
+        );
         this.#servers.push(s);
         this.#probePort = s.port;
       }
@@ -204,10 +219,9 @@ export class Manager {
         onStartedLeading: () => this.#startLeaderWork(),
         onStoppedLeading: () => {
           this.#leading = false;
-          if (!this.#stopping) this.#fail(new Error('leader election lost'), true);
         },
       });
-      this.#electorRun = this.#elector.run(this.#leaderElection.signal);
+      this.#electorRun = this.#lead(this.#elector, this.#leaderElection.signal);
     } else {
       this.#startLeaderWork();
     }
@@ -216,7 +230,7 @@ export class Manager {
 
   /** Graceful shutdown (see the header comment for the order). Idempotent. */
   async stop(): Promise<void> {
-    await this.#shutdownOnce(false);
+    await this.#shutdownOnce();
     this.#finish?.resolve();
   }
 
@@ -256,9 +270,7 @@ export class Manager {
       this.#leaderTasks.push(
         c
           .start()
-          .catch((err: unknown) =>
-            this.#fail(new Error(`controller ${c.name} failed: ${String(err)}`), false),
-          ),
+          .catch((err: unknown) => this.#fail(new Error(`controller ${c.name} failed: ${String(err)}`))),
       );
     }
     for (const r of this.#runnables.filter((x) => x.needLeaderElection)) {
@@ -266,19 +278,44 @@ export class Manager {
     }
   }
 
+  /**
+   * Campaigns and leads; after a lost Lease stops the leader work and campaigns again, until `signal`
+   * aborts (shutdown, which releases the Lease inside run()).
+   */
+  async #lead(elector: LeaderElector, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await elector.run(signal);
+      if (signal.aborted || this.#stopping) return;
+      this.log.warn(
+        'leader lease lost: controllers stopped without draining; webhook, probes and informers keep running; campaigning again',
+      );
+      await this.#stopLeaderWork(false);
+    }
+  }
+
+  /** Ends a leadership term: controllers stop (draining or not), then the leader runnables. */
+  async #stopLeaderWork(drain: boolean): Promise<void> {
+    const timeoutMs = this.#opts.gracefulShutdownTimeoutMs ?? 30_000;
+    this.#leaderWork.abort();
+    await Promise.all(this.#controllers.map((c) => c.stop({ drain, timeoutMs })));
+    await this.#within(Promise.all(this.#leaderTasks), 'leader runnables');
+    this.#leaderWork = new AbortController();
+    this.#leaderTasks = [];
+  }
+
   #run(r: Runnable, signal: AbortSignal): Promise<void> {
     return r.start(signal).then(
       () => {
-        if (!signal.aborted) this.#fail(new Error(`runnable ${r.name} stopped on its own`), false);
+        if (!signal.aborted) this.#fail(new Error(`runnable ${r.name} stopped on its own`));
       },
-      (err: unknown) => this.#fail(new Error(`runnable ${r.name} failed: ${String(err)}`), false),
+      (err: unknown) => this.#fail(new Error(`runnable ${r.name} failed: ${String(err)}`)),
     );
   }
 
-  #fail(err: Error, lost: boolean): void {
+  #fail(err: Error): void {
     if (this.#stopping) return;
     this.log.error({ err: err.message }, 'manager stopping after a failure');
-    void this.#shutdownOnce(lost).then(() => this.#finish?.reject(err));
+    void this.#shutdownOnce().then(() => this.#finish?.reject(err));
   }
 
   async #within(p: Promise<unknown>, what: string): Promise<void> {
@@ -292,18 +329,15 @@ export class Manager {
     if (r === 'timeout') this.log.warn({ what, timeoutMs: ms }, 'shutdown step timed out');
   }
 
-  #shutdownOnce(lost: boolean): Promise<void> {
-    this.#shutdown ??= this.#doShutdown(lost);
+  #shutdownOnce(): Promise<void> {
+    this.#shutdown ??= this.#doShutdown();
     return this.#shutdown;
   }
 
-  async #doShutdown(lost: boolean): Promise<void> {
+  async #doShutdown(): Promise<void> {
     this.#stopping = true;
-    const timeoutMs = this.#opts.gracefulShutdownTimeoutMs ?? 30_000;
     // 1. Leader work. Draining keeps the last reconciles inside our lease.
-    this.#leaderWork.abort();
-    await Promise.all(this.#controllers.map((c) => c.stop({ drain: !lost, timeoutMs })));
-    await this.#within(Promise.all(this.#leaderTasks), 'leader runnables');
+    await this.#stopLeaderWork(true);
     // 2. Give up the Lease (release happens inside run() when its signal aborts).
     this.#leaderElection.abort();
     if (this.#electorRun) await this.#within(this.#electorRun, 'lease release');

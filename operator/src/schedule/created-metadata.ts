@@ -23,16 +23,16 @@ export const NOT_COPIED_ANNOTATIONS: readonly string[] = [
 
 /**
  * metadata of an Operation `owner` creates: `name`, the template's labels plus `label`, the template's
- * annotations (less NOT_COPIED_ANNOTATIONS) plus `annotation`, and a controller owner reference.
+ * annotations (less NOT_COPIED_ANNOTATIONS) plus `annotations`, and a controller owner reference.
  */
 export function createdOperationMetadata(
   owner: CronOperation | WatchOperation,
   name: string,
   label: readonly [string, string],
-  annotation: readonly [string, string],
+  annotations: Readonly<Record<string, string>>,
 ): V1ObjectMeta {
   const tmpl = owner.spec.operationTemplate.metadata;
-  const annotations = Object.fromEntries(
+  const copied = Object.fromEntries(
     Object.entries(tmpl?.annotations ?? {}).filter(([k]) => !NOT_COPIED_ANNOTATIONS.includes(k)),
   );
   const ownerName = owner.metadata.name ?? '';
@@ -40,7 +40,7 @@ export function createdOperationMetadata(
     name,
     ...(owner.metadata.namespace ? { namespace: owner.metadata.namespace } : {}),
     labels: { ...(tmpl?.labels ?? {}), [label[0]]: label[1] },
-    annotations: { ...annotations, [annotation[0]]: annotation[1] },
+    annotations: { ...copied, ...annotations },
     // No blockOwnerDeletion: that would need update on the owner's finalizers subresource, and nothing
     // waits on it.
     ...(owner.metadata.uid

@@ -1,23 +1,31 @@
 // The CronOperation controller: the thin shell around decideCron (cron-decide.ts).
 //
-// Triggers: a CronOperation's spec, labels or annotations change (skip-next), one of its Operations
-// (label ops.vworkspace.io/cron-operation) is added, changes phase or is deleted, and the requeue at
-// exactly the next slot (on the injected Clock: no polling).
+// Triggers: a CronOperation's spec, labels or annotations change (skip-next, run-now), one of its
+// Operations (label ops.vworkspace.io/cron-operation) is added, changes phase or is deleted (a queued
+// target may start), and the requeue at exactly the next slot (on the injected Clock: no polling).
+// ApplicationInstances are read from a cache (fleet targets, object.* substitutions, the paused
+// annotation); only resuming a paused one triggers (a queued request may run): a fleet's targets are
+// chosen when a run starts.
 //
 // Order of writes, chosen so a crash anywhere never runs a slot twice: skip-next removal, cancels,
 // create (deterministic name; AlreadyExists ⇒ adopt), then, in a second pass queued behind the other
 // runs due at the same slot, pruning and status.lastScheduleTime. A restart between create and status
 // decides the same slot again and adopts. What this process handled is also kept in
 // memory, so a reconcile that runs on a cache that has not yet seen our own status write never handles a
-// slot again (the annotation removal and the status write arrive as separate watch events).
+// slot again (the annotation removal and the status write arrive as separate watch events). A run-now
+// request is recorded in status.manualRun the same way, and its Operation's name derives from the value,
+// so a restart adopts it instead of running it twice.
 //
-// RBAC: cronoperations get/list/watch/patch, cronoperations/status patch, operations
-// get/list/watch/create/patch/delete in the namespaces of CronOperations, events create/patch.
+// RBAC: cronoperations get/list/watch/patch, cronoperations/status patch, applicationinstances
+// get/list/watch, operations get/list/watch/create/patch/delete in the namespaces of CronOperations,
+// events create/patch.
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
   CRON_OPERATION,
   type CronOperation,
   type CronOperationStatus,
@@ -26,6 +34,8 @@ import {
   type Operation,
 } from '../api/index.ts';
 import { indexed, OPERATIONS_BY_CRON } from '../indexes.ts';
+import { cronTargets } from '../instance/operations-summary.ts';
+import { isPaused } from '../instance/paused.ts';
 import {
   anyOf,
   type Clock,
@@ -34,20 +44,25 @@ import {
   generationChanged,
   type Informer,
   InformerFactory,
+  jsonEqual,
   type KubeClient,
   keyOf,
   type Logger,
   labelsOrAnnotationsChanged,
   type ObjectWriter,
+  objectKey,
   type ReconcileContext,
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { CRON_EVENT, decideCron } from './cron-decide.ts';
+import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { CreatedOperations, phaseChanged } from './shell.ts';
+import { isRefusal, refuseCronRuns } from './refused.ts';
+import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
 
@@ -64,16 +79,13 @@ export interface CronControllerDeps {
   informers?: InformerFactory;
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface CronController {
   controller: Controller;
-  informers: readonly [Informer<CronOperation>, Informer<Operation>];
-}
-
-function time(s: string | undefined): number {
-  const t = s ? Date.parse(s) : Number.NaN;
-  return Number.isNaN(t) ? Number.NEGATIVE_INFINITY : t;
+  informers: readonly [Informer<CronOperation>, Informer<Operation>, Informer<ApplicationInstance>];
 }
 
 export function createCronController(deps: CronControllerDeps): CronController {
@@ -82,11 +94,14 @@ export function createCronController(deps: CronControllerDeps): CronController {
   // Informers keep the real clock: their reconnect backoff is not part of the schedule.
   const factory =
     deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: deps.logger });
-  const crons = factory.informer<CronOperation>(resource(CRON_OPERATION));
-  const operations = factory.informer<Operation>(resource(OPERATION));
+  const scope = scopedTo(deps.namespaces);
+  const instances = factory.informer<ApplicationInstance>(resource(APPLICATION_INSTANCE), scope);
+  const crons = factory.informer<CronOperation>(resource(CRON_OPERATION), scope);
+  const operations = factory.informer<Operation>(resource(OPERATION), scope);
   const operationsOf = indexed(operations, OPERATIONS_BY_CRON);
-  // The status this process last decided per CronOperation (by uid): trusted over a lagging cache.
-  const decided = new Map<string, { uid: string; status: CronOperationStatus }>();
+  // The status this process last decided per CronOperation (by uid), and the resourceVersion its write
+  // returned: trusted until the cache has caught up with that write.
+  const decided = new Map<string, { uid: string; status: CronOperationStatus; rv?: string }>();
   const created = new CreatedOperations();
   const scheduleMetrics = deps.metrics ? new ScheduleMetrics(deps.metrics.registry) : undefined;
   const kind = { kind: CRON_OPERATION.kind };
@@ -94,8 +109,11 @@ export function createCronController(deps: CronControllerDeps): CronController {
   function trustedStatus(key: string, cron: CronOperation): CronOperationStatus | undefined {
     const mine = decided.get(key);
     if (!mine || mine.uid !== cron.metadata.uid) return cron.status;
-    const cached = cron.status;
-    return time(mine.status.lastScheduleTime) > time(cached?.lastScheduleTime) ? mine.status : cached;
+    if (!olderThan(cron.metadata.resourceVersion, mine.rv)) {
+      decided.delete(key);
+      return cron.status;
+    }
+    return mine.status;
   }
 
   async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
@@ -109,7 +127,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
     const ops = created.merge(ctx.key, operationsOf(ns, ctx.name));
     const status = trustedStatus(ctx.key, cron);
     const now = new Date(clock.now());
-    const plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now);
+    let plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now, instances.list(ns));
     const identity = {
       apiVersion: CRON_OPERATION.apiVersion,
       kind: CRON_OPERATION.kind,
@@ -128,37 +146,57 @@ export function createCronController(deps: CronControllerDeps): CronController {
       ctx.log.info({ operation: name }, 'cancelling (concurrencyPolicy Replace)');
       await cancelOperation(deps.client, ns, name, ctx.signal);
     }
-    let adopted = false;
-    if (plan.create) {
-      const res = await createOrAdopt(deps.client, plan.create, ctx.signal);
-      adopted = res.adopted;
+    const adopted = new Set<string>();
+    const refused: { op: Operation; err: unknown }[] = [];
+    let createdNew = false;
+    for (const op of plan.create) {
+      let res: Awaited<ReturnType<typeof createOrAdopt>>;
+      try {
+        res = await createOrAdopt(deps.client, op, ctx.signal);
+      } catch (err) {
+        // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
+        if (!isRefusal(err)) throw err;
+        ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
+        refused.push({ op, err });
+        continue;
+      }
+      if (res.adopted) adopted.add(res.op.metadata.name ?? '');
+      else createdNew = true;
       created.add(ctx.key, res.op);
-      const slot = Date.parse(plan.create.metadata.annotations?.[ANNOTATION_SCHEDULED_TIME] ?? '');
-      if (!adopted && !Number.isNaN(slot))
+      const slot = Date.parse(op.metadata.annotations?.[ANNOTATION_SCHEDULED_TIME] ?? '');
+      if (!res.adopted && !Number.isNaN(slot))
         scheduleMetrics?.lag.observe(kind, Math.max(0, clock.now() - slot) / 1000);
       ctx.log.info(
-        { operation: res.op.metadata.name, adopted },
-        adopted ? 'adopted Operation' : 'created Operation',
+        { operation: res.op.metadata.name, target: op.spec.targetRef.name, adopted: res.adopted },
+        res.adopted ? 'adopted Operation' : 'created Operation',
       );
     }
-    if (plan.handledSlot && cron.metadata.uid)
-      decided.set(ctx.key, { uid: cron.metadata.uid, status: plan.status });
+    plan = refuseCronRuns(plan, refused, cron.metadata.generation, now);
+    const uid = cron.metadata.uid ?? '';
+    // Remembered before the status write, so a failed write cannot make a lagging cache re-decide.
+    if (!jsonEqual(status ?? {}, plan.status)) decided.set(ctx.key, { uid, status: plan.status });
     if (plan.skippedSlots) scheduleMetrics?.missed.inc({ ...kind, reason: 'Missed' }, plan.skippedSlots);
     for (const e of plan.events) {
       if (e.reason === CRON_EVENT.MissedSchedule)
         scheduleMetrics?.missed.inc({ ...kind, reason: 'StartingDeadlineExceeded' });
       if (e.reason === CRON_EVENT.RunSkippedForbidden)
         scheduleMetrics?.missed.inc({ ...kind, reason: 'ConcurrencyForbidden' });
-      if (adopted && e.reason === 'OperationCreated') continue;
-      await deps.events.event(cron, e.type, e.reason, e.note);
     }
-    if (plan.create && !adopted) {
-      // The run exists, which is what the slot promised. Its bookkeeping (pruning, status) goes to the
+    const announce = async () => {
+      for (const e of plan.events) {
+        if (e.reason === 'OperationCreated' && [...adopted].some((n) => e.note.includes(`Operation ${n} `)))
+          continue;
+        await deps.events.event(cron, e.type, e.reason, e.note);
+      }
+    };
+    if (createdNew && refused.length === 0) {
+      // The runs exist, which is what the slot promised. Their bookkeeping (pruning, status) goes to the
       // back of the queue, behind every other run due now: N due schedules cost N creates before N
       // status writes, instead of interleaving them, which halves the lag of the last run when the
-      // client's QPS budget is what bounds them. The next pass sees the run (cache or `created`), adopts
-      // it and writes the status `decided` holds; a crash meanwhile re-decides the slot and adopts.
+      // client's QPS budget is what bounds them. The next pass sees the runs (cache or `created`), adopts
+      // them and writes the status `decided` holds; a crash meanwhile re-decides the slot and adopts.
       // (Added while processing, the key runs again after this pass, at the back of the queue.)
+      await announce();
       controller.enqueue(ctx.key);
       return {};
     }
@@ -166,7 +204,12 @@ export function createCronController(deps: CronControllerDeps): CronController {
       ctx.log.info({ operation: name }, 'deleting Operation beyond the history limit');
       await deleteOperation(deps.client, ns, name, ctx.signal);
     }
-    await deps.writer.applyStatusIfChanged({ ...identity, status: cron.status }, plan.status, opts);
+    if (!jsonEqual(cron.status ?? {}, plan.status)) {
+      const written = await deps.writer.applyStatus<CronOperation>(identity, plan.status, opts);
+      const rv = written.metadata?.resourceVersion;
+      decided.set(ctx.key, { uid, status: plan.status, ...(rv ? { rv } : {}) });
+    }
+    await announce();
     return plan.requeueAfterMs !== undefined ? { requeueAfterMs: Math.max(1, plan.requeueAfterMs) } : {};
   }
 
@@ -178,8 +221,18 @@ export function createCronController(deps: CronControllerDeps): CronController {
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.workers ? { workers: deps.workers } : {}),
   });
+  if (deps.metrics) registerCronMetrics(deps.metrics.registry, () => crons.list());
   // Status-only updates (our own writes) do not reconcile: the requeue and the in-memory status cover them.
   controller.watch(crons, { updatePredicate: anyOf(generationChanged, labelsOrAnnotationsChanged) });
+  // A paused instance that is resumed may release a queued run-now request (or queued fleet targets).
+  controller.watch(instances, {
+    map: (inst) =>
+      crons
+        .list(inst.metadata.namespace)
+        .filter((c) => cronTargets(c, inst))
+        .map((c) => objectKey(c)),
+    updatePredicate: (a, b) => isPaused(a) !== isPaused(b),
+  });
   controller.watch(operations, {
     map: (op) => {
       const owner = op.metadata.labels?.[LABEL_CRON_OPERATION];
@@ -187,5 +240,5 @@ export function createCronController(deps: CronControllerDeps): CronController {
     },
     updatePredicate: phaseChanged,
   });
-  return { controller, informers: [crons, operations] };
+  return { controller, informers: [crons, operations, instances] };
 }

@@ -5,110 +5,18 @@ import {
   ANNOTATION_CREATED_BY,
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
-  type CronOperation,
-  type CronOperationSpec,
   LABEL_CRON_OPERATION,
-  type Operation,
-  type OperationPhase,
 } from '../api/index.ts';
-import { FakeClock } from '../runtime/clock.ts';
-import { CRON_EVENT, type CronPlan, decideCron, MAX_MISSED_SLOTS, operationForSlot } from './cron-decide.ts';
+import { CRON_EVENT, MAX_MISSED_SLOTS, operationForSlot } from './cron-decide.ts';
+import { CronWorld, cronOp, HOUR, MIN, slotName } from './testing.ts';
 
-const MIN = 60_000;
-const HOUR = 60 * MIN;
 const at = (iso: string) => new Date(iso);
-
-function cronOp(spec: Partial<CronOperationSpec> = {}, annotations?: Record<string, string>): CronOperation {
-  return {
-    apiVersion: 'ops.vworkspace.io/v1alpha1',
-    kind: 'CronOperation',
-    metadata: {
-      name: 'nightly',
-      namespace: 'team',
-      uid: 'uid-1',
-      generation: 1,
-      creationTimestamp: '2025-06-01T00:00:00Z' as unknown as Date,
-      ...(annotations ? { annotations } : {}),
-    },
-    spec: {
-      schedule: '0 * * * *',
-      timeZone: 'UTC',
-      operationTemplate: {
-        metadata: { labels: { kind: 'nightly' } },
-        spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } },
-      },
-      ...spec,
-    },
-  };
-}
-
-function finished(op: Operation, phase: OperationPhase, finishedAt: string): Operation {
-  return { ...op, status: { phase, finishedAt } };
-}
-
-/**
- * A CronOperation, its Operations and a FakeClock: `reconcile()` decides and applies the plan the way the
- * controller does (create unless it exists, cancel, prune, status, skip-next removal).
- */
-class World {
-  cron: CronOperation;
-  ops: Operation[] = [];
-  clock: FakeClock;
-  plans: CronPlan[] = [];
-  constructor(cron: CronOperation, start: string) {
-    this.cron = cron;
-    this.clock = new FakeClock(Date.parse(start));
-  }
-  decide(): CronPlan {
-    return decideCron(this.cron, this.ops, new Date(this.clock.now()));
-  }
-  apply(plan: CronPlan): CronPlan {
-    if (plan.create && !this.ops.some((o) => o.metadata.name === plan.create?.metadata.name))
-      this.ops.push(plan.create);
-    for (const n of plan.cancel) {
-      const o = this.ops.find((x) => x.metadata.name === n);
-      if (o) o.spec = { ...o.spec, cancel: true };
-    }
-    this.ops = this.ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
-    if (plan.removeSkipNext) {
-      const { [ANNOTATION_SKIP_NEXT]: _gone, ...rest } = this.cron.metadata.annotations ?? {};
-      this.cron.metadata.annotations = rest;
-    }
-    this.cron.status = plan.status;
-    this.plans.push(plan);
-    return plan;
-  }
-  reconcile(): CronPlan {
-    return this.apply(this.decide());
-  }
-  /** Advances the clock by `ms`, reconciling at every requeue the plans asked for (like the controller). */
-  run(ms: number): void {
-    const end = this.clock.now() + ms;
-    for (;;) {
-      const plan = this.reconcile();
-      const wait = plan.requeueAfterMs;
-      if (wait === undefined || this.clock.now() + wait > end) break;
-      this.clock.advanceSync(wait);
-    }
-    this.clock.advanceSync(end - this.clock.now());
-  }
-  finish(name: string, phase: OperationPhase): void {
-    this.ops = this.ops.map((o) =>
-      o.metadata.name === name ? finished(o, phase, new Date(this.clock.now()).toISOString()) : o,
-    );
-  }
-  names(): string[] {
-    return this.ops.map((o) => o.metadata.name ?? '');
-  }
-}
-
-const slotName = (iso: string) => `nightly-${Date.parse(iso) / MIN}`;
 
 describe('decideCron: creating Operations', () => {
   it('creates nothing before the first slot, and requeues exactly for it', () => {
-    const w = new World(cronOp(), '2025-06-01T00:10:00Z');
+    const w = new CronWorld(cronOp(), '2025-06-01T00:10:00Z');
     const plan = w.reconcile();
-    expect(plan.create).toBeUndefined();
+    expect(plan.create).toEqual([]);
     expect(plan.requeueAfterMs).toBe(50 * MIN);
     expect(w.cron.status?.nextScheduleTime).toBe('2025-06-01T01:00:00Z');
     expect(w.cron.status?.nextRuns?.map((r) => r.utc)).toEqual([
@@ -126,7 +34,7 @@ describe('decideCron: creating Operations', () => {
   });
 
   it('creates one Operation per slot from the template, named <name>-<unix minutes>, labelled and annotated', () => {
-    const w = new World(cronOp(), '2025-06-01T00:10:00Z');
+    const w = new CronWorld(cronOp(), '2025-06-01T00:10:00Z');
     w.run(3 * HOUR);
     expect(w.names()).toEqual([
       slotName('2025-06-01T01:00:00Z'),
@@ -178,13 +86,13 @@ describe('decideCron: creating Operations', () => {
   });
 
   it('is idempotent across a restart: the same decision again adopts instead of creating a second run', () => {
-    const w = new World(cronOp(), '2025-06-01T01:00:00Z');
+    const w = new CronWorld(cronOp(), '2025-06-01T01:00:00Z');
     const first = w.decide();
-    expect(first.create?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
+    expect(first.create[0]?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
     // The create reached the API server, the status write did not (crash); the new process decides again.
-    w.ops.push(first.create!);
+    w.ops.push(first.create[0]!);
     const second = w.decide();
-    expect(second.create).toBeUndefined();
+    expect(second.create).toEqual([]);
     expect(second.handledSlot).toEqual(at('2025-06-01T01:00:00Z'));
     expect(second.events.map((e) => e.reason)).not.toContain(CRON_EVENT.OperationCreated);
     w.apply(second);
@@ -193,7 +101,7 @@ describe('decideCron: creating Operations', () => {
   });
 
   it('after downtime runs only the most recent missed slot, once', () => {
-    const w = new World(cronOp(), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp(), '2025-06-01T00:30:00Z');
     w.reconcile();
     w.clock.advanceSync(5 * HOUR + 20 * MIN); // down from 00:30 to 05:50
     w.reconcile();
@@ -203,11 +111,11 @@ describe('decideCron: creating Operations', () => {
   });
 
   it('a slot missed past startingDeadlineSeconds is not run, is recorded once, and the schedule moves on', () => {
-    const w = new World(cronOp({ startingDeadlineSeconds: 600 }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({ startingDeadlineSeconds: 600 }), '2025-06-01T00:30:00Z');
     w.reconcile();
     w.clock.advanceSync(HOUR); // 01:30: the 01:00 slot is 30 min late
     const plan = w.reconcile();
-    expect(plan.create).toBeUndefined();
+    expect(plan.create).toEqual([]);
     expect(plan.events).toEqual([
       expect.objectContaining({ type: 'Warning', reason: CRON_EVENT.MissedSchedule }),
     ]);
@@ -227,13 +135,13 @@ describe('decideCron: creating Operations', () => {
   });
 
   it('the deadline boundary is inclusive', () => {
-    const w = new World(cronOp({ startingDeadlineSeconds: 600 }), '2025-06-01T01:10:00Z');
+    const w = new CronWorld(cronOp({ startingDeadlineSeconds: 600 }), '2025-06-01T01:10:00Z');
     w.cron.status = { lastScheduleTime: '2025-06-01T00:00:00Z' };
-    expect(w.reconcile().create?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
+    expect(w.reconcile().create[0]?.metadata.name).toBe(slotName('2025-06-01T01:00:00Z'));
   });
 
   it('keeps the ten most recent missed slots', () => {
-    const w = new World(cronOp({ startingDeadlineSeconds: 60 }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({ startingDeadlineSeconds: 60 }), '2025-06-01T00:30:00Z');
     for (let i = 0; i < 12; i++) {
       w.clock.advanceSync(HOUR);
       w.reconcile();
@@ -246,7 +154,7 @@ describe('decideCron: creating Operations', () => {
   });
 
   it('warns when more slots were missed than it counts', () => {
-    const w = new World(cronOp({ schedule: '* * * * *' }), '2025-06-01T00:00:30Z');
+    const w = new CronWorld(cronOp({ schedule: '* * * * *' }), '2025-06-01T00:00:30Z');
     w.reconcile();
     w.clock.advanceSync(5 * HOUR);
     const plan = w.reconcile();
@@ -254,13 +162,38 @@ describe('decideCron: creating Operations', () => {
       CRON_EVENT.TooManyMissedSchedules,
       CRON_EVENT.OperationCreated,
     ]);
-    expect(plan.create?.metadata.name).toBe(slotName('2025-06-01T05:00:00Z'));
+    expect(plan.create[0]?.metadata.name).toBe(slotName('2025-06-01T05:00:00Z'));
+    expect(plan.events[0]?.note).toMatch(/^more than 100 slots were missed /);
+  });
+
+  it('counts missed slots only inside startingDeadlineSeconds, as CronJob does', () => {
+    const w = new CronWorld(
+      cronOp({ schedule: '* * * * *', startingDeadlineSeconds: 600 }),
+      '2025-06-01T00:00:30Z',
+    );
+    w.reconcile();
+    w.clock.advanceSync(5 * HOUR);
+    const plan = w.reconcile();
+    expect(plan.events.map((e) => e.reason)).toEqual([CRON_EVENT.OperationCreated]);
+    // A window that does hold more than 100 slots warns, and says which window it counted.
+    const wide = new CronWorld(
+      cronOp({ schedule: '* * * * *', startingDeadlineSeconds: 7200 }),
+      '2025-06-01T00:00:30Z',
+    );
+    wide.reconcile();
+    wide.clock.advanceSync(5 * HOUR);
+    expect(wide.reconcile().events[0]).toMatchObject({
+      reason: CRON_EVENT.TooManyMissedSchedules,
+      note: expect.stringMatching(
+        /^more than 100 slots were missed within startingDeadlineSeconds \(7200s\)/,
+      ),
+    });
   });
 });
 
 describe('decideCron: concurrency', () => {
   const running = (policy: 'Allow' | 'Forbid' | 'Replace') => {
-    const w = new World(cronOp({ concurrencyPolicy: policy }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({ concurrencyPolicy: policy }), '2025-06-01T00:30:00Z');
     w.run(31 * MIN); // 01:00 created, still running at 01:01
     expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z')]);
     return w;
@@ -288,7 +221,7 @@ describe('decideCron: concurrency', () => {
     ]);
     // finishing the running one does not bring the skipped slot back
     w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
-    expect(w.reconcile().create).toBeUndefined();
+    expect(w.reconcile().create).toEqual([]);
     w.run(HOUR); // 03:00 runs normally
     expect(w.names()).toEqual([slotName('2025-06-01T01:00:00Z'), slotName('2025-06-01T03:00:00Z')]);
     expect(w.cron.status?.missedSlots?.map((m) => m.scheduledTime)).toEqual(['2025-06-01T02:00:00Z']);
@@ -306,7 +239,7 @@ describe('decideCron: concurrency', () => {
   });
 
   it('a slot missed past its deadline is recorded with reason StartingDeadlineExceeded', () => {
-    const w = new World(cronOp({ startingDeadlineSeconds: 300 }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({ startingDeadlineSeconds: 300 }), '2025-06-01T00:30:00Z');
     w.clock.advanceSync(40 * MIN); // 01:00 is now 10 min late
     w.reconcile();
     expect(w.names()).toEqual([]);
@@ -335,7 +268,7 @@ describe('decideCron: concurrency', () => {
 
 describe('decideCron: suspend, skip-next, invalid schedules', () => {
   it('suspend creates nothing, passes over slots, and resuming does not run an old slot', () => {
-    const w = new World(cronOp({ suspend: true }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({ suspend: true }), '2025-06-01T00:30:00Z');
     w.run(3 * HOUR);
     expect(w.ops).toEqual([]);
     expect(w.cron.status?.conditions?.[0]).toMatchObject({ status: 'False', reason: 'Suspended' });
@@ -343,13 +276,13 @@ describe('decideCron: suspend, skip-next, invalid schedules', () => {
     expect(w.cron.status?.lastScheduleTime).toBe('2025-06-01T03:00:00Z');
     w.clock.advanceSync(20 * MIN);
     w.cron.spec.suspend = false;
-    expect(w.reconcile().create).toBeUndefined();
+    expect(w.reconcile().create).toEqual([]);
     w.run(HOUR);
     expect(w.names()).toEqual([slotName('2025-06-01T04:00:00Z')]);
   });
 
   it('skip-next skips exactly one slot and asks for the annotation to be removed', () => {
-    const w = new World(cronOp({}, { [ANNOTATION_SKIP_NEXT]: 'true' }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({}, { [ANNOTATION_SKIP_NEXT]: 'true' }), '2025-06-01T00:30:00Z');
     w.run(31 * MIN);
     expect(w.ops).toEqual([]);
     const skip = w.plans.find((p) => p.removeSkipNext);
@@ -361,8 +294,8 @@ describe('decideCron: suspend, skip-next, invalid schedules', () => {
   });
 
   it('skip-next with another value than "true" does nothing', () => {
-    const w = new World(cronOp({}, { [ANNOTATION_SKIP_NEXT]: 'yes' }), '2025-06-01T01:00:00Z');
-    expect(w.reconcile().create).toBeDefined();
+    const w = new CronWorld(cronOp({}, { [ANNOTATION_SKIP_NEXT]: 'yes' }), '2025-06-01T01:00:00Z');
+    expect(w.reconcile().create).toHaveLength(1);
   });
 
   it.each([
@@ -371,9 +304,9 @@ describe('decideCron: suspend, skip-next, invalid schedules', () => {
     ['0 * * * *', 'Mars/Olympus', 'InvalidTimeZone'],
     ['0 * * * *', 'america/new_york', 'InvalidTimeZone'],
   ])('schedule %j in %s: Ready=False/%s, no Operations, no requeue', (schedule, timeZone, reason) => {
-    const w = new World(cronOp({ schedule, timeZone }), '2025-06-01T05:00:00Z');
+    const w = new CronWorld(cronOp({ schedule, timeZone }), '2025-06-01T05:00:00Z');
     const plan = w.reconcile();
-    expect(plan.create).toBeUndefined();
+    expect(plan.create).toEqual([]);
     expect(plan.requeueAfterMs).toBeUndefined();
     expect(plan.events).toEqual([expect.objectContaining({ type: 'Warning', reason })]);
     expect(w.cron.status?.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason });
@@ -386,7 +319,10 @@ describe('decideCron: suspend, skip-next, invalid schedules', () => {
 
 describe('decideCron: status and history', () => {
   it('prunes finished Operations beyond the limits, oldest first, never running ones', () => {
-    const w = new World(cronOp({ successfulHistoryLimit: 2, failedHistoryLimit: 1 }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(
+      cronOp({ successfulHistoryLimit: 2, failedHistoryLimit: 1 }),
+      '2025-06-01T00:30:00Z',
+    );
     for (let h = 1; h <= 6; h++) {
       w.run(HOUR);
       w.finish(slotName(`2025-06-01T0${h}:00:00Z`), h % 2 === 0 ? 'Failed' : 'Succeeded');
@@ -403,7 +339,7 @@ describe('decideCron: status and history', () => {
   });
 
   it('history limit 0 deletes every finished Operation of that kind', () => {
-    const w = new World(cronOp({ successfulHistoryLimit: 0 }), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp({ successfulHistoryLimit: 0 }), '2025-06-01T00:30:00Z');
     w.run(31 * MIN);
     w.finish(slotName('2025-06-01T01:00:00Z'), 'Succeeded');
     expect(w.reconcile().prune).toEqual([slotName('2025-06-01T01:00:00Z')]);
@@ -414,7 +350,7 @@ describe('decideCron: status and history', () => {
   });
 
   it('nextRuns flags a run DST moves, with local times in the zone', () => {
-    const w = new World(
+    const w = new CronWorld(
       cronOp({ schedule: '30 2 * * *', timeZone: 'America/New_York' }),
       '2025-03-08T12:00:00Z',
     );
@@ -429,7 +365,7 @@ describe('decideCron: status and history', () => {
   });
 
   it('a reconcile with nothing to do returns the same status (no write)', () => {
-    const w = new World(cronOp(), '2025-06-01T00:30:00Z');
+    const w = new CronWorld(cronOp(), '2025-06-01T00:30:00Z');
     w.reconcile();
     const before = structuredClone(w.cron.status);
     w.clock.advanceSync(MIN);

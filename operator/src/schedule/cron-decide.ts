@@ -2,27 +2,55 @@
 // controller trusts), the Operations it created and now. The controller (cron-controller.ts) carries the
 // plan out: remove skip-next, cancel, create (AlreadyExists ⇒ adopt), prune, write status, record Events.
 //
-// Slot arithmetic is decideRun (slots.ts); this adds suspend, skip-next, concurrencyPolicy, history and
-// the status fields on top.
+// Slot arithmetic is decideRun (slots.ts); this adds suspend, skip-next, run-now, fleets (targetSelector),
+// concurrencyPolicy, maxConcurrent, history and the status fields on top.
+//
+// A run is a slot (reason schedule) or a run-now request (reason manual). It targets the one instance of
+// operationTemplate.spec.targetRef, or every instance matching spec.targetSelector. concurrencyPolicy is
+// applied per target instance (a slot under Forbid skips an instance whose Operation still runs; a run-now
+// request waits for it, because a request must not be lost). maxConcurrent caps this CronOperation's running
+// Operations: the targets beyond it wait in status.queue and start, oldest run first, as others finish. A
+// slot's waiting targets are replaced by the next slot's (a later backup is the better backup); a run-now
+// request's are kept until its Operations exist (a request is never lost).
 
+import { createHash } from 'node:crypto';
 import {
+  ANNOTATION_PAUSED,
+  ANNOTATION_RUN_NOW,
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
+  ANNOTATION_TRIGGER,
+  type ApplicationInstance,
   CONDITION_READY,
   type CronOperation,
   type CronOperationStatus,
   LABEL_CRON_OPERATION,
+  MAX_OPERATION_NAME_LENGTH,
+  MAX_QUEUED_RUNS,
+  type ManualRun,
   type MissedSlot,
   OPERATION,
   type Operation,
+  type RunQueue,
 } from '../api/index.ts';
+import { matchesLabelSelector } from '../catalog/selectors.ts';
+import { isPaused } from '../instance/paused.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import type { EventType } from '../runtime/events.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
-import { decideRun, latestFiring, nextRuns, operationNameForSlot } from './slots.ts';
+import { keepRefusal } from './refused.ts';
+import {
+  boundedName,
+  decideRun,
+  latestFiring,
+  MISSED_COUNT_CAP,
+  nextRuns,
+  operationNameForSlot,
+} from './slots.ts';
+import { applyTriggerParameters } from './trigger-parameters.ts';
 
 /** status.missedSlots keeps this many (the schema's maxItems). */
 export const MAX_MISSED_SLOTS = 10;
@@ -34,7 +62,12 @@ export const CRON_EVENT = {
   TooManyMissedSchedules: 'TooManyMissedSchedules',
   RunSkipped: 'RunSkipped',
   RunSkippedForbidden: 'RunSkippedForbidden',
+  RunSkippedPaused: 'RunSkippedPaused',
   ReplacingOperation: 'ReplacingOperation',
+  RunNowPending: 'RunNowPending',
+  RunQueued: 'RunQueued',
+  QueuedRunDropped: 'QueuedRunDropped',
+  TriggerParameterMissing: 'TriggerParameterMissing',
   InvalidSchedule: 'InvalidSchedule',
   InvalidTimeZone: 'InvalidTimeZone',
 } as const;
@@ -46,8 +79,8 @@ export interface PlannedEvent {
 }
 
 export interface CronPlan {
-  /** Create this Operation (or adopt it if it already exists). */
-  create?: Operation;
+  /** Create these Operations (or adopt those that already exist), in order. */
+  create: Operation[];
   /** Running Operations to cancel gracefully (spec.cancel: true) — Replace. Never deleted. */
   cancel: string[];
   /** Finished Operations beyond the history limits, oldest first. */
@@ -67,26 +100,83 @@ export interface CronPlan {
   requeueAfterMs?: number;
 }
 
+/** A scheduled slot or a run-now request. */
+export interface CronRun {
+  reason: 'schedule' | 'manual';
+  /** The slot, or when the run-now request was acted on. */
+  time: Date;
+  /** The run-now value (reason manual). */
+  request?: string;
+}
+
 function parseTime(s: string | undefined): Date | undefined {
   if (!s) return undefined;
   const t = Date.parse(s);
   return Number.isNaN(t) ? undefined : new Date(t);
 }
 
-/** The Operation a CronOperation creates for `slot`: the template, named and labelled for the slot. */
-export function operationForSlot(cron: CronOperation, slot: Date): Operation {
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** The run's part of an Operation name: the slot's unix minutes, or `m` and 7 hex of the run-now value. */
+export function runId(run: CronRun): string {
+  return run.reason === 'schedule'
+    ? String(Math.floor(run.time.getTime() / 60_000))
+    : `m${sha256(run.request ?? '').slice(0, 7)}`;
+}
+
+/**
+ * The name of the Operation `run` creates for `target`: `<cron>-<run>` for a one-target CronOperation,
+ * `<cron>-<run>-<6 hex of the instance name>` for a fleet. Deterministic, so a restart adopts it.
+ */
+export function runOperationName(cron: CronOperation, run: CronRun, target: string): string {
   const name = cron.metadata.name ?? '';
-  return {
+  if (!cron.spec.targetSelector) {
+    return run.reason === 'schedule'
+      ? operationNameForSlot(name, run.time)
+      : boundedName(name, runId(run), MAX_OPERATION_NAME_LENGTH);
+  }
+  return boundedName(name, `${runId(run)}-${sha256(target).slice(0, 6)}`, MAX_OPERATION_NAME_LENGTH);
+}
+
+/**
+ * The Operation `run` creates for `target` (`instance`, when known, is what object.* substitutions read),
+ * and the parametersFromTrigger whose value the trigger does not carry.
+ */
+export function operationForRun(
+  cron: CronOperation,
+  run: CronRun,
+  target: string,
+  instance?: ApplicationInstance,
+): { op: Operation; missing: string[] } {
+  const tmpl = cron.spec.operationTemplate.spec;
+  const at = formatTime(run.time);
+  const { parameters, missing } = applyTriggerParameters(tmpl.parameters, cron.spec.parametersFromTrigger, {
+    variables: {
+      'trigger.scheduledTime': at,
+      'trigger.reason': run.reason,
+      'trigger.request': run.request,
+    },
+    ...(instance ? { object: instance } : {}),
+  });
+  const { parameters: _template, ...rest } = structuredClone(tmpl);
+  const op: Operation = {
     apiVersion: OPERATION.apiVersion,
     kind: OPERATION.kind,
     metadata: createdOperationMetadata(
       cron,
-      operationNameForSlot(name, slot),
-      [LABEL_CRON_OPERATION, name],
-      [ANNOTATION_SCHEDULED_TIME, formatTime(slot)],
+      runOperationName(cron, run, target),
+      [LABEL_CRON_OPERATION, cron.metadata.name ?? ''],
+      run.reason === 'schedule' ? { [ANNOTATION_SCHEDULED_TIME]: at } : { [ANNOTATION_TRIGGER]: 'manual' },
     ),
-    spec: structuredClone(cron.spec.operationTemplate.spec),
+    spec: { ...rest, ...(parameters ? { parameters } : {}), targetRef: { name: target } },
   };
+  return { op, missing };
+}
+
+/** The Operation a one-target CronOperation creates for `slot`. */
+export function operationForSlot(cron: CronOperation, slot: Date): Operation {
+  const target = cron.spec.operationTemplate.spec.targetRef?.name ?? '';
+  return operationForRun(cron, { reason: 'schedule', time: slot }, target).op;
 }
 
 function ready(
@@ -114,17 +204,114 @@ function withoutUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/**
+ * Carries runs out against the Operations that exist: creates, cancels (Replace), skips (Forbid) and queues
+ * (maxConcurrent; Forbid for run-now requests). One per decideCron call.
+ */
+class RunPlanner {
+  readonly #cron: CronOperation;
+  readonly #byName: Map<string, Operation>;
+  readonly #instances: Map<string, ApplicationInstance>;
+  readonly #plan: CronPlan;
+  #running: Operation[];
+  #capacity: number;
+
+  constructor(
+    cron: CronOperation,
+    remaining: Operation[],
+    instances: readonly ApplicationInstance[],
+    plan: CronPlan,
+  ) {
+    this.#cron = cron;
+    this.#plan = plan;
+    this.#byName = new Map(remaining.map((o) => [o.metadata.name ?? '', o]));
+    this.#instances = new Map(instances.map((i) => [i.metadata.name ?? '', i]));
+    this.#running = activeOperations(remaining);
+    const max = cron.spec.maxConcurrent;
+    this.#capacity = max === undefined ? Number.POSITIVE_INFINITY : max - this.#running.length;
+  }
+
+  /** The run's targets: the fixed one, or the matching instances by name. */
+  targets(): string[] {
+    const spec = this.#cron.spec;
+    if (!spec.targetSelector) return [spec.operationTemplate.spec.targetRef?.name ?? ''];
+    return [...this.#instances.values()]
+      .filter((i) => matchesLabelSelector(spec.targetSelector, i.metadata.labels ?? {}))
+      .map((i) => i.metadata.name ?? '')
+      .sort();
+  }
+
+  exists(run: CronRun, target: string): boolean {
+    return this.#byName.has(runOperationName(this.#cron, run, target));
+  }
+
+  /** The target instance carries ops.vworkspace.io/paused: "true" (maintenance): nothing starts on it. */
+  paused(target: string): boolean {
+    return isPaused(this.#instances.get(target));
+  }
+
+  /** This CronOperation's Operations that run for `target`, other than `except`. */
+  runningFor(target: string, except?: string): Operation[] {
+    return this.#running.filter((o) => o.spec?.targetRef?.name === target && o.metadata.name !== except);
+  }
+
+  full(): boolean {
+    return this.#capacity <= 0;
+  }
+
+  /** Cancels what runs for `target` (Replace); the Operations still count until they end. */
+  replace(target: string, except: string): string[] {
+    const cancel = this.runningFor(target, except)
+      .filter((o) => o.spec?.cancel !== true && !this.#plan.cancel.includes(o.metadata.name ?? ''))
+      .map((o) => o.metadata.name ?? '');
+    this.#plan.cancel.push(...cancel);
+    return cancel;
+  }
+
+  create(run: CronRun, target: string): Operation {
+    const { op, missing } = operationForRun(this.#cron, run, target, this.#instances.get(target));
+    this.#plan.create.push(op);
+    this.#running.push(op);
+    this.#byName.set(op.metadata.name ?? '', op);
+    this.#capacity--;
+    const why =
+      run.reason === 'schedule'
+        ? `the run scheduled for ${formatTime(run.time)}`
+        : `the run requested by ${ANNOTATION_RUN_NOW}=${run.request}`;
+    this.#plan.events.push({
+      type: 'Normal',
+      reason: CRON_EVENT.OperationCreated,
+      note: `created Operation ${op.metadata.name} for ${why}${this.#cron.spec.targetSelector ? ` on ApplicationInstance ${target}` : ''}`,
+    });
+    if (missing.length > 0)
+      this.#plan.events.push({
+        type: 'Warning',
+        reason: CRON_EVENT.TriggerParameterMissing,
+        note: `Operation ${op.metadata.name}: ${missing.join(', ')} has no value for ApplicationInstance ${target}, so its parameter keeps the template's value (or none); set it on the instance or change spec.parametersFromTrigger`,
+      });
+    return op;
+  }
+}
+
 /**
  * Decides one reconcile. `cron.status` must be the status the controller trusts (the cache, or what it
- * wrote itself if the cache lags); `ops` are the Operations labelled as created by this CronOperation.
+ * wrote itself if the cache lags); `ops` are the Operations labelled as created by this CronOperation;
+ * `instances` the ApplicationInstances of its namespace (fleet targets, object.* substitutions).
  */
-export function decideCron(cron: CronOperation, ops: readonly Operation[], now: Date): CronPlan {
+export function decideCron(
+  cron: CronOperation,
+  ops: readonly Operation[],
+  now: Date,
+  instances: readonly ApplicationInstance[] = [],
+): CronPlan {
   const spec = cron.spec;
   const prev = cron.status ?? {};
   const generation = cron.metadata.generation;
   const zone = spec.timeZone ?? 'UTC';
   const events: PlannedEvent[] = [];
-  const plan: CronPlan = { cancel: [], prune: [], removeSkipNext: false, events, status: {} };
+  const plan: CronPlan = { create: [], cancel: [], prune: [], removeSkipNext: false, events, status: {} };
   const lastSchedule = parseTime(prev.lastScheduleTime);
 
   const base = (): CronOperationStatus =>
@@ -133,6 +320,8 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
       lastScheduleTime: prev.lastScheduleTime,
       lastSuccessfulTime: lastSuccessfulTime(ops, prev.lastSuccessfulTime),
       missedSlots: prev.missedSlots?.length ? prev.missedSlots : undefined,
+      manualRun: prev.manualRun,
+      queue: prev.queue?.length ? prev.queue : undefined,
     });
   plan.prune = operationsToPrune(ops, spec);
   const remaining = ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
@@ -165,9 +354,162 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
       : {}),
   });
   plan.requeueAfterMs = decision.requeueAfterMs;
+  const planner = new RunPlanner(cron, remaining, instances, plan);
   let handled: Date | undefined;
   let missed: MissedSlot[] = [...(prev.missedSlots ?? [])];
-  let created: Operation | undefined;
+  let manualRun: ManualRun | undefined = prev.manualRun;
+  let queue: RunQueue[] = [...(prev.queue ?? [])];
+  const recordMissed = (at: string, reason: MissedSlot['reason']) => {
+    if (!missed.some((m) => m.scheduledTime === at))
+      missed = [
+        ...missed,
+        { scheduledTime: at, detectedAt: formatTime(now), ...(reason ? { reason } : {}) },
+      ].slice(-MAX_MISSED_SLOTS);
+  };
+
+  /** Starts `run`: each target is created, skipped (Forbid, paused) or queued. */
+  const start = (run: CronRun): void => {
+    const targets = planner.targets();
+    const at = formatTime(run.time);
+    const waiting: string[] = [];
+    const waitReason = (ts: string[]) =>
+      ts.some((t) => planner.paused(t))
+        ? `${ANNOTATION_PAUSED} is "true" on ${ts.filter((t) => planner.paused(t)).join(', ')}; it runs once the annotation is removed`
+        : planner.full()
+          ? `maxConcurrent (${spec.maxConcurrent}) Operations are running; they start as running ones finish`
+          : 'concurrencyPolicy is Forbid and an Operation for the instance is still running; it starts when that one finished';
+    const skipped: { target: string; by: string[] }[] = [];
+    const paused: string[] = [];
+    for (const target of targets) {
+      if (planner.exists(run, target)) continue; // created before (restart, stale cache): adopt
+      if (planner.paused(target)) {
+        // Maintenance: a slot passes the instance over; a request waits until the annotation goes.
+        if (run.reason === 'schedule') paused.push(target);
+        else waiting.push(target);
+        continue;
+      }
+      const name = runOperationName(cron, run, target);
+      const running = planner.runningFor(target, name);
+      if (running.length > 0 && spec.concurrencyPolicy === 'Forbid') {
+        if (run.reason === 'schedule')
+          skipped.push({ target, by: running.map((o) => o.metadata.name ?? '') });
+        else waiting.push(target); // a request is kept until the instance is free
+        continue;
+      }
+      if (running.length > 0 && spec.concurrencyPolicy === 'Replace') {
+        const cancel = planner.replace(target, name);
+        if (cancel.length > 0)
+          events.push({
+            type: 'Normal',
+            reason: CRON_EVENT.ReplacingOperation,
+            note: `concurrencyPolicy is Replace: cancelling ${cancel.join(', ')} for ${run.reason === 'schedule' ? `the run scheduled for ${at}` : `the run requested by ${ANNOTATION_RUN_NOW}=${run.request}`}`,
+          });
+      }
+      if (planner.full()) waiting.push(target);
+      else planner.create(run, target);
+    }
+    if (paused.length > 0) {
+      if (paused.length === targets.length) recordMissed(at, 'TargetPaused');
+      events.push({
+        type: 'Normal',
+        reason: CRON_EVENT.RunSkippedPaused,
+        note: `the run scheduled for ${at} was skipped on ${paused.join(', ')}: ${ANNOTATION_PAUSED} is "true" (maintenance); the next slot runs once it is removed`,
+      });
+    }
+    if (skipped.length > 0) {
+      // Like CronJob's Forbid, a skipped slot counts as handled and the schedule moves on; it is recorded
+      // in status.missedSlots when no target of the slot ran.
+      if (skipped.length === targets.length) recordMissed(at, 'ConcurrencyForbidden');
+      const held = [...new Set(skipped.flatMap((s) => s.by))];
+      events.push({
+        type: 'Warning',
+        reason: CRON_EVENT.RunSkippedForbidden,
+        note: spec.targetSelector
+          ? `the run scheduled for ${at} was skipped on ${skipped.map((s) => s.target).join(', ')}: concurrencyPolicy is Forbid and ${held.join(', ')} ${held.length === 1 ? 'is' : 'are'} still running`
+          : `the run scheduled for ${at} was skipped: concurrencyPolicy is Forbid and ${held.join(', ')} is still running`,
+      });
+    }
+    // A slot's waiting targets replace the previous slot's; a request's are added. The oldest entries go
+    // beyond MAX_QUEUED_RUNS (the schema's limit), said in an Event.
+    if (run.reason === 'schedule') queue = queue.filter((q) => q.reason !== 'schedule');
+    if (waiting.length > 0)
+      queue.push(
+        withoutUndefined({ reason: run.reason, scheduledTime: at, request: run.request, targets: waiting }),
+      );
+    for (const q of queue.splice(0, Math.max(0, queue.length - MAX_QUEUED_RUNS)))
+      events.push({
+        type: 'Warning',
+        reason: CRON_EVENT.QueuedRunDropped,
+        note: `${q.targets.join(', ')} of the ${q.reason === 'manual' ? `run requested by ${ANNOTATION_RUN_NOW}=${q.request}` : `run scheduled for ${q.scheduledTime}`} left the queue without an Operation: more than ${MAX_QUEUED_RUNS} runs were waiting`,
+      });
+    if (waiting.length > 0)
+      events.push({
+        type: 'Normal',
+        reason: run.reason === 'manual' ? CRON_EVENT.RunNowPending : CRON_EVENT.RunQueued,
+        note: `${plural(waiting.length, 'target')} of ${run.reason === 'manual' ? `the run requested by ${ANNOTATION_RUN_NOW}=${run.request}` : `the run scheduled for ${at}`} wait${waiting.length === 1 ? 's' : ''} (${waiting.join(', ')}): ${waitReason(waiting)}`,
+      });
+    if (run.reason === 'manual') {
+      const single = spec.targetSelector ? undefined : runOperationName(cron, run, targets[0] ?? '');
+      manualRun = withoutUndefined({
+        request: run.request ?? '',
+        phase: waiting.length > 0 ? ('Pending' as const) : ('Created' as const),
+        time: at,
+        operation: single,
+      });
+    }
+  };
+
+  /** Creates queued targets, oldest run first, as far as concurrency allows; the others stay, in order. */
+  const drain = (): void => {
+    const current = planner.targets();
+    const kept: RunQueue[] = [];
+    for (const q of queue) {
+      if (spec.suspend && q.reason === 'schedule') {
+        // Suspending passes over slots, and so over what a slot left waiting: resuming never runs an old slot.
+        events.push({
+          type: 'Normal',
+          reason: CRON_EVENT.QueuedRunDropped,
+          note: `${q.targets.join(', ')} left the queue without an Operation: spec.suspend is true`,
+        });
+        continue;
+      }
+      const run: CronRun = withoutUndefined({
+        reason: q.reason,
+        time: parseTime(q.scheduledTime) ?? now,
+        request: q.request,
+      });
+      const gone = q.targets.filter((t) => !current.includes(t));
+      if (gone.length > 0)
+        events.push({
+          type: 'Warning',
+          reason: CRON_EVENT.QueuedRunDropped,
+          note: `${gone.join(', ')} left the queue without an Operation: no longer ${spec.targetSelector ? 'an ApplicationInstance matching spec.targetSelector' : 'the target'}`,
+        });
+      const left: string[] = [];
+      for (const target of q.targets) {
+        if (planner.exists(run, target) || gone.includes(target)) continue;
+        const name = runOperationName(cron, run, target);
+        const blocked =
+          planner.paused(target) ||
+          (spec.concurrencyPolicy === 'Forbid' && planner.runningFor(target, name).length > 0);
+        if (blocked || planner.full()) left.push(target);
+        else planner.create(run, target);
+      }
+      const mr = manualRun;
+      if (
+        q.reason === 'manual' &&
+        left.length === 0 &&
+        mr &&
+        mr.request === q.request &&
+        mr.phase === 'Pending'
+      )
+        manualRun = { ...mr, phase: 'Created', time: formatTime(now) };
+      if (left.length > 0) kept.push({ ...q, targets: left });
+    }
+    queue = kept;
+  };
+
+  drain();
 
   if (spec.suspend) {
     // Slots that come due while suspended are passed over, so resuming never runs an old slot.
@@ -180,7 +522,11 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
       events.push({
         type: 'Warning',
         reason: CRON_EVENT.TooManyMissedSchedules,
-        note: `more than ${decision.skippedCount} slots were missed (operator down or clock moved); only the most recent one is considered`,
+        note: `more than ${MISSED_COUNT_CAP} slots were missed${
+          spec.startingDeadlineSeconds !== undefined
+            ? ` within startingDeadlineSeconds (${spec.startingDeadlineSeconds}s)`
+            : ''
+        } (operator down or clock moved); only the most recent one is considered. Set or lower spec.startingDeadlineSeconds, or check the clock`,
       });
     }
     if (decision.missedPastDeadline) {
@@ -188,10 +534,7 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
       handled = slot;
       const at = formatTime(slot);
       if (!missed.some((m) => m.scheduledTime === at)) {
-        missed = [
-          ...missed,
-          { scheduledTime: at, detectedAt: formatTime(now), reason: 'StartingDeadlineExceeded' as const },
-        ].slice(-MAX_MISSED_SLOTS);
+        recordMissed(at, 'StartingDeadlineExceeded');
         events.push({
           type: 'Warning',
           reason: CRON_EVENT.MissedSchedule,
@@ -201,68 +544,40 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
     }
     if (decision.runSlot) {
       const slot = decision.runSlot;
-      const at = formatTime(slot);
-      const op = operationForSlot(cron, slot);
-      const name = op.metadata.name ?? '';
-      const others = activeOperations(remaining).filter((o) => o.metadata.name !== name);
-      if (ops.some((o) => o.metadata.name === name)) {
-        handled = slot; // created before (restart, or a stale cache): adopt it, never run the slot twice
+      const run: CronRun = { reason: 'schedule', time: slot };
+      handled = slot;
+      const targets = planner.targets();
+      if (targets.length > 0 && targets.every((t) => planner.exists(run, t))) {
+        // created before (restart, or a stale cache): adopt, never run the slot twice
       } else if (cron.metadata.annotations?.[ANNOTATION_SKIP_NEXT] === 'true') {
-        handled = slot;
         plan.removeSkipNext = true;
         events.push({
           type: 'Normal',
           reason: CRON_EVENT.RunSkipped,
-          note: `the run scheduled for ${at} was skipped (${ANNOTATION_SKIP_NEXT}); the annotation is removed`,
-        });
-      } else if (others.length > 0 && spec.concurrencyPolicy === 'Forbid') {
-        // Skipped, like CronJob's Forbid: the slot counts as handled (the schedule moves on), is
-        // recorded in status.missedSlots, and gets an Event saying which Operation held it up.
-        handled = slot;
-        if (!missed.some((m) => m.scheduledTime === at)) {
-          missed = [
-            ...missed,
-            { scheduledTime: at, detectedAt: formatTime(now), reason: 'ConcurrencyForbidden' as const },
-          ].slice(-MAX_MISSED_SLOTS);
-        }
-        events.push({
-          type: 'Warning',
-          reason: CRON_EVENT.RunSkippedForbidden,
-          note: `the run scheduled for ${at} was skipped: concurrencyPolicy is Forbid and ${others
-            .map((o) => o.metadata.name)
-            .join(', ')} is still running`,
+          note: `the run scheduled for ${formatTime(slot)} was skipped (${ANNOTATION_SKIP_NEXT}); the annotation is removed`,
         });
       } else {
-        if (others.length > 0 && spec.concurrencyPolicy === 'Replace') {
-          plan.cancel = others.filter((o) => o.spec?.cancel !== true).map((o) => o.metadata.name ?? '');
-          if (plan.cancel.length > 0)
-            events.push({
-              type: 'Normal',
-              reason: CRON_EVENT.ReplacingOperation,
-              note: `concurrencyPolicy is Replace: cancelling ${plan.cancel.join(', ')} for the run scheduled for ${at}`,
-            });
-        }
-        handled = slot;
-        created = op;
-        plan.create = op;
-        events.push({
-          type: 'Normal',
-          reason: CRON_EVENT.OperationCreated,
-          note: `created Operation ${name} for the run scheduled for ${at}`,
-        });
+        start(run);
       }
     }
   }
 
+  // A run-now request: each new value runs once (suspend does not stop it, as with
+  // `kubectl create job --from=cronjob/<name>`).
+  const request = cron.metadata.annotations?.[ANNOTATION_RUN_NOW];
+  if (request && request !== prev.manualRun?.request) start({ reason: 'manual', time: now, request });
+
   if (handled && (!lastSchedule || handled.getTime() > lastSchedule.getTime())) plan.handledSlot = handled;
   const lastScheduleTime = plan.handledSlot ? formatTime(plan.handledSlot) : prev.lastScheduleTime;
-  const active = activeRefs(created ? [...remaining, created] : remaining);
+  const active = activeRefs([...remaining, ...plan.create]);
   const after = new Date(Math.max(now.getTime(), (plan.handledSlot ?? lastSchedule ?? now).getTime()));
   const upcoming = spec.suspend ? undefined : nextRuns(spec.schedule, zone, after);
   plan.status = withoutUndefined({
     ...base(),
     lastScheduleTime,
     missedSlots: missed.length ? missed : undefined,
+    manualRun,
+    queue: queue.length ? queue : undefined,
     conditions: spec.suspend
       ? ready(
           prev.conditions,
@@ -284,5 +599,7 @@ export function decideCron(cron: CronOperation, ops: readonly Operation[], now: 
     nextScheduleTime: upcoming ? formatTime(decision.next) : undefined,
     nextRuns: upcoming,
   });
+  // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
+  plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, plan.create.length > 0);
   return plan;
 }

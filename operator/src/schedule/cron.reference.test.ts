@@ -38,6 +38,10 @@ const SCHEDULES = [
   '30 23 * * 6', // Santiago/Sao Paulo autumn overlap
   '0 0 L * *',
   '0 6 1,15 * 1', // day-of-month OR day-of-week
+  // Day-of-week steps that never reach 7 must not add Sunday (cron-parser < 5.8 did).
+  '0 0 * * 2/2',
+  '30 2 * * 2-7/2',
+  '45 1 * * 4/2',
 ];
 
 const surveys = new Map<string, ZoneSurvey>();

@@ -308,6 +308,7 @@ function field(lo: number, hi: number): fc.Arbitrary<string> {
     fc.tuple(v, v).map(([a, b]) => `${Math.min(a, b)}-${Math.max(a, b)}`),
     step.map((s) => `*/${s}`),
     fc.tuple(v, v, step).map(([a, b, s]) => `${Math.min(a, b)}-${Math.max(a, b)}/${s}`),
+    fc.tuple(v, step).map(([a, s]) => `${a}/${s}`),
     fc.uniqueArray(v, { minLength: 2, maxLength: 4 }).map((xs) => xs.join(',')),
   );
 }
@@ -318,7 +319,8 @@ const cronExpr = fc
     field(0, 23),
     fc.oneof({ arbitrary: fc.constant('*'), weight: 4 }, { arbitrary: field(1, 31), weight: 1 }),
     fc.oneof({ arbitrary: fc.constant('*'), weight: 4 }, { arbitrary: field(1, 12), weight: 1 }),
-    fc.oneof({ arbitrary: fc.constant('*'), weight: 3 }, { arbitrary: field(0, 6), weight: 1 }),
+    // 0-7: 7 is Sunday too, and steps such as 2/2 (= 2-7/2) must not add a Sunday they never reach.
+    fc.oneof({ arbitrary: fc.constant('*'), weight: 3 }, { arbitrary: field(0, 7), weight: 1 }),
   )
   .map((f) => f.join(' '))
   .filter((e) => validateSchedule(e, 'UTC').ok);

@@ -40,3 +40,14 @@ export class CreatedOperations {
     this.#byOwner.delete(ownerKey);
   }
 }
+
+/** True when resourceVersion `cached` is older than `written` (etcd revisions are integers in practice). */
+export function olderThan(cached: string | undefined, written: string | undefined): boolean {
+  if (written === undefined) return true;
+  if (cached === undefined || cached === written) return cached === undefined;
+  try {
+    return BigInt(cached) < BigInt(written);
+  } catch {
+    return false; // not comparable: trust the cache
+  }
+}

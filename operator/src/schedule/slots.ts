@@ -100,6 +100,11 @@ export interface RunDecision {
   missedPastDeadline?: Date;
   /** Firings skipped without running besides runSlot/missedPastDeadline (capped; see MissedSlots). */
   skippedCount: number;
+  /**
+   * More than MISSED_COUNT_CAP slots were missed. With startingDeadlineSeconds only the slots inside the
+   * deadline window (now − deadline, now] count, as in the CronJob controller: slots older than that
+   * could never have run anyway, so a short deadline after a long outage is no reason to warn.
+   */
   tooManyMissed: boolean;
   /** The next firing strictly after now (and after lastScheduleTime): status.nextScheduleTime. */
   next: Date;
@@ -112,7 +117,11 @@ export function decideRun(input: RunInput): RunDecision {
   const schedule = parseSchedule(input.schedule, input.timeZone);
   const since = input.lastScheduleTime ?? input.creationTime;
   const nowMs = input.now.getTime();
-  const missed = mostRecentMissed(schedule, undefined, since, input.now);
+  const deadline = input.startingDeadlineSeconds;
+  // Count only inside the deadline window; its boundary is inclusive, and counting excludes `from`.
+  const from =
+    deadline === undefined ? since : new Date(Math.max(since.getTime(), nowMs - deadline * 1000 - 1));
+  const missed = mostRecentMissed(schedule, undefined, from, input.now);
   // Never schedule at or before a slot already run, even if this replica's clock is behind.
   const next = schedule.next(new Date(Math.max(nowMs, since.getTime()))).at;
   const decision: RunDecision = {
@@ -121,9 +130,9 @@ export function decideRun(input: RunInput): RunDecision {
     next,
     requeueAfterMs: Math.max(0, next.getTime() - nowMs),
   };
-  const slot = missed.slot;
+  // Nothing inside the window: the most recent slot, if any, is older than the deadline.
+  const slot = missed.slot ?? (from === since ? undefined : latestFiring(schedule, since, from));
   if (!slot) return decision;
-  const deadline = input.startingDeadlineSeconds;
   if (deadline !== undefined && nowMs - slot.getTime() > deadline * 1000) {
     decision.missedPastDeadline = slot;
     return decision;
@@ -141,13 +150,18 @@ const MAX_NAME = 63;
  * given a hash of the full name, so two CronOperations sharing a long prefix never collide.
  */
 export function operationNameForSlot(cronName: string, slot: Date): string {
-  const suffix = `-${Math.floor(slot.getTime() / 60_000)}`;
-  if (cronName.length + suffix.length <= MAX_NAME) return `${cronName}${suffix}`;
-  const hash = createHash('sha256').update(cronName).digest('hex').slice(0, 8);
-  const room = MAX_NAME - suffix.length - hash.length - 1;
+  return boundedName(cronName, String(Math.floor(slot.getTime() / 60_000)), MAX_NAME);
+}
+
+/** `<base>-<suffix>` in at most `max` characters: a base that does not fit is cut and given 8 hex of its hash. */
+export function boundedName(base: string, suffix: string, max: number): string {
+  const tail = `-${suffix}`;
+  if (base.length + tail.length <= max) return `${base}${tail}`;
+  const hash = createHash('sha256').update(base).digest('hex').slice(0, 8);
+  const room = max - tail.length - hash.length - 1;
   // Cutting may leave a trailing "-" or "."; drop them so the name stays a valid DNS label.
-  const head = cronName.slice(0, room).replace(/[-.]+$/, '');
-  return `${head}-${hash}${suffix}`;
+  const head = base.slice(0, room).replace(/[-.]+$/, '');
+  return `${head}-${hash}${tail}`;
 }
 
 export interface NextRun {

@@ -16,6 +16,7 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  ANNOTATION_TRIGGER,
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   LABEL_WATCH_OPERATION,
@@ -46,9 +47,14 @@ import {
   type ReconcileResult,
   type RuntimeMetrics,
   realClock,
+  scopedTo,
 } from '../runtime/index.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { CreatedOperations, phaseChanged } from './shell.ts';
+import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
+import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
+
+export { olderThan };
+
 import { decideWatch } from './watch-decide.ts';
 
 export const WATCH_CONTROLLER_NAME = 'watchoperation';
@@ -66,22 +72,13 @@ export interface WatchControllerDeps {
   informers?: InformerFactory;
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
+  namespaces?: readonly string[];
 }
 
 export interface WatchController {
   controller: Controller;
   informers: readonly [Informer<WatchOperation>, Informer<ApplicationInstance>, Informer<Operation>];
-}
-
-/** True when resourceVersion `cached` is older than `written` (etcd revisions are integers in practice). */
-export function olderThan(cached: string | undefined, written: string | undefined): boolean {
-  if (written === undefined) return true;
-  if (cached === undefined || cached === written) return cached === undefined;
-  try {
-    return BigInt(cached) < BigInt(written);
-  } catch {
-    return false; // not comparable: trust the cache
-  }
 }
 
 interface InstanceMemo {
@@ -96,9 +93,10 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
   const res = (r: typeof WATCH_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
   const factory =
     deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: deps.logger });
-  const watches = factory.informer<WatchOperation>(res(WATCH_OPERATION));
-  const instances = factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE));
-  const operations = factory.informer<Operation>(res(OPERATION));
+  const scope = scopedTo(deps.namespaces);
+  const watches = factory.informer<WatchOperation>(res(WATCH_OPERATION), scope);
+  const instances = factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE), scope);
+  const operations = factory.informer<Operation>(res(OPERATION), scope);
   const operationsOf = indexed(operations, OPERATIONS_BY_WATCH);
   const decided = new Map<string, { uid: string; status: WatchOperationStatus; rv?: string }>();
   const marks = new Map<string, InstanceMemo>();
@@ -142,7 +140,8 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     const status = trustedStatus(ctx.key, watch);
     const view = instances.list(ns).map((i) => trustedInstance(ctx.name, i));
     const ops = created.merge(ctx.key, operationsOf(ns, ctx.name));
-    const plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, new Date(clock.now()));
+    const now = new Date(clock.now());
+    let plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, now);
     const uid = watch.metadata.uid ?? '';
 
     for (const name of plan.cancel) {
@@ -150,14 +149,34 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
       await cancelOperation(deps.client, ns, name, ctx.signal);
     }
     const adopted = new Set<string>();
+    const refusals: Refusal[] = [];
     for (const op of plan.create) {
-      const r = await createOrAdopt(deps.client, op, ctx.signal);
+      let r: Awaited<ReturnType<typeof createOrAdopt>>;
+      try {
+        r = await createOrAdopt(deps.client, op, ctx.signal);
+      } catch (err) {
+        // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
+        if (!isRefusal(err)) throw err;
+        ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
+        const trigger = op.metadata.annotations?.[ANNOTATION_TRIGGER] ?? 'a trigger';
+        refusals.push(
+          refusalOf(
+            op.metadata.name ?? '',
+            `${trigger} on ApplicationInstance ${op.spec.targetRef.name}`,
+            err,
+          ),
+        );
+        continue;
+      }
       created.add(ctx.key, r.op);
       if (r.adopted) adopted.add(r.op.metadata.name ?? '');
       ctx.log.info(
         { operation: r.op.metadata.name, target: op.spec.targetRef.name, adopted: r.adopted },
         r.adopted ? 'adopted Operation' : 'created Operation',
       );
+    }
+    if (refusals.length > 0) {
+      plan = { ...plan, ...withRefusals(plan.status, plan.events, refusals, watch.metadata.generation, now) };
     }
     if (plan.decided || plan.create.length > 0) decided.set(ctx.key, { uid, status: plan.status });
 

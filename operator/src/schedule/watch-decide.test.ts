@@ -398,3 +398,91 @@ describe('decideWatch: concurrency and coalescing', () => {
     expect(w.watch.status?.active).toBeUndefined();
   });
 });
+
+describe('decideWatch: maxConcurrent across instances', () => {
+  it('a trigger beyond the limit waits as pending and runs, oldest first, as running ones finish', () => {
+    const w = new World(
+      watchOp({ maxConcurrent: 1 }),
+      ['a', 'b', 'c'].map((n) => instance(n)),
+    );
+    w.reconcile();
+    w.label('c');
+    w.reconcile(); // c runs
+    w.label('b');
+    w.reconcile(); // b waits
+    w.label('a');
+    const plan = w.reconcile(); // a waits, after b
+    expect(plan.events.map((e) => e.note)).toEqual([
+      `label:${LABEL} on a waits: maxConcurrent (1) Operations of this WatchOperation are running`,
+    ]);
+    expect(w.watch.status?.targets?.map((t) => [t.name, t.pendingTrigger ?? '-'])).toEqual([
+      ['a', `label:${LABEL}`],
+      ['b', `label:${LABEL}`],
+      ['c', '-'],
+    ]);
+    w.finishAll();
+    w.reconcile();
+    expect(w.triggers()).toEqual([`c label:${LABEL}`, `b label:${LABEL}`]);
+    w.finishAll();
+    w.reconcile();
+    expect(w.triggers().at(-1)).toBe(`a label:${LABEL}`);
+    expect(w.watch.status?.targets?.every((t) => t.pendingTrigger === undefined)).toBe(true);
+  });
+});
+
+describe('decideWatch: parametersFromTrigger', () => {
+  it('"upgrade to the version the label names": the label value, the reason and the time become parameters', () => {
+    const w = new World(
+      watchOp({
+        triggers: { labels: ['upgrade.example.com/to'] },
+        operationTemplate: { spec: { type: 'Upgrade', engine: 'helm', parameters: { timeout: '10m' } } },
+        parametersFromTrigger: [
+          { parameter: 'version', from: "object.metadata.labels['upgrade.example.com/to']" },
+          { parameter: 'reason', from: 'trigger.reason' },
+          { parameter: 'at', from: 'trigger.time' },
+        ],
+      }),
+      [instance('shop')],
+    );
+    w.reconcile();
+    w.get('shop').metadata.labels = { 'upgrade.example.com/to': '2.3.4' };
+    const plan = w.reconcile();
+    expect(plan.create[0]?.spec.parameters).toEqual({
+      timeout: '10m',
+      version: '2.3.4',
+      reason: 'label:upgrade.example.com/to',
+      at: '2025-06-01T00:00:01Z',
+    });
+    expect(w.watch.spec.operationTemplate.spec.parameters).toEqual({ timeout: '10m' });
+  });
+
+  it('a field the instance does not carry leaves the parameter alone and is said in an Event', () => {
+    const w = new World(
+      watchOp({ parametersFromTrigger: [{ parameter: 'x', from: "object.metadata.annotations['nope']" }] }),
+      [instance('shop')],
+    );
+    w.reconcile();
+    w.setVersion('shop', '2.0.0');
+    const plan = w.reconcile();
+    expect(plan.create[0]?.spec.parameters).toEqual({});
+    expect(plan.events.map((e) => e.reason)).toContain(WATCH_EVENT.TriggerParameterMissing);
+  });
+});
+
+describe('decideWatch: a paused instance', () => {
+  it('keeps the trigger pending while ops.vworkspace.io/paused is "true" and runs it once removed', () => {
+    const w = new World(watchOp(), [instance('shop')]);
+    w.reconcile();
+    w.get('shop').metadata.annotations = { 'ops.vworkspace.io/paused': 'true' };
+    w.setVersion('shop', '2.0.0');
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(plan.events.map((e) => e.note)).toEqual([
+      `field:${VERSION} on shop waits: ops.vworkspace.io/paused is "true" on the instance; it runs once the annotation is removed`,
+    ]);
+    expect(w.watch.status?.targets?.[0]?.pendingTrigger).toBe(`field:${VERSION}`);
+    w.get('shop').metadata.annotations = {};
+    w.reconcile();
+    expect(w.triggers()).toEqual([`shop field:${VERSION}`]);
+  });
+});

@@ -19,6 +19,7 @@
 
 import { createHash } from 'node:crypto';
 import {
+  ANNOTATION_PAUSED,
   ANNOTATION_TRIGGER,
   type ApplicationInstance,
   CONDITION_READY,
@@ -31,11 +32,16 @@ import {
   watchProcessedAnnotation,
 } from '../api/index.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
+import { isPaused } from '../instance/paused.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import type { PlannedEvent } from './cron-decide.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
+import { keepRefusal } from './refused.ts';
+import { applyTriggerParameters, valueAt } from './trigger-parameters.ts';
+
+export { valueAt };
 
 export const WATCH_EVENT = {
   OperationCreated: 'OperationCreated',
@@ -43,6 +49,7 @@ export const WATCH_EVENT = {
   ReplacingOperation: 'ReplacingOperation',
   TriggerLabelRemoved: 'TriggerLabelRemoved',
   InvalidSelector: 'InvalidSelector',
+  TriggerParameterMissing: 'TriggerParameterMissing',
 } as const;
 
 type Selector = NonNullable<WatchOperation['spec']['selector']>;
@@ -70,21 +77,6 @@ export interface WatchPlan {
 // ---- field values --------------------------------------------------------------------------------
 
 const ABSENT = '\u0000absent';
-
-/** The value at a watched path: `spec.a.b` or `metadata.labels['k']` / `metadata.annotations['k']`. */
-export function valueAt(obj: unknown, path: string): unknown {
-  const meta = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-  if (meta) {
-    const m = (obj as { metadata?: Record<string, Record<string, string> | undefined> }).metadata;
-    return m?.[meta[1]!]?.[meta[2]!];
-  }
-  let cur: unknown = obj;
-  for (const part of path.split('.')) {
-    if (typeof cur !== 'object' || cur === null || Array.isArray(cur)) return undefined;
-    cur = (cur as Record<string, unknown>)[part];
-  }
-  return cur;
-}
 
 /** JSON with sorted keys, so equal values hash alike whatever the key order. */
 function canonical(v: unknown): string {
@@ -158,14 +150,18 @@ export function selectorProblem(selector: Selector | undefined): string | undefi
 
 // ---- the decision --------------------------------------------------------------------------------
 
-/** The Operation a WatchOperation creates for `instance`, named for the trigger. */
+/**
+ * The Operation a WatchOperation creates for `instance`, named for the trigger, with its
+ * parametersFromTrigger applied (`time` is trigger.time), and the substitutions the trigger has no value for.
+ */
 export function operationForTrigger(
   watch: WatchOperation,
   instance: ApplicationInstance,
   trigger: string,
   hash: string | undefined,
   previousTriggerTime: string | undefined,
-): Operation {
+  time?: string,
+): { op: Operation; missing: string[] } {
   const name = watch.metadata.name ?? '';
   const tmpl = watch.spec.operationTemplate;
   const suffix = createHash('sha256')
@@ -176,17 +172,28 @@ export function operationForTrigger(
     )
     .digest('hex')
     .slice(0, 8);
-  return {
+  const { parameters, missing } = applyTriggerParameters(
+    tmpl.spec.parameters,
+    watch.spec.parametersFromTrigger,
+    {
+      variables: { 'trigger.reason': trigger, 'trigger.time': time },
+      object: instance,
+    },
+  );
+  const { parameters: _template, ...rest } = structuredClone(tmpl.spec);
+  const op: Operation = {
     apiVersion: OPERATION.apiVersion,
     kind: OPERATION.kind,
-    metadata: createdOperationMetadata(
-      watch,
-      `${name}-${suffix}`,
-      [LABEL_WATCH_OPERATION, name],
-      [ANNOTATION_TRIGGER, trigger],
-    ),
-    spec: { ...structuredClone(tmpl.spec), targetRef: { name: instance.metadata.name ?? '' } },
+    metadata: createdOperationMetadata(watch, `${name}-${suffix}`, [LABEL_WATCH_OPERATION, name], {
+      [ANNOTATION_TRIGGER]: trigger,
+    }),
+    spec: {
+      ...rest,
+      ...(parameters ? { parameters } : {}),
+      targetRef: { name: instance.metadata.name ?? '' },
+    },
   };
+  return { op, missing };
 }
 
 function withoutUndefined<T extends object>(o: T): T {
@@ -272,12 +279,25 @@ export function decideWatch(
   }
 
   const prevTargets = new Map((prev.targets ?? []).map((t) => [t.name, t]));
+  // Instances with a pending trigger go first, oldest first, so maxConcurrent serves triggers in order.
+  const pendingSince = (i: ApplicationInstance) => {
+    const t = prevTargets.get(i.metadata.name ?? '');
+    return t?.pendingTrigger ? (t.pendingSince ?? '') : '\uffff';
+  };
   const matching = instances
     .filter((i) => matchesLabelSelector(spec.selector, i.metadata.labels ?? {}))
-    .sort((a, b) => byName({ name: a.metadata.name ?? '' }, { name: b.metadata.name ?? '' }));
+    .sort(
+      (a, b) =>
+        pendingSince(a).localeCompare(pendingSince(b)) ||
+        byName({ name: a.metadata.name ?? '' }, { name: b.metadata.name ?? '' }),
+    );
   const targets: WatchTarget[] = [];
   const createdNow: Operation[] = [];
   let lastTriggerTime = prev.lastTriggerTime;
+  let capacity =
+    spec.maxConcurrent === undefined
+      ? Number.POSITIVE_INFINITY
+      : spec.maxConcurrent - activeOperations(remaining).length;
 
   for (const inst of matching) {
     const iname = inst.metadata.name ?? '';
@@ -333,10 +353,37 @@ export function decideWatch(
       run = before.pendingTrigger;
     }
 
-    if (run) {
-      const op = operationForTrigger(watch, inst, run, hash, before?.lastTriggerTime);
+    const made = run
+      ? operationForTrigger(watch, inst, run, hash, before?.lastTriggerTime, nowIso)
+      : undefined;
+    const hold = isPaused(inst) ? 'paused' : capacity <= 0 ? 'full' : undefined;
+    if (run && made && hold && !ops.some((o) => o.metadata.name === made.op.metadata.name)) {
+      // A paused instance (maintenance) or maxConcurrent: wait like a Forbid trigger, keeping the time it
+      // first waited (oldest runs first).
+      if (run !== before?.pendingTrigger)
+        plan.events.push({
+          type: 'Normal',
+          reason: WATCH_EVENT.TriggerPending,
+          note:
+            hold === 'paused'
+              ? `${run} on ${iname} waits: ${ANNOTATION_PAUSED} is "true" on the instance; it runs once the annotation is removed`
+              : `${run} on ${iname} waits: maxConcurrent (${spec.maxConcurrent}) Operations of this WatchOperation are running`,
+        });
+      next.pendingSince = run === before?.pendingTrigger ? (before.pendingSince ?? nowIso) : nowIso;
+      next.pendingTrigger = run;
+      run = undefined;
+    }
+    if (run && made) {
+      const { op, missing } = made;
       const opName = op.metadata.name ?? '';
       if (!ops.some((o) => o.metadata.name === opName)) {
+        capacity--;
+        if (missing.length > 0)
+          plan.events.push({
+            type: 'Warning',
+            reason: WATCH_EVENT.TriggerParameterMissing,
+            note: `Operation ${opName}: ${missing.join(', ')} has no value for ApplicationInstance ${iname}, so its parameter keeps the template's value (or none); set it on the instance or change spec.parametersFromTrigger`,
+          });
         plan.create.push(op);
         createdNow.push(op);
         plan.events.push({
@@ -370,6 +417,7 @@ export function decideWatch(
     targets.push(next);
   }
   if (targets.length !== prevTargets.size) plan.decided = true;
+  targets.sort(byName);
 
   const active = activeRefs([...remaining, ...createdNow]);
   plan.status = withoutUndefined({
@@ -396,5 +444,7 @@ export function decideWatch(
     watchingResources: matching.length,
     targets: targets.length ? targets : undefined,
   });
+  // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
+  plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, plan.create.length > 0);
   return plan;
 }

@@ -1,6 +1,7 @@
-// Installing our package through OLM, as a user does (docs/install.md): a Subscription in the
-// `operators` namespace (global OperatorGroup, AllNamespaces) to the e2e CatalogSource, then OLM's
-// InstallPlan and CSV. Waits say what they wait for and fail fast when OLM reports a failure.
+// Installing our package through OLM, as a user does (docs/install.md): a Subscription to the e2e
+// CatalogSource in the `operators` namespace (global OperatorGroup: AllNamespaces), or in a namespace
+// with its own OperatorGroup (OwnNamespace: ownNamespaceGroup), then OLM's InstallPlan and CSV. Waits
+// say what they wait for and fail fast when OLM reports a failure.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../../hack/lib/controlplane.ts';
@@ -50,27 +51,53 @@ async function until<T>(
   return v;
 }
 
-export async function subscribeOperator(
-  world: World,
-  opts: { channel?: string; approval?: 'Automatic' | 'Manual' } = {},
-): Promise<void> {
-  await subscribe(world.client, SUBSCRIPTION, {
-    name: PACKAGE_NAME,
-    ...(opts.channel ? { channel: opts.channel } : {}),
-    source: CATALOG_SOURCE,
-    sourceNamespace: OLM_NAMESPACE,
-    installPlanApproval: opts.approval ?? 'Automatic',
+export interface InstallOptions {
+  channel?: string;
+  approval?: 'Automatic' | 'Manual';
+  /** Where the Subscription, and so the operator, goes (default `operators`). */
+  namespace?: string;
+}
+
+/** An OperatorGroup in `ns` targeting only `ns`: OLM's OwnNamespace install mode. */
+export async function ownNamespaceGroup(world: World, ns: string): Promise<void> {
+  await world.client.request({
+    method: 'POST',
+    path: `/apis/operators.coreos.com/v1/namespaces/${ns}/operatorgroups`,
+    body: {
+      apiVersion: 'operators.coreos.com/v1',
+      kind: 'OperatorGroup',
+      metadata: { name: ns, namespace: ns },
+      spec: { targetNamespaces: [ns] },
+    },
   });
+  world.say(`OperatorGroup ${ns}/${ns}: targetNamespaces [${ns}] (OwnNamespace)`);
+}
+
+export async function subscribeOperator(world: World, opts: InstallOptions = {}): Promise<void> {
+  const ns = opts.namespace ?? OPERATORS_NAMESPACE;
+  await subscribe(
+    world.client,
+    SUBSCRIPTION,
+    {
+      name: PACKAGE_NAME,
+      ...(opts.channel ? { channel: opts.channel } : {}),
+      source: CATALOG_SOURCE,
+      sourceNamespace: OLM_NAMESPACE,
+      installPlanApproval: opts.approval ?? 'Automatic',
+    },
+    ns,
+  );
   world.say(
-    `Subscription ${OPERATORS_NAMESPACE}/${SUBSCRIPTION}: package ${PACKAGE_NAME}, channel ${opts.channel ?? '(the default)'}, source ${CATALOG_SOURCE}, approval ${opts.approval ?? 'Automatic'}`,
+    `Subscription ${ns}/${SUBSCRIPTION}: package ${PACKAGE_NAME}, channel ${opts.channel ?? '(the default)'}, source ${CATALOG_SOURCE}, approval ${opts.approval ?? 'Automatic'}`,
   );
 }
 
-export function getSubscription(world: World, name = SUBSCRIPTION): Promise<Subscription> {
-  return world.client.request<Subscription>({
-    method: 'GET',
-    path: subscriptionsPath(OPERATORS_NAMESPACE, name),
-  });
+export function getSubscription(
+  world: World,
+  name = SUBSCRIPTION,
+  ns = OPERATORS_NAMESPACE,
+): Promise<Subscription> {
+  return world.client.request<Subscription>({ method: 'GET', path: subscriptionsPath(ns, name) });
 }
 
 /** The InstallPlan the Subscription points at once it names `csv`, after it completed. */
@@ -78,10 +105,11 @@ export async function waitInstallPlanFor(
   world: World,
   csv: string,
   timeoutMs = 300_000,
+  ns = OPERATORS_NAMESPACE,
 ): Promise<InstallPlan> {
   const sub = await until(
     `Subscription ${SUBSCRIPTION} to reference an InstallPlan for ${csv}`,
-    () => getSubscription(world),
+    () => getSubscription(world, SUBSCRIPTION, ns),
     (s) => s.status?.currentCSV === csv && s.status.installPlanRef !== undefined,
     (s) => s.status?.conditions?.find((c) => c.type === 'ResolutionFailed' && c.status === 'True')?.message,
     timeoutMs,
@@ -90,7 +118,7 @@ export async function waitInstallPlanFor(
   world.say(`InstallPlan ${name} created for ${csv}`);
   const plan = await until(
     `InstallPlan ${name} to complete`,
-    () => getOrUndefined<InstallPlan>(world.client, installPlansPath(OPERATORS_NAMESPACE, name)),
+    () => getOrUndefined<InstallPlan>(world.client, installPlansPath(ns, name)),
     (p) => p.status?.phase === 'Complete',
     (p) =>
       p.status?.phase === 'Failed' ? (p.status.message ?? JSON.stringify(p.status.conditions)) : undefined,
@@ -102,10 +130,15 @@ export async function waitInstallPlanFor(
   return plan;
 }
 
-export async function waitCsvSucceeded(world: World, name: string, timeoutMs = 300_000): Promise<Csv> {
+export async function waitCsvSucceeded(
+  world: World,
+  name: string,
+  timeoutMs = 300_000,
+  ns = OPERATORS_NAMESPACE,
+): Promise<Csv> {
   const csv = await until(
     `CSV ${name} to reach Succeeded`,
-    () => getOrUndefined<Csv>(world.client, csvsPath(OPERATORS_NAMESPACE, name)),
+    () => getOrUndefined<Csv>(world.client, csvsPath(ns, name)),
     (c) => c.status?.phase === 'Succeeded',
     (c) => (c.status?.phase === 'Failed' ? `${c.status.reason}: ${c.status.message}` : undefined),
     timeoutMs,
@@ -131,10 +164,11 @@ export function waitSubscriptionAtLatest(world: World): Promise<Subscription> {
 export async function installOperator(
   world: World,
   version: string,
-  opts: { channel?: string } = {},
+  opts: InstallOptions = {},
 ): Promise<{ plan: InstallPlan; csv: Csv }> {
+  const ns = opts.namespace ?? OPERATORS_NAMESPACE;
   await subscribeOperator(world, opts);
-  const plan = await waitInstallPlanFor(world, csvName(version));
-  const csv = await waitCsvSucceeded(world, csvName(version));
+  const plan = await waitInstallPlanFor(world, csvName(version), 300_000, ns);
+  const csv = await waitCsvSucceeded(world, csvName(version), 300_000, ns);
   return { plan, csv };
 }

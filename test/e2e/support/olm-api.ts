@@ -82,15 +82,20 @@ export async function getOrUndefined<T>(client: KubeClient, path: string): Promi
   }
 }
 
-/** A Subscription in `operators` to `pkg` from the CatalogSource `source` (in OLM's namespace). */
-export async function subscribe(client: KubeClient, name: string, spec: Subscription['spec']): Promise<void> {
+/** A Subscription in `ns` (default `operators`) to `pkg` from the CatalogSource `source` (in OLM's namespace). */
+export async function subscribe(
+  client: KubeClient,
+  name: string,
+  spec: Subscription['spec'],
+  ns = OPERATORS_NAMESPACE,
+): Promise<void> {
   await client.request({
     method: 'POST',
-    path: subscriptionsPath(),
+    path: subscriptionsPath(ns),
     body: {
       apiVersion: OPERATORS_V1ALPHA1,
       kind: 'Subscription',
-      metadata: { name, namespace: OPERATORS_NAMESPACE },
+      metadata: { name, namespace: ns },
       spec,
     },
   });

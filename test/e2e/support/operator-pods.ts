@@ -45,7 +45,13 @@ interface Deployment {
   };
 }
 interface Pod {
-  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    deletionTimestamp?: string;
+    annotations?: Record<string, string>;
+  };
   spec: PodSpec;
   status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[] };
 }
@@ -110,7 +116,10 @@ function resolveEnv(env: EnvVar[] | undefined, pod: Pod): Record<string, string>
   for (const e of env ?? []) {
     if (e.value !== undefined) out[e.name] = e.value;
     else if (e.valueFrom?.fieldRef) {
-      const v = fields[e.valueFrom.fieldRef.fieldPath];
+      const path = e.valueFrom.fieldRef.fieldPath;
+      // metadata.annotations['key']: the kubelet gives an absent annotation as the empty string.
+      const annotation = /^metadata\.annotations\['(.+)'\]$/.exec(path)?.[1];
+      const v = annotation !== undefined ? (pod.metadata.annotations?.[annotation] ?? '') : fields[path];
       if (v === undefined)
         throw new Error(`env ${e.name}: field ${e.valueFrom.fieldRef.fieldPath} not supported here`);
       out[e.name] = v;
@@ -278,4 +287,12 @@ export class OperatorPods {
       )
       .join('\n');
   }
+}
+
+/** A journey's operator Pods (whichever `current` returns): in its failure report, and stopped before the cluster. */
+export function reportAndStopPods(world: World, current: () => OperatorPods | undefined): void {
+  world.reporters.push(() => current()?.report() ?? '(no operator processes)');
+  world.cleanup('operator processes', async () => {
+    for (const slow of (await current()?.stop()) ?? []) world.say(`  ${slow}`);
+  });
 }

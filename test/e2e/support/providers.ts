@@ -102,7 +102,9 @@ export function providerCsv(p: Provider): Record<string, unknown> {
       provider: { name: 'vworkspace e2e' },
       minKubeVersion: '1.30.0',
       installModes: [
-        { type: 'OwnNamespace', supported: false },
+        // OwnNamespace too, as OADP and VolSync support it: the own-namespace journey installs them
+        // beside our operator in its namespace.
+        { type: 'OwnNamespace', supported: true },
         { type: 'SingleNamespace', supported: false },
         { type: 'MultiNamespace', supported: false },
         { type: 'AllNamespaces', supported: true },

@@ -344,6 +344,59 @@ describe('admission webhooks', () => {
     ).resolves.toBeTruthy();
   });
 
+  it('run-now needs the type verb on the target; parametersFromTrigger and fleets are checked at their field paths', async () => {
+    const RUN_NOW = 'ops.vworkspace.io/run-now';
+    const cron = (
+      name: string,
+      spec: Record<string, unknown> = {},
+      opSpec: Record<string, unknown> = {},
+    ) => ({
+      apiVersion: 'ops.vworkspace.io/v1alpha1',
+      kind: 'CronOperation',
+      metadata: { name },
+      spec: {
+        schedule: '@daily',
+        operationTemplate: {
+          spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' }, ...opSpec },
+        },
+        ...spec,
+      },
+    });
+    const annotateCron = (as: RestClient, name: string, value: string) =>
+      as.request({
+        method: 'PATCH',
+        path: `${OPS}/namespaces/${ns}/cronoperations/${name}`,
+        body: { metadata: { annotations: { [RUN_NOW]: value } } },
+        contentType: 'application/merge-patch+json',
+      });
+    await create(alice, 'cronoperations', cron('nightly-run'));
+    // mallory may patch CronOperations but may not back up shop: asking for a run now is running it.
+    const denied = await failure(annotateCron(mallory, 'nightly-run', 't1'));
+    expect(denied.code).toBe(403);
+    expect(denied.causes.map((c) => c.field)).toEqual([`metadata.annotations[${RUN_NOW}]`]);
+    expect(denied.message).toContain('may not backup applicationinstances.apps.vworkspace.io/shop');
+    await expect(annotateCron(alice, 'nightly-run', 't1')).resolves.toBeTruthy();
+
+    const substituting = (parameter: string, from: string) =>
+      failure(
+        create(alice, 'cronoperations', cron('subst', { parametersFromTrigger: [{ parameter, from }] })),
+      );
+    const badFrom = await substituting('ttl', 'trigger.time');
+    expect(badFrom.causes.map((c) => c.field)).toEqual(['spec.parametersFromTrigger[0].from']);
+    expect(badFrom.message).toContain('unknown variable "trigger.time"');
+    const badParam = await substituting('tll', 'trigger.scheduledTime');
+    expect(badParam.causes.map((c) => c.field)).toEqual(['spec.parametersFromTrigger[0].parameter']);
+    // The CRD's own rule: a fixed target or a fleet selector, not both.
+    const both = await failure(create(alice, 'cronoperations', cron('both', { targetSelector: {} })));
+    expect(both.message).toContain('set exactly one of spec.targetSelector');
+    // A fleet needs the verb on every instance of the namespace; alice has it on shop and wiki only.
+    const fleet = cron('fleet', { targetSelector: { matchLabels: { tier: 'prod' } } });
+    delete (fleet.spec.operationTemplate.spec as { targetRef?: unknown }).targetRef;
+    const notEvery = await failure(create(alice, 'cronoperations', fleet));
+    expect(notEvery.code).toBe(403);
+    expect(notEvery.causes.map((c) => c.field)).toEqual(['spec.operationTemplate.spec.type']);
+  });
+
   it('stamps approval with the real approver, rejects forgery and self-approval under separation of duties', async () => {
     await putCatalog('guarded', {
       templates: [

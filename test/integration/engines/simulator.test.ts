@@ -6,8 +6,9 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
+import type { EffectiveTemplate } from '../../../operator/src/catalog/template.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { anInput, materialized } from '../../../operator/src/engines/testing.ts';
+import { anInput, aVeleroBackup, builtinWith, materialized } from '../../../operator/src/engines/testing.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -83,6 +84,7 @@ async function run(
     env?: Partial<EngineEnvironment>;
     outcome?: string;
     instanceAnnotations?: Record<string, string>;
+    template?: EffectiveTemplate;
   } = {},
 ): Promise<Run> {
   const name = `${engine.toLowerCase()}-${type.toLowerCase()}-${++seq}`;
@@ -105,6 +107,7 @@ async function run(
     parameters,
     env: { veleroNamespace: veleroNs, ...o.env },
     instance: { annotations: o.instanceAnnotations ?? {} },
+    ...(o.template ? { template: o.template } : {}),
   });
   const children = materialized(adapterFor(engine).materialize(input));
   for (const c of children) await create(c);
@@ -217,7 +220,12 @@ describe('velero children on the real CRDs', () => {
   });
 
   it('Restore ⇒ VeleroRestoreCompleted', async () => {
-    const r = await run('Restore', 'velero', { backupName: 'some-backup', existingResourcePolicy: 'update' });
+    const r = await run(
+      'Restore',
+      'velero',
+      { backupName: 'some-backup', existingResourcePolicy: 'update' },
+      { env: { veleroBackup: aVeleroBackup('some-backup', ns) } },
+    );
     expect(await until(r, 'VeleroRestoreCompleted')).toMatchObject({
       outputs: { backupName: 'some-backup' },
     });
@@ -263,19 +271,20 @@ describe('workflow children on the real CRD', () => {
     arguments: { table: 'users' },
     serviceAccountName: 'runner',
   };
+  const template = builtinWith('Runbook', 'workflow', { allowedServiceAccounts: ['runner'] });
 
   it('Workflow ⇒ WorkflowRunning, then WorkflowSucceeded', async () => {
-    const r = await run('Runbook', 'workflow', params);
+    const r = await run('Runbook', 'workflow', params, { template });
     await until(r, 'WorkflowSucceeded');
   });
 
   it('a failing Workflow ⇒ WorkflowNodeFailed naming the node', async () => {
-    const r = await run('Runbook', 'workflow', params, { outcome: 'Failed' });
+    const r = await run('Runbook', 'workflow', params, { outcome: 'Failed', template });
     expect((await until(r, 'WorkflowNodeFailed')).message).toContain('node main failed');
   });
 
   it('cancel terminates it through spec.shutdown', async () => {
-    const r = await run('Runbook', 'workflow', params, { outcome: HOLD });
+    const r = await run('Runbook', 'workflow', params, { outcome: HOLD, template });
     await until(r, 'WorkflowRunning');
     for (const a of adapterFor('workflow').cancel(await current(r))) await perform(a);
     expect((await until(r, 'WorkflowNodeFailed')).message).toContain("Stopped with strategy 'Terminate'");

@@ -20,7 +20,7 @@ describe('Helm release records written by helm', () => {
     const ns = await createNamespace(adminKubeConfig(), 'helm');
 
     await helm(kubeconfig, ['install', 'web', TINY_CHART, '-n', ns]);
-    let { record } = latestRelease(await releaseSecrets(ns), 'web');
+    let { record } = await latestRelease(await releaseSecrets(ns), 'web');
     expect(record).toMatchObject({
       revision: 1,
       status: 'deployed',
@@ -32,16 +32,16 @@ describe('Helm release records written by helm', () => {
     expect(readyFromRelease('web', ns, record).reason).toBe('ReleaseDeployed');
 
     await helm(kubeconfig, ['upgrade', 'web', TINY_CHART, '-n', ns, '--set', 'message=again']);
-    ({ record } = latestRelease(await releaseSecrets(ns), 'web'));
+    ({ record } = await latestRelease(await releaseSecrets(ns), 'web'));
     expect(record).toMatchObject({ revision: 2, status: 'deployed' });
 
     await expect(
       helm(kubeconfig, ['upgrade', 'web', TINY_CHART, '-n', ns, '--set', 'broken=true']),
     ).rejects.toThrow();
-    ({ record } = latestRelease(await releaseSecrets(ns), 'web'));
+    ({ record } = await latestRelease(await releaseSecrets(ns), 'web'));
     expect(record).toMatchObject({ revision: 3, status: 'failed' });
     expect(readyFromRelease('web', ns, record)).toMatchObject({ status: 'False', reason: 'ReleaseFailed' });
 
-    expect(latestRelease(await releaseSecrets(ns), 'absent').record).toBeUndefined();
+    expect((await latestRelease(await releaseSecrets(ns), 'absent')).record).toBeUndefined();
   });
 });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
 import { profileClusterRole } from '../../../operator/src/rbac/clusterroles.ts';
-import { OPERATOR_CLUSTER_RULES } from '../../../operator/src/rbac/operator.ts';
+import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../../../operator/src/rbac/operator.ts';
 import { profileClusterRoleName, rbacProfile } from '../../../operator/src/rbac/profiles.ts';
 import { PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
@@ -43,7 +43,8 @@ async function operatorIdentity(admin: KubeConfig, api: Api, ns: string): Promis
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRole',
     metadata: { name: role },
-    rules: OPERATOR_CLUSTER_RULES.map((r) => ({
+    // AllNamespaces, as OLM installs it: the CSV's permissions lifted to the cluster with its clusterPermissions.
+    rules: [...OPERATOR_CLUSTER_RULES, ...OPERATOR_NAMESPACE_RULES].map((r) => ({
       apiGroups: r.apiGroups,
       resources: r.resources,
       verbs: r.verbs,

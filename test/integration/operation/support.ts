@@ -51,7 +51,13 @@ export interface RunningController {
 export function startController(
   kc: KubeConfig,
   adapterFor: (e: Engine) => EngineAdapter | undefined,
-  opts: { veleroNamespace?: string; graceMs?: number; clock?: Clock; templates?: TemplateSource } = {},
+  opts: {
+    veleroNamespace?: string;
+    graceMs?: number;
+    engineRecheckMs?: number;
+    clock?: Clock;
+    templates?: TemplateSource;
+  } = {},
 ): RunningController {
   const client = new RestClient(kc);
   const mapper = new RestMapper(client);
@@ -70,6 +76,7 @@ export function startController(
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.veleroNamespace ? { veleroNamespace: opts.veleroNamespace } : {}),
     ...(opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}),
+    ...(opts.engineRecheckMs !== undefined ? { engineRecheckMs: opts.engineRecheckMs } : {}),
   });
   for (const i of ctl.informers) manager.addInformer(i);
   manager.addController(ctl.controller);
@@ -127,6 +134,35 @@ export class Api {
       },
     });
     if (ready !== undefined) await this.setReady(ns, name, ready);
+  }
+
+  /** Merge-patches the instance's annotations (null removes one). */
+  async annotateInstance(
+    ns: string,
+    name: string,
+    annotations: Record<string, string | null>,
+  ): Promise<void> {
+    await this.client.request({
+      method: 'PATCH',
+      path: this.instancePath(ns, name),
+      contentType: PATCH_TYPES.merge,
+      body: { metadata: { annotations } },
+    });
+  }
+
+  /** Writes status.observedGeneration as the instance controller would; returns metadata.generation. */
+  async observeGeneration(ns: string, name: string, lag = 0): Promise<number> {
+    const ai = await this.client.request<{ metadata: { generation: number } }>({
+      method: 'GET',
+      path: this.instancePath(ns, name),
+    });
+    await this.client.request({
+      method: 'PATCH',
+      path: this.instancePath(ns, name, 'status'),
+      contentType: PATCH_TYPES.merge,
+      body: { status: { observedGeneration: ai.metadata.generation - lag } },
+    });
+    return ai.metadata.generation;
   }
 
   async setReady(ns: string, name: string, ready: boolean): Promise<void> {

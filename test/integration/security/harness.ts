@@ -28,6 +28,7 @@ import { isNotFound, KubeApiError, PATCH_TYPES, RestClient } from '../../../oper
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { OperatorProcess, tail } from '../../support/operator-process.ts';
+import { RecordingProxy } from './recording-proxy.ts';
 
 export interface Rule {
   apiGroups: string[];
@@ -56,6 +57,8 @@ export interface World {
   operator: OperatorProcess;
   /** The operator's own kubeconfig (its ServiceAccount token), e.g. to check what the CSV's RBAC allows. */
   operatorKubeconfigPath: string;
+  /** With WorldOptions.recordOperatorTraffic: what the operator asked the API server and received. */
+  traffic?: RecordingProxy;
   as(user: string, groups?: string[]): RestClient;
   grant(user: string, namespace: string, rules: Rule[]): Promise<void>;
   grantClusterRole(user: string, namespace: string, clusterRole: string): Promise<void>;
@@ -85,6 +88,8 @@ export interface WorldOptions {
   catalog?: string;
   /** Further operator settings (environment). */
   env?: Record<string, string>;
+  /** Route the operator's API traffic through a RecordingProxy (World.traffic). */
+  recordOperatorTraffic?: boolean;
 }
 
 const CSV_PATH = join(ROOT, 'bundle/manifests/vworkspace-operator.clusterserviceversion.yaml');
@@ -183,11 +188,13 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
   const webhookConfigPaths: string[] = [];
   let operator: OperatorProcess | undefined;
   let operatorKubeconfigPath = '';
+  let traffic: RecordingProxy | undefined;
 
   const stop = async () => {
     // Webhooks first: a configuration whose server is gone would refuse every later request it matches.
     for (const p of webhookConfigPaths) await deleteIgnoringMissing(admin, p);
     await operator?.stop();
+    await traffic?.stop();
     for (const ns of [operatorNamespace, veleroNamespace, ...namespaces]) {
       await deleteIgnoringMissing(admin, `/api/v1/namespaces/${ns}`);
     }
@@ -234,20 +241,23 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
         subjects: subject,
       });
     }
+    // permissions: the world is an AllNamespaces install, for which OLM lifts the CSV's permissions to a
+    // ClusterRole and ClusterRoleBinding and adds namespaces get/list/watch (olm operatorgroup.go,
+    // ensureSingletonRBAC); a namespace-scoped install would get them as Roles (docs/security/rbac.md).
     for (const [i, p] of (install.permissions ?? []).entries()) {
-      const name = `operator-${i}`;
-      const base = `${RBAC}/namespaces/${operatorNamespace}`;
-      await applyObject(admin, `${base}/roles/${name}`, {
+      const name = `sec-${id}-operator-ns-${i}`;
+      clusterScoped.push(`${RBAC}/clusterroles/${name}`, `${RBAC}/clusterrolebindings/${name}`);
+      await applyObject(admin, `${RBAC}/clusterroles/${name}`, {
         apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name, namespace: operatorNamespace },
-        rules: p.rules,
+        kind: 'ClusterRole',
+        metadata: { name },
+        rules: [...p.rules, { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }],
       });
-      await applyObject(admin, `${base}/rolebindings/${name}`, {
+      await applyObject(admin, `${RBAC}/clusterrolebindings/${name}`, {
         apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name, namespace: operatorNamespace },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
         subjects: subject,
       });
     }
@@ -287,9 +297,16 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
     const cluster = adminKc.getCurrentCluster();
     if (!cluster?.caFile) throw new Error(`${kubeconfigPath} has no certificate-authority file`);
     operatorKubeconfigPath = join(dir, 'operator.kubeconfig');
+    if (opts.recordOperatorTraffic)
+      traffic = await RecordingProxy.start(cluster.server, cluster.caFile, join(dir, 'proxy-certs'));
     writeFileSync(
       operatorKubeconfigPath,
-      kubeconfigYaml(cluster.server, cluster.caFile, token.status.token, operatorServiceAccount),
+      kubeconfigYaml(
+        traffic?.url ?? cluster.server,
+        traffic?.caFile ?? cluster.caFile,
+        token.status.token,
+        operatorServiceAccount,
+      ),
       { mode: 0o600 },
     );
 
@@ -345,6 +362,7 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
     namespaces,
     operator: running,
     operatorKubeconfigPath,
+    ...(traffic ? { traffic } : {}),
     as: (user, groups) => impersonating(adminKc, user, groups),
     async grant(user, namespace, rules) {
       const name = `grant-${user.replace(/[^a-z0-9-]/g, '-')}-${randomBytes(3).toString('hex')}`;

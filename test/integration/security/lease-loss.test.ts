@@ -1,4 +1,4 @@
-// Losing the leader Lease must not take admission down (docs/adr/0007-lease-loss-keeps-serving.md). With
+// Losing the leader Lease must not take admission down (docs/adr/0010-lease-loss-keeps-serving.md). With
 // failurePolicy Fail, an operator process that exits on lease loss (controller-runtime's default) refuses
 // every Operation in the cluster until it is back. Here another holder steals the Lease (written as an
 // admin, as a replica that believed it had expired would): the operator stops leading, its process stays

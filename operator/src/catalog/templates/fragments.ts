@@ -8,7 +8,7 @@ export const DEFAULT_RUNNER_SERVICE_ACCOUNT = 'vworkspace-runner';
 export function serviceAccountName(what: string) {
   return {
     type: 'string',
-    description: `ServiceAccount ${what} runs as, created and bound by the namespace admin; never the operator's own.`,
+    description: `ServiceAccount ${what} runs as, created and bound by the namespace admin; never the operator's own. One of the template's allowedServiceAccounts, unless the requester may create pods (or impersonate that ServiceAccount) in the namespace themselves.`,
     default: DEFAULT_RUNNER_SERVICE_ACCOUNT,
     minLength: 1,
     maxLength: 253,
@@ -28,4 +28,22 @@ export function goDuration(description: string, defaultValue?: string) {
 
 export function objectName(description: string) {
   return { type: 'string', description, minLength: 1, maxLength: 253, pattern: DNS1123_SUBDOMAIN };
+}
+
+/**
+ * An outputSchema: what the engine's observe() writes to status.outputs, every value a string.
+ * `patterns` declares keys that depend on the release (e.g. `snapshot.<pvc>`).
+ */
+export function outputSchema(
+  properties: Record<string, string>,
+  patterns: Record<string, string> = {},
+): Record<string, unknown> {
+  const str = (description: string) => ({ type: 'string', description });
+  return {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(properties).map(([k, d]) => [k, str(d)])),
+    ...(Object.keys(patterns).length > 0
+      ? { patternProperties: Object.fromEntries(Object.entries(patterns).map(([k, d]) => [k, str(d)])) }
+      : {}),
+  };
 }

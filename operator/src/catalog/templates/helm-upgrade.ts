@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { goDuration, serviceAccountName } from './fragments.ts';
+import { goDuration, outputSchema, serviceAccountName } from './fragments.ts';
 
 /** batch/v1 Job running the helm CLI: `helm upgrade --atomic --wait` to parameters.version. */
 export const helmUpgrade: Template = {
@@ -28,6 +28,7 @@ export const helmUpgrade: Template = {
       serviceAccountName: serviceAccountName('the helm runner Job'),
     },
   },
+  outputSchema: outputSchema({ jobName: 'Name of the helm runner Job (kubectl logs job/<jobName>)' }),
   rbacProfile: 'upgrade.helm',
   preconditions: standardPreconditions([
     { name: 'RequiredServiceAccountPresent', parameter: 'serviceAccountName' },

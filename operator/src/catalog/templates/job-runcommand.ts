@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { serviceAccountName } from './fragments.ts';
+import { outputSchema, serviceAccountName } from './fragments.ts';
 
 /**
  * Images a RunCommand may use. The allowlist lives in the template's schema, so an organization
@@ -40,6 +40,7 @@ export const jobRunCommand: Template = {
       serviceAccountName: serviceAccountName('the Job'),
     },
   },
+  outputSchema: outputSchema({ jobName: 'Name of the batch Job that ran (kubectl logs job/<jobName>)' }),
   rbacProfile: 'runCommand.job',
   preconditions: standardPreconditions([
     { name: 'RequiredServiceAccountPresent', parameter: 'serviceAccountName' },

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** snapshot.storage.k8s.io/v1 VolumeSnapshot per PVC of the release; done when all are readyToUse. */
 export const snapshotBackup: Template = {
@@ -18,6 +18,10 @@ export const snapshotBackup: Template = {
       ),
     },
   },
+  outputSchema: outputSchema(
+    { snapshotNames: 'Names of the VolumeSnapshots, one per PVC (sorted by PVC), comma-separated' },
+    { '^snapshot\\.': 'snapshot.<pvc>: the VolumeSnapshot of that PVC (the source of a later restore)' },
+  ),
   rbacProfile: 'backup.snapshot',
   preconditions: standardPreconditions(),
   targetSelectors: {

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { goDuration, objectName } from './fragments.ts';
+import { goDuration, objectName, outputSchema } from './fragments.ts';
 
 /** velero.io/v1 Backup of the Operation's namespace, limited to the release's objects. */
 export const veleroBackup: Template = {
@@ -39,6 +39,9 @@ export const veleroBackup: Template = {
       },
     },
   },
+  outputSchema: outputSchema({
+    backupName: 'Name of the velero.io Backup in the Velero namespace: the backupName of a later Restore',
+  }),
   rbacProfile: 'backup.velero',
   preconditions: standardPreconditions(),
   targetSelectors: { capabilities: [{ verb: 'backup', engine: 'velero' }] },

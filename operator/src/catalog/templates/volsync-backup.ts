@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 const retain = {
   type: 'object',
@@ -40,6 +40,9 @@ export const volsyncBackup: Template = {
       retain,
     },
   },
+  outputSchema: outputSchema({
+    replicationSources: 'Names of the VolSync ReplicationSources, one per PVC, comma-separated',
+  }),
   rbacProfile: 'backup.volsync',
   preconditions: standardPreconditions([{ name: 'RequiredSecretsPresent', parameter: 'repository' }]),
   targetSelectors: {

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** volsync.backube/v1alpha1 ReplicationDestination (restic) per PVC of the release, writing into the PVC. */
 export const volsyncRestore: Template = {
@@ -29,6 +29,9 @@ export const volsyncRestore: Template = {
       },
     },
   },
+  outputSchema: outputSchema({
+    replicationDestinations: 'Names of the VolSync ReplicationDestinations, one per PVC, comma-separated',
+  }),
   rbacProfile: 'restore.volsync',
   preconditions: standardPreconditions([{ name: 'RequiredSecretsPresent', parameter: 'repository' }]),
   targetSelectors: {

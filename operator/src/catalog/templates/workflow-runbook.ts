@@ -1,12 +1,12 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName } from './fragments.ts';
+import { objectName, outputSchema } from './fragments.ts';
 
 /** argoproj.io/v1alpha1 Workflow from a WorkflowTemplate; parameters.arguments become workflow arguments. */
 export const workflowRunbook: Template = {
   name: 'workflow-runbook',
   description:
-    'Runs an Argo WorkflowTemplate (or ClusterWorkflowTemplate) as a Workflow in the Operation namespace; arguments become its parameters. Cancel terminates the Workflow.',
+    'Runs an Argo WorkflowTemplate of the Operation namespace (a ClusterWorkflowTemplate only where the template sets allowClusterWorkflowTemplates) as a Workflow there; arguments become its parameters. Cancel terminates the Workflow.',
   type: 'Runbook',
   engine: 'workflow',
   inputSchema: {
@@ -24,7 +24,7 @@ export const workflowRunbook: Template = {
           clusterScope: {
             type: 'boolean',
             description:
-              'true refers to a ClusterWorkflowTemplate instead of a WorkflowTemplate of the namespace',
+              'true refers to a ClusterWorkflowTemplate instead of a WorkflowTemplate of the namespace; only with a template that sets allowClusterWorkflowTemplates',
             default: false,
           },
         },
@@ -35,9 +35,12 @@ export const workflowRunbook: Template = {
         maxProperties: 64,
         additionalProperties: { type: 'string', maxLength: 8192 },
       },
-      serviceAccountName: objectName("ServiceAccount the Workflow's pods run as; unset uses the template's"),
+      serviceAccountName: objectName(
+        "ServiceAccount the Workflow's pods run as; unset uses the WorkflowTemplate's. One of the template's allowedServiceAccounts, unless the requester may create pods (or impersonate that ServiceAccount) in the namespace themselves",
+      ),
     },
   },
+  outputSchema: outputSchema({ workflowName: 'Name of the Argo Workflow (argo get <workflowName>)' }),
   rbacProfile: 'runbook.workflow',
   preconditions: standardPreconditions(),
   targetSelectors: { capabilities: [{ verb: 'runbook', engine: 'workflow' }] },

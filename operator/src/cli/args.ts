@@ -1,0 +1,284 @@
+// `kubectl vws` command lines, parsed into commands (pure). kubectl hands a plugin every argument after
+// its name, global flags included, so -n/--namespace, --context and --kubeconfig are ours to read.
+
+import type { TemplateRun } from './requests.ts';
+
+export type ObjectKind =
+  | 'operation'
+  | 'cronoperation'
+  | 'watchoperation'
+  | 'applicationinstance'
+  | 'template';
+
+export interface ObjectRef {
+  kind: ObjectKind;
+  name: string;
+}
+
+export interface Globals {
+  namespace?: string;
+  allNamespaces: boolean;
+  context?: string;
+  kubeconfig?: string;
+}
+
+export type Command =
+  | { cmd: 'help'; text: string }
+  | { cmd: 'run-cron'; name: string; request?: string; wait: boolean; follow: boolean }
+  | ({ cmd: 'run-template'; follow: boolean } & TemplateRun)
+  | { cmd: 'approve'; name: string }
+  | { cmd: 'cancel'; name: string }
+  | { cmd: 'status'; ref: ObjectRef; watch: boolean }
+  | { cmd: 'history'; ref?: ObjectRef; type?: string; limit: number };
+
+export type Parsed = { ok: true; globals: Globals; command: Command } | { ok: false; message: string };
+
+export const USAGE = `kubectl vws — run, approve, cancel and follow vworkspace Operations
+
+Usage:
+  kubectl vws run cronoperation/<name> [--request <value>] [--no-wait] [-w]
+        run a CronOperation's template now (annotation ops.vworkspace.io/run-now); prints the Operation(s)
+  kubectl vws run template/<template> --target <instance> [--type <T> --engine <E>] [-p key=value]... [--name <name>] [-w]
+        create an Operation from a template (built-in templates need no --type/--engine)
+  kubectl vws approve <operation>         approve an Operation waiting for approval
+  kubectl vws cancel <operation>          cancel an Operation (its engine child is stopped)
+  kubectl vws status <operation> | cronoperation/<name> | watchoperation/<name> | applicationinstance/<name> [-w]
+        show the status; -w follows an Operation live until it ends (exit 0 if it Succeeded)
+  kubectl vws history [cronoperation/<name> | watchoperation/<name> | applicationinstance/<name>] [--type <T>] [--limit N] [-A]
+        the Operations (of that object, or of the namespace), newest first
+
+Flags:
+  -n, --namespace <ns>   namespace (default: the kubeconfig context's, else default)
+  -A, --all-namespaces   history: every namespace
+      --context <name>   kubeconfig context
+      --kubeconfig <path>
+  -h, --help
+`;
+
+const KINDS: Record<string, ObjectKind> = {
+  operation: 'operation',
+  operations: 'operation',
+  op: 'operation',
+  ops: 'operation',
+  cronoperation: 'cronoperation',
+  cronoperations: 'cronoperation',
+  cronop: 'cronoperation',
+  watchoperation: 'watchoperation',
+  watchoperations: 'watchoperation',
+  watchop: 'watchoperation',
+  applicationinstance: 'applicationinstance',
+  applicationinstances: 'applicationinstance',
+  ai: 'applicationinstance',
+  template: 'template',
+};
+
+/** `kind/name` (kubectl's short names allowed), or a bare name meaning `fallback`. */
+export function parseRef(text: string, fallback: ObjectKind): ObjectRef | string {
+  const slash = text.indexOf('/');
+  if (slash < 0) return text ? { kind: fallback, name: text } : 'a name is required';
+  const kind =
+    KINDS[
+      text
+        .slice(0, slash)
+        .toLowerCase()
+        .replace(/\.ops\.vworkspace\.io$|\.apps\.vworkspace\.io$/, '')
+    ];
+  const name = text.slice(slash + 1);
+  if (!kind)
+    return `unknown kind "${text.slice(0, slash)}": use operation, cronoperation, watchoperation, applicationinstance or template`;
+  if (!name) return `"${text}" names no object`;
+  return { kind, name };
+}
+
+/** `-p key=value`: the value as JSON when it parses (numbers, true, objects), else the string. */
+export function parseParam(text: string, into: Record<string, unknown>): string | undefined {
+  const eq = text.indexOf('=');
+  if (eq <= 0) return `--param "${text}": use key=value (key may be a.b for a nested parameter)`;
+  let value: unknown = text.slice(eq + 1);
+  try {
+    value = JSON.parse(value as string);
+  } catch {
+    // a plain string
+  }
+  const parts = text.slice(0, eq).split('.');
+  let cur = into;
+  for (const p of parts.slice(0, -1)) {
+    if (typeof cur[p] !== 'object' || cur[p] === null || Array.isArray(cur[p])) cur[p] = {};
+    cur = cur[p] as Record<string, unknown>;
+  }
+  cur[parts.at(-1)!] = value;
+  return undefined;
+}
+
+const VALUE_FLAGS = new Set([
+  '-n',
+  '--namespace',
+  '--context',
+  '--kubeconfig',
+  '--request',
+  '--target',
+  '--type',
+  '--engine',
+  '--name',
+  '-p',
+  '--param',
+  '--limit',
+]);
+
+/** Splits flags (`--x v`, `--x=v`) from positionals. */
+function split(argv: readonly string[]): { flags: [string, string | true][]; positional: string[] } | string {
+  const flags: [string, string | true][] = [];
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('-') || a === '-') {
+      positional.push(a);
+      continue;
+    }
+    const eq = a.indexOf('=');
+    const flag = eq > 0 ? a.slice(0, eq) : a;
+    if (VALUE_FLAGS.has(flag)) {
+      const v = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (v === undefined) return `${flag} needs a value`;
+      flags.push([flag, v]);
+    } else flags.push([flag, true]);
+  }
+  return { flags, positional };
+}
+
+export function parseArgs(argv: readonly string[]): Parsed {
+  const s = split(argv);
+  if (typeof s === 'string') return { ok: false, message: s };
+  const globals: Globals = { allNamespaces: false };
+  const opts: Record<string, string | true> = {};
+  const parameters: Record<string, unknown> = {};
+  for (const [flag, v] of s.flags) {
+    switch (flag) {
+      case '-n':
+      case '--namespace':
+        globals.namespace = String(v);
+        break;
+      case '--context':
+        globals.context = String(v);
+        break;
+      case '--kubeconfig':
+        globals.kubeconfig = String(v);
+        break;
+      case '-A':
+      case '--all-namespaces':
+        globals.allNamespaces = true;
+        break;
+      case '-p':
+      case '--param': {
+        const problem = parseParam(String(v), parameters);
+        if (problem) return { ok: false, message: problem };
+        break;
+      }
+      case '-h':
+      case '--help':
+        return { ok: true, globals, command: { cmd: 'help', text: USAGE } };
+      case '-w':
+      case '--watch':
+        opts.watch = true;
+        break;
+      case '--no-wait':
+      case '--request':
+      case '--target':
+      case '--type':
+      case '--engine':
+      case '--name':
+      case '--limit':
+        opts[flag.slice(2)] = v;
+        break;
+      default:
+        return { ok: false, message: `unknown flag ${flag}\n\n${USAGE}` };
+    }
+  }
+  const [verb, object, ...rest] = s.positional;
+  if (!verb) return { ok: true, globals, command: { cmd: 'help', text: USAGE } };
+  if (rest.length > 0) return { ok: false, message: `unexpected argument "${rest[0]}"` };
+  const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
+  const need = (what: string) => ({
+    ok: false as const,
+    message: `kubectl vws ${verb}: ${what}\n\n${USAGE}`,
+  });
+  const watch = opts.watch === true;
+  switch (verb) {
+    case 'run': {
+      if (!object) return need('name cronoperation/<name> or template/<name>');
+      const ref = parseRef(object, 'cronoperation');
+      if (typeof ref === 'string') return need(ref);
+      if (ref.kind === 'cronoperation') {
+        const request = str('request');
+        return {
+          ok: true,
+          globals,
+          command: {
+            cmd: 'run-cron',
+            name: ref.name,
+            ...(request !== undefined ? { request } : {}),
+            wait: opts['no-wait'] !== true,
+            follow: watch,
+          },
+        };
+      }
+      if (ref.kind !== 'template')
+        return need(`cannot run a ${ref.kind}: name cronoperation/<name> or template/<name>`);
+      const target = str('target');
+      if (!target) return need('--target <ApplicationInstance> is required with template/<name>');
+      const type = str('type');
+      const engine = str('engine');
+      const name = str('name');
+      return {
+        ok: true,
+        globals,
+        command: {
+          cmd: 'run-template',
+          template: ref.name,
+          target,
+          ...(type ? { type } : {}),
+          ...(engine ? { engine } : {}),
+          ...(name ? { name } : {}),
+          parameters,
+          follow: watch,
+        },
+      };
+    }
+    case 'approve':
+    case 'cancel': {
+      if (!object) return need('name the Operation');
+      const ref = parseRef(object, 'operation');
+      if (typeof ref === 'string') return need(ref);
+      if (ref.kind !== 'operation')
+        return need(`only Operations can be ${verb === 'approve' ? 'approved' : 'cancelled'}`);
+      return { ok: true, globals, command: { cmd: verb, name: ref.name } };
+    }
+    case 'status': {
+      if (!object) return need('name what to show');
+      const ref = parseRef(object, 'operation');
+      if (typeof ref === 'string') return need(ref);
+      if (ref.kind === 'template') return need('templates have no status');
+      return { ok: true, globals, command: { cmd: 'status', ref, watch } };
+    }
+    case 'history': {
+      let ref: ObjectRef | undefined;
+      if (object) {
+        const r = parseRef(object, 'cronoperation');
+        if (typeof r === 'string') return need(r);
+        if (r.kind === 'operation' || r.kind === 'template')
+          return need('name a cronoperation/, watchoperation/ or applicationinstance/');
+        ref = r;
+      }
+      const limit = Number(str('limit') ?? 20);
+      if (!Number.isInteger(limit) || limit < 1) return need('--limit must be a positive integer');
+      const type = str('type');
+      return {
+        ok: true,
+        globals,
+        command: { cmd: 'history', ...(ref ? { ref } : {}), ...(type ? { type } : {}), limit },
+      };
+    }
+    default:
+      return { ok: false, message: `unknown command "${verb}"\n\n${USAGE}` };
+  }
+}

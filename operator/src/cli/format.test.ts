@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import type { Operation } from '../api/index.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
+import { cronOp } from '../schedule/testing.ts';
+import { historyTable, progressLine, triggerOf } from './format.ts';
+import { historyQuery, manualRunPrefix, operationFromTemplate } from './requests.ts';
+
+function op(
+  name: string,
+  extra: Partial<Operation['metadata']> = {},
+  status: Operation['status'] = {},
+): Operation {
+  return {
+    apiVersion: 'ops.vworkspace.io/v1alpha1',
+    kind: 'Operation',
+    metadata: {
+      name,
+      namespace: 'team',
+      creationTimestamp: '2025-06-01T00:00:00Z' as unknown as Date,
+      ...extra,
+    },
+    spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } },
+    status,
+  };
+}
+
+describe('kubectl vws output', () => {
+  it('names how each Operation came to be', () => {
+    const labels = { 'ops.vworkspace.io/cron-operation': 'nightly' };
+    expect(
+      triggerOf(
+        op('a', { labels, annotations: { 'ops.vworkspace.io/scheduled-time': '2025-06-01T01:00:00Z' } }),
+      ),
+    ).toBe('schedule 2025-06-01T01:00:00Z (nightly)');
+    expect(triggerOf(op('b', { labels, annotations: { 'ops.vworkspace.io/trigger': 'manual' } }))).toBe(
+      'manual (nightly)',
+    );
+    expect(triggerOf(op('c', { annotations: { 'ops.vworkspace.io/created-by': 'alice' } }))).toBe('by alice');
+  });
+
+  it('prints progress lines and a history table newest first, with durations', () => {
+    const failed = op(
+      'b2',
+      { creationTimestamp: '2025-06-02T00:00:00Z' as unknown as Date },
+      {
+        phase: 'Failed',
+        startedAt: '2025-06-02T00:00:00Z',
+        finishedAt: '2025-06-02T00:03:00Z',
+        conditions: [
+          {
+            type: 'Succeeded',
+            status: 'False',
+            reason: 'VeleroBackupFailed',
+            message: 'see the Backup',
+            lastTransitionTime: '2025-06-02T00:03:00Z',
+          },
+        ],
+      },
+    );
+    expect(progressLine(failed, new Date('2025-06-02T00:03:01Z'))).toBe(
+      '00:03:01 b2 Failed VeleroBackupFailed: see the Backup',
+    );
+    expect(historyTable([op('b1'), failed]).split('\n')).toEqual([
+      'NAME  TYPE    TARGET  TRIGGER  PHASE    REASON              STARTED               DURATION',
+      'b2    Backup  shop    -        Failed   VeleroBackupFailed  2025-06-02T00:00:00Z  3m',
+      'b1    Backup  shop    -        Pending  -                   -                     -',
+    ]);
+    expect(historyTable([])).toBe('No Operations found.');
+  });
+});
+
+describe('kubectl vws requests', () => {
+  it('builds an Operation from a built-in template, or needs --type and --engine', () => {
+    const r = operationFromTemplate(
+      { template: 'helm-upgrade', target: 'shop', parameters: { version: '2.0.0' } },
+      'team',
+      BUILTIN_TEMPLATES,
+    );
+    expect(r).toEqual({
+      ok: true,
+      op: {
+        apiVersion: 'ops.vworkspace.io/v1alpha1',
+        kind: 'Operation',
+        metadata: { namespace: 'team', generateName: 'helm-upgrade-' },
+        spec: {
+          type: 'Upgrade',
+          engine: 'helm',
+          template: 'helm-upgrade',
+          targetRef: { name: 'shop' },
+          parameters: { version: '2.0.0' },
+        },
+      },
+    });
+    expect(
+      operationFromTemplate({ template: 'mine', target: 'shop', parameters: {} }, 'team', BUILTIN_TEMPLATES),
+    ).toMatchObject({ ok: false });
+    expect(
+      operationFromTemplate(
+        { template: 'mine', target: 'shop', type: 'Backup', engine: 'tar', parameters: {} },
+        'team',
+        BUILTIN_TEMPLATES,
+      ),
+    ).toEqual({ ok: false, message: expect.stringContaining('--engine tar: use one of velero') });
+  });
+
+  it('finds the run-now Operations and the history of an object', () => {
+    expect(manualRunPrefix(cronOp(), 'r1')).toMatch(/^nightly-m[0-9a-f]{7}$/);
+    expect(historyQuery({ kind: 'cronoperation', name: 'nightly' }, undefined).labelSelector).toBe(
+      'ops.vworkspace.io/cron-operation=nightly',
+    );
+    const q = historyQuery({ kind: 'applicationinstance', name: 'shop' }, 'backup');
+    expect(q.labelSelector).toBeUndefined();
+    expect(q.keep(op('x'))).toBe(true);
+    expect(q.keep({ ...op('y'), spec: { ...op('y').spec, targetRef: { name: 'wiki' } } })).toBe(false);
+  });
+});

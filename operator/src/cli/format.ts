@@ -1,0 +1,224 @@
+// What `kubectl vws` prints (pure): status of each kind, one progress line per change of an Operation, and
+// the history table.
+
+import {
+  ANNOTATION_SCHEDULED_TIME,
+  ANNOTATION_TRIGGER,
+  type ApplicationInstance,
+  type CronOperation,
+  type Operation,
+  TERMINAL_PHASES,
+  type WatchOperation,
+} from '../api/index.ts';
+
+type Cond = { type: string; status: string; reason?: string; message?: string };
+
+const conditionLine = (c: Cond) =>
+  `${c.type}=${c.status}${c.reason ? ` ${c.reason}` : ''}${c.message ? `: ${c.message}` : ''}`;
+
+function rows(pairs: [string, string | number | boolean | undefined][]): string[] {
+  const width = Math.max(...pairs.map(([k]) => k.length)) + 1;
+  return pairs
+    .filter(([, v]) => v !== undefined && v !== '')
+    .map(([k, v]) => `${`${k}:`.padEnd(width)} ${v}`);
+}
+
+export function isFinished(op: Operation): boolean {
+  return TERMINAL_PHASES.includes(op.status?.phase ?? 'Pending');
+}
+
+/** The condition that explains the Operation now: Succeeded's reason while it repeats the current one. */
+function explaining(op: Operation): Cond | undefined {
+  const cs = (op.status?.conditions ?? []) as Cond[];
+  return (
+    cs.find((c) => c.type === 'Succeeded') ?? cs.find((c) => c.type === 'Blocked' && c.status === 'True')
+  );
+}
+
+/** "Backup/velero on shop" plus how it came to be. */
+export function triggerOf(op: Operation): string {
+  const a = op.metadata.annotations ?? {};
+  const l = op.metadata.labels ?? {};
+  const owner = l['ops.vworkspace.io/cron-operation'] ?? l['ops.vworkspace.io/watch-operation'];
+  if (a[ANNOTATION_SCHEDULED_TIME])
+    return `schedule ${a[ANNOTATION_SCHEDULED_TIME]}${owner ? ` (${owner})` : ''}`;
+  if (a[ANNOTATION_TRIGGER]) return `${a[ANNOTATION_TRIGGER]}${owner ? ` (${owner})` : ''}`;
+  return a['ops.vworkspace.io/created-by'] ? `by ${a['ops.vworkspace.io/created-by']}` : '-';
+}
+
+export function operationStatus(op: Operation): string {
+  const s = op.status ?? {};
+  const why = explaining(op);
+  const child = s.childRef
+    ? `${s.childRef.kind} ${s.childRef.namespace ? `${s.childRef.namespace}/` : ''}${s.childRef.name}`
+    : undefined;
+  const outputs = s.outputs
+    ? Object.entries(s.outputs)
+        .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+        .join(' ')
+    : undefined;
+  return [
+    `Operation ${op.metadata.namespace}/${op.metadata.name}`,
+    ...rows([
+      [
+        'Type',
+        `${op.spec.type}/${op.spec.engine}${op.spec.template ? ` (template ${op.spec.template})` : ''}`,
+      ],
+      ['Target', op.spec.targetRef?.name],
+      ['Trigger', triggerOf(op)],
+      ['Phase', `${s.phase ?? 'Pending'}${why?.reason ? ` (${why.reason})` : ''}`],
+      ['Queue', s.queuePosition],
+      ['Started', s.startedAt],
+      ['Finished', s.finishedAt],
+      ['Attempts', s.attempts],
+      ['Child', child],
+      ['Outputs', outputs],
+      ['Approved by', op.metadata.annotations?.['ops.vworkspace.io/approved-by']],
+    ]),
+    'Conditions:',
+    ...((s.conditions ?? []) as Cond[]).map((c) => `  ${conditionLine(c)}`),
+  ].join('\n');
+}
+
+/** One line per observed change: time, phase, reason and message. */
+export function progressLine(op: Operation, at: Date): string {
+  const why = explaining(op);
+  return `${at.toISOString().slice(11, 19)} ${op.metadata.name} ${op.status?.phase ?? 'Pending'}${why?.reason ? ` ${why.reason}` : ''}${why?.message ? `: ${why.message}` : ''}`;
+}
+
+export function cronStatus(c: CronOperation): string {
+  const s = c.status ?? {};
+  const spec = c.spec;
+  const target = spec.targetSelector
+    ? `fleet ${JSON.stringify(spec.targetSelector)}`
+    : spec.operationTemplate.spec.targetRef?.name;
+  return [
+    `CronOperation ${c.metadata.namespace}/${c.metadata.name}`,
+    ...rows([
+      ['Schedule', `${spec.schedule} (${spec.timeZone ?? 'UTC'})${spec.suspend ? ', suspended' : ''}`],
+      ['Runs', `${spec.operationTemplate.spec.type}/${spec.operationTemplate.spec.engine} on ${target}`],
+      [
+        'Concurrency',
+        `${spec.concurrencyPolicy ?? 'Allow'}${spec.maxConcurrent ? `, at most ${spec.maxConcurrent} at once` : ''}`,
+      ],
+      ['Last schedule', s.lastScheduleTime],
+      ['Last success', s.lastSuccessfulTime],
+      ['Next', s.nextRuns?.map((r) => `${r.local}${r.dstShifted ? ' (DST)' : ''}`).join(', ')],
+      ['Active', s.active?.map((a) => a.name).join(', ')],
+      [
+        'Run now',
+        s.manualRun
+          ? `${s.manualRun.request}: ${s.manualRun.phase}${s.manualRun.operation ? ` (${s.manualRun.operation})` : ''}`
+          : undefined,
+      ],
+      [
+        'Queued',
+        s.queue
+          ?.map((q) => `${q.targets.join(', ')} (${q.reason} ${q.request ?? q.scheduledTime})`)
+          .join('; '),
+      ],
+      ['Missed', s.missedSlots?.map((m) => `${m.scheduledTime}${m.reason ? ` ${m.reason}` : ''}`).join(', ')],
+    ]),
+    ...((s.conditions ?? []) as Cond[]).map((x) => `Condition: ${conditionLine(x)}`),
+  ].join('\n');
+}
+
+export function watchStatus(w: WatchOperation): string {
+  const s = w.status ?? {};
+  return [
+    `WatchOperation ${w.metadata.namespace}/${w.metadata.name}`,
+    ...rows([
+      ['Runs', `${w.spec.operationTemplate.spec.type}/${w.spec.operationTemplate.spec.engine}`],
+      ['Watching', s.watchingResources],
+      ['Last trigger', s.lastTriggerTime],
+      ['Last success', s.lastSuccessfulTime],
+      ['Active', s.active?.map((a) => `${a.name}${a.target ? ` (${a.target})` : ''}`).join(', ')],
+      [
+        'Pending',
+        s.targets
+          ?.filter((t) => t.pendingTrigger)
+          .map((t) => `${t.name} ${t.pendingTrigger}`)
+          .join(', '),
+      ],
+    ]),
+    ...((s.conditions ?? []) as Cond[]).map((x) => `Condition: ${conditionLine(x)}`),
+  ].join('\n');
+}
+
+export function instanceStatus(i: ApplicationInstance): string {
+  const s = i.status ?? {};
+  const ready = ((s.conditions ?? []) as Cond[]).find((c) => c.type === 'Ready');
+  return [
+    `ApplicationInstance ${i.metadata.namespace}/${i.metadata.name}`,
+    ...rows([
+      ['Ready', ready ? conditionLine(ready).replace(/^Ready=/, '') : undefined],
+      [
+        'Release',
+        s.release
+          ? `revision ${s.release.revision} ${s.release.status ?? ''} chart ${s.release.chartVersion ?? '?'}`
+          : undefined,
+      ],
+      ['Capabilities', s.capabilities?.map((c) => `${c.verb}=${c.engine}`).join(', ')],
+      [
+        'Next run',
+        s.nextScheduledRun
+          ? `${s.nextScheduledRun.time} ${s.nextScheduledRun.type} (${s.nextScheduledRun.cronOperation})`
+          : undefined,
+      ],
+    ]),
+    ...(s.operations?.length ? ['Operations:'] : []),
+    ...(s.operations ?? []).map(
+      (o) =>
+        `  ${o.type}: ${o.current ? `${o.active ?? 1} active, ${o.current.name} ${o.current.phase}${o.current.reason ? ` ${o.current.reason}` : ''}` : 'none active'}${o.last ? `; last ${o.last.name} ${o.last.phase}${o.last.reason ? ` ${o.last.reason}` : ''} at ${o.last.time ?? '?'}` : ''}`,
+    ),
+  ].join('\n');
+}
+
+function duration(op: Operation): string {
+  const a = Date.parse(op.status?.startedAt ?? '');
+  const b = Date.parse(op.status?.finishedAt ?? '');
+  if (Number.isNaN(a) || Number.isNaN(b)) return '-';
+  const s = Math.round((b - a) / 1000);
+  return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${(s / 3600).toFixed(1)}h`;
+}
+
+/** The history table, newest first: what kubectl get would show plus how each one was triggered. */
+export function historyTable(ops: readonly Operation[], withNamespace = false): string {
+  const header = [
+    ...(withNamespace ? ['NAMESPACE'] : []),
+    'NAME',
+    'TYPE',
+    'TARGET',
+    'TRIGGER',
+    'PHASE',
+    'REASON',
+    'STARTED',
+    'DURATION',
+  ];
+  const lines = [...ops]
+    .sort(
+      (x, y) =>
+        Date.parse(String(y.metadata.creationTimestamp)) - Date.parse(String(x.metadata.creationTimestamp)),
+    )
+    .map((o) => [
+      ...(withNamespace ? [o.metadata.namespace ?? ''] : []),
+      o.metadata.name ?? '',
+      o.spec.type,
+      o.spec.targetRef?.name ?? '',
+      triggerOf(o),
+      o.status?.phase ?? 'Pending',
+      explaining(o)?.reason ?? '-',
+      o.status?.startedAt ?? '-',
+      duration(o),
+    ]);
+  if (lines.length === 0) return 'No Operations found.';
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  return [header, ...lines]
+    .map((l) =>
+      l
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

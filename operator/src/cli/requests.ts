@@ -1,0 +1,93 @@
+// The writes `kubectl vws` makes, as plain request bodies (pure): the run-now annotation, an Operation from a
+// template, approval and cancellation; and which Operations a history asks for.
+
+import {
+  ANNOTATION_APPROVE,
+  ANNOTATION_RUN_NOW,
+  type CronOperation,
+  ENGINES,
+  LABEL_CRON_OPERATION,
+  LABEL_WATCH_OPERATION,
+  OPERATION,
+  OPERATION_TYPES,
+  type Operation,
+} from '../api/index.ts';
+import type { Template } from '../catalog/index.ts';
+import { runId } from '../schedule/cron-decide.ts';
+import type { ObjectRef } from './args.ts';
+
+export const runNowPatch = (value: string) => ({
+  metadata: { annotations: { [ANNOTATION_RUN_NOW]: value } },
+});
+export const approvePatch = { metadata: { annotations: { [ANNOTATION_APPROVE]: 'true' } } };
+export const cancelPatch = { spec: { cancel: true } };
+
+/** The prefix of the Operations a CronOperation creates for the run-now value (one, or one per instance). */
+export function manualRunPrefix(cron: CronOperation, value: string): string {
+  return `${cron.metadata.name}-${runId({ reason: 'manual', time: new Date(0), request: value })}`;
+}
+
+export interface TemplateRun {
+  template: string;
+  target: string;
+  type?: string;
+  engine?: string;
+  name?: string;
+  parameters: Record<string, unknown>;
+}
+
+/**
+ * An Operation of `template` on `target`. Type and engine come from the built-in template of that name,
+ * else from --type/--engine (a catalog template); the webhook checks the rest.
+ */
+export function operationFromTemplate(
+  run: TemplateRun,
+  namespace: string,
+  builtins: readonly Template[],
+): { ok: true; op: Operation } | { ok: false; message: string } {
+  const known = builtins.find((t) => t.name === run.template);
+  const type = run.type ?? known?.type;
+  const engine = run.engine ?? known?.engine;
+  if (!type || !engine)
+    return {
+      ok: false,
+      message: `template ${run.template} is not built in: pass --type and --engine (built-in templates: ${builtins.map((t) => t.name).join(', ')})`,
+    };
+  if (!(OPERATION_TYPES as readonly string[]).includes(type))
+    return { ok: false, message: `--type ${type}: use one of ${OPERATION_TYPES.join(', ')}` };
+  if (!(ENGINES as readonly string[]).includes(engine))
+    return { ok: false, message: `--engine ${engine}: use one of ${ENGINES.join(', ')}` };
+  return {
+    ok: true,
+    op: {
+      apiVersion: OPERATION.apiVersion,
+      kind: OPERATION.kind,
+      metadata: {
+        namespace,
+        ...(run.name ? { name: run.name } : { generateName: `${run.template.slice(0, 40)}-` }),
+      },
+      spec: {
+        type: type as Operation['spec']['type'],
+        engine: engine as Operation['spec']['engine'],
+        template: run.template,
+        targetRef: { name: run.target },
+        ...(Object.keys(run.parameters).length > 0 ? { parameters: run.parameters } : {}),
+      },
+    },
+  };
+}
+
+/** The list query and filter of a history: an object's Operations, or the namespace's. */
+export function historyQuery(
+  ref: ObjectRef | undefined,
+  type: string | undefined,
+): { labelSelector?: string; keep: (op: Operation) => boolean } {
+  const ofType = (op: Operation) => type === undefined || op.spec.type.toLowerCase() === type.toLowerCase();
+  if (ref?.kind === 'cronoperation')
+    return { labelSelector: `${LABEL_CRON_OPERATION}=${ref.name}`, keep: ofType };
+  if (ref?.kind === 'watchoperation')
+    return { labelSelector: `${LABEL_WATCH_OPERATION}=${ref.name}`, keep: ofType };
+  if (ref?.kind === 'applicationinstance')
+    return { keep: (op) => op.spec.targetRef?.name === ref.name && ofType(op) };
+  return { keep: ofType };
+}

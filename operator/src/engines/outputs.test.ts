@@ -1,0 +1,75 @@
+// Each built-in template's outputSchema types what its engine's observe() really writes to status.outputs
+// (spec.parametersFrom may only read declared outputs, so a key missing here could never be read).
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { declaresOutput } from '../catalog/flow.ts';
+import { validateWithSchema } from '../catalog/schema-validation.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import { ADAPTERS } from './index.ts';
+import { anInput, aVeleroBackup, jobCondition, materialized, withStatus } from './testing.ts';
+import type { ChildManifest } from './types.ts';
+
+const PARAMETERS: Record<string, Record<string, unknown>> = {
+  'velero-restore': { backupName: 'nightly-abcde' },
+  'helm-upgrade': { version: '6.7.0' },
+  'job-runcommand': { command: ['true'] },
+  'workflow-runbook': { workflowTemplateRef: { name: 'db-maintenance' } },
+  'volsync-backup': { repository: 'restic-repo' },
+  'volsync-restore': { repository: 'restic-repo' },
+};
+
+/** The status each engine's controller writes on success. */
+function succeededStatus(c: ChildManifest): Record<string, unknown> {
+  switch (c.kind) {
+    case 'Backup':
+    case 'Restore':
+      return { phase: 'Completed' };
+    case 'Job':
+      return { conditions: [jobCondition('Complete')] };
+    case 'Workflow':
+      return { phase: 'Succeeded' };
+    case 'VolumeSnapshot':
+      return { readyToUse: true };
+    default:
+      return { lastManualSync: (c.spec as { trigger: { manual: string } }).trigger.manual };
+  }
+}
+
+describe('built-in outputSchemas', () => {
+  it.each(BUILTIN_TEMPLATES.map((t) => [t.name, t] as const))(
+    '%s declares what its engine outputs',
+    (_n, t) => {
+      const input = anInput({
+        type: t.type,
+        engine: t.engine,
+        parameters: PARAMETERS[t.name] ?? {},
+        env: {
+          pvcs: ['data', 'db'],
+          veleroBackup: aVeleroBackup('nightly-abcde'),
+          helmImage:
+            'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000',
+          migrationJob: {
+            apiVersion: 'batch/v1',
+            kind: 'Job',
+            metadata: { name: 'migrate' },
+            spec: {
+              template: { spec: { containers: [{ name: 'm', image: 'app:1', command: ['migrate'] }] } },
+            },
+          },
+        },
+      });
+      const adapter = ADAPTERS[t.engine];
+      const children: KubernetesObject[] = materialized(adapter.materialize(input)).map((c) =>
+        withStatus(c, succeededStatus(c)),
+      );
+      const obs = adapter.observe(children, input);
+      expect(obs.phase).toBe('Succeeded');
+      const outputs = obs.outputs ?? {};
+      expect(Object.keys(outputs).length).toBeGreaterThan(0);
+      expect(t.outputSchema).toBeDefined();
+      for (const key of Object.keys(outputs)) expect([key, declaresOutput(t, key)]).toEqual([key, true]);
+      const r = validateWithSchema(t.outputSchema!, outputs, 'status.outputs');
+      expect(r.ok ? [] : r.errors).toEqual([]);
+    },
+  );
+});
