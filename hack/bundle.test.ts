@@ -1,7 +1,7 @@
 // The OLM bundle: generated files are fresh, the CSV is consistent with the bundle's CRDs, webhooks,
 // images and RBAC tables, and operator-sdk's validators (operatorframework suite) report nothing at all.
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import {
   bundleFiles,
   CSV_PATH,
   createdAtFor,
+  NETWORK_POLICY_PATH,
   ROOT,
   readRepoFile,
   resolveOptions,
@@ -255,8 +256,15 @@ describe('CSV consistency', () => {
   });
 });
 
-describe('NetworkPolicy and PodDisruptionBudget', () => {
-  const byKind = (kind: string) => manifests.filter((m) => m.kind === kind);
+describe('NetworkPolicy (beside the bundle) and PodDisruptionBudget', () => {
+  const beside = [YAML.parse(readRepoFile(NETWORK_POLICY_PATH)!) as Obj];
+  const byKind = (kind: string) => [...manifests, ...beside].filter((m) => m.kind === kind);
+
+  it('ships no NetworkPolicy inside the bundle: the community pipeline refuses one', () => {
+    expect(manifests.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
+    expect(beside[0]?.kind).toBe('NetworkPolicy');
+  });
+
   const podLabels = () => (((deployments(csv())[0]!.spec as Obj).template as Obj).metadata as Obj).labels;
   const ports = () =>
     Object.fromEntries((containers(csv())[0]!.ports as Obj[]).map((p) => [p.name, p.containerPort]));
@@ -373,20 +381,18 @@ describe('operator-sdk bundle validate --select-optional suite=operatorframework
       ]),
     );
 
-  it('reports no error and no warning for bundle/ (the NetworkPolicy left to opm: see the comment)', () => {
+  it('reports no error and no warning for bundle/', () => {
+    expect(validate('./bundle')).toEqual([]);
+  });
+
+  it('with the NetworkPolicy inside (--with-network-policy) reports only the kind it predates', () => {
     // operator-sdk v1.34.1 (the newest the module mirror serves) embeds operator-registry v1.35.0, whose
     // list of registry+v1 kinds predates NetworkPolicy; operator-registry v1.65.0 (our opm) and OLM v0.38.0
-    // accept it (docs/adr/0004-olm-packaging.md). So operator-sdk checks everything else here, `opm render`
-    // and `opm validate` take the full bundle (hack/catalog.test.ts), and OLM installs it in the e2e journeys.
+    // accept it (docs/adr/0004-olm-packaging.md).
     const dir = mkdtempSync(join(tmpdir(), 'vws-bundle-'));
     try {
-      writeBundleDir(dir, opts);
-      const policy = manifestNames.filter((n) => n.endsWith('_networking.k8s.io_v1_networkpolicy.yaml'));
-      expect(policy).toHaveLength(1);
-      for (const n of policy) rmSync(join(dir, 'manifests', n));
-      expect(validate(dir)).toEqual([]);
-      // The one thing operator-sdk says about the full bundle is that gap, nothing else.
-      expect(validate('./bundle')).toEqual([
+      writeBundleDir(dir, opts, { networkPolicy: true });
+      expect(validate(dir)).toEqual([
         {
           level: 'error',
           message:
@@ -419,23 +425,17 @@ describe('the monitoring bundle (--with-monitoring: ServiceMonitor and Prometheu
     const dir = mkdtempSync(join(tmpdir(), 'vws-bundle-'));
     const catalog = mkdtempSync(join(tmpdir(), 'vws-catalog-'));
     try {
-      writeBundleDir(dir, opts, true);
+      writeBundleDir(dir, opts, { monitoring: true });
       const kinds = readdirSync(join(dir, 'manifests')).map(
         (n) => (YAML.parse(readFileSync(join(dir, 'manifests', n), 'utf8')) as Obj).kind,
       );
       expect(kinds).toEqual(expect.arrayContaining(['PrometheusRule', 'ServiceMonitor']));
-      // operator-sdk without the NetworkPolicy it cannot parse (the default bundle's test says why); opm
-      // below takes the full bundle.
-      const sdkDir = join(catalog, 'sdk-bundle');
-      cpSync(dir, sdkDir, { recursive: true });
-      for (const n of readdirSync(join(sdkDir, 'manifests')))
-        if (n.endsWith('_networking.k8s.io_v1_networkpolicy.yaml')) rmSync(join(sdkDir, 'manifests', n));
       expect(
         sdkFindings(
           runTool(ROOT, 'operator-sdk', [
             'bundle',
             'validate',
-            sdkDir,
+            dir,
             '--select-optional',
             'suite=operatorframework',
             '--output',
@@ -443,7 +443,6 @@ describe('the monitoring bundle (--with-monitoring: ServiceMonitor and Prometheu
           ]),
         ),
       ).toEqual([]);
-      rmSync(sdkDir, { recursive: true, force: true });
       // Its olm.bundle as opm renders the directory, in a one-version catalog (writeCatalog runs opm
       // validate and throws on any finding).
       const rendered = runTool(ROOT, 'opm', ['render', dir, '--output', 'yaml']);

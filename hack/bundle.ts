@@ -1,12 +1,13 @@
 // Writes the OLM bundle files derived from packaging/ and the project's tables:
 //   bundle/manifests/vworkspace-operator.clusterserviceversion.yaml
 //   bundle/manifests/vworkspace-operator-metrics_v1_service.yaml
-//   bundle/manifests/vworkspace-operator_networking.k8s.io_v1_networkpolicy.yaml (who reaches which port)
 //   bundle/manifests/vworkspace-operator_policy_v1_poddisruptionbudget.yaml (one of two replicas stays)
 //   bundle/metadata/annotations.yaml, bundle/metadata/dependencies.yaml
 //   bundle.Dockerfile
 //   packaging/monitoring/servicemonitor.yaml   (beside the bundle, not in it: see docs/adr/0004-olm-packaging.md)
 //   packaging/monitoring/prometheusrule.yaml   (the alerts, beside the bundle for the same reason)
+//   packaging/network/networkpolicy.yaml       (who reaches which port; beside the bundle: the community
+//                                               pipeline refuses bundles that contain one)
 // The CRDs and the RBAC profile ClusterRoles in bundle/manifests/ come from hack/generate.ts.
 //
 //   node hack/bundle.ts                          write the files for package.json's version
@@ -28,7 +29,6 @@ import {
   dependencies,
   METRICS_SERVICE,
   metricsService,
-  NETWORK_POLICY,
   networkPolicy,
   PDB,
   podDisruptionBudget,
@@ -163,10 +163,6 @@ export function bundleFiles(
       content: HEADER + toYaml(metricsService()),
     },
     {
-      path: `bundle/manifests/${NETWORK_POLICY}_networking.k8s.io_v1_networkpolicy.yaml`,
-      content: HEADER + toYaml(networkPolicy()),
-    },
-    {
       path: `bundle/manifests/${PDB}_policy_v1_poddisruptionbudget.yaml`,
       content: HEADER + toYaml(podDisruptionBudget()),
     },
@@ -178,6 +174,7 @@ export function bundleFiles(
     { path: 'bundle.Dockerfile', content: bundleDockerfile(annotations) },
     { path: 'packaging/monitoring/servicemonitor.yaml', content: HEADER + toYaml(serviceMonitor()) },
     { path: 'packaging/monitoring/prometheusrule.yaml', content: HEADER + toYaml(prometheusRule()) },
+    { path: NETWORK_POLICY_PATH, content: HEADER + toYaml(networkPolicy()) },
   ];
 }
 
@@ -190,12 +187,18 @@ export function staleFiles(
     .map((f) => f.path);
 }
 
-/**
- * A complete bundle directory: our files plus the CRDs and ClusterRoles already in bundle/manifests/;
- * `monitoring` adds the ServiceMonitor and PrometheusRule (only for clusters that have their CRDs: an
- * InstallPlan fails on a kind the cluster does not know).
- */
-export function writeBundleDir(dir: string, opts: BundleOptions, monitoring = false): void {
+/** The operator pods' NetworkPolicy, shipped beside the bundle (docs/security/network.md). */
+export const NETWORK_POLICY_PATH = 'packaging/network/networkpolicy.yaml';
+
+export interface BundleExtras {
+  /** The ServiceMonitor and PrometheusRule (only for clusters that have their CRDs: an InstallPlan fails on a kind the cluster does not know). */
+  monitoring?: boolean;
+  /** The NetworkPolicy, for catalogs of your own (OLM ≥ 0.28 installs it; the community pipeline refuses it). */
+  networkPolicy?: boolean;
+}
+
+/** A complete bundle directory: our files plus the CRDs and ClusterRoles already in bundle/manifests/, and `extras`. */
+export function writeBundleDir(dir: string, opts: BundleOptions, extras: BundleExtras = {}): void {
   mkdirSync(join(dir, 'manifests'), { recursive: true });
   mkdirSync(join(dir, 'metadata'), { recursive: true });
   const ours = bundleFiles(opts).filter((f) => f.path.startsWith('bundle/'));
@@ -204,8 +207,12 @@ export function writeBundleDir(dir: string, opts: BundleOptions, monitoring = fa
       copyFileSync(join(ROOT, 'bundle/manifests', name), join(dir, 'manifests', name));
   }
   for (const f of ours) writeFileSync(join(dir, f.path.slice('bundle/'.length)), f.content);
-  if (!monitoring) return;
-  for (const f of bundleFiles(opts).filter((x) => x.path.startsWith('packaging/monitoring/')))
+  const beside = bundleFiles(opts).filter(
+    (x) =>
+      (extras.monitoring && x.path.startsWith('packaging/monitoring/')) ||
+      (extras.networkPolicy && x.path === NETWORK_POLICY_PATH),
+  );
+  for (const f of beside)
     writeFileSync(join(dir, 'manifests', `${PACKAGE_NAME}-${f.path.split('/').pop()}`), f.content);
 }
 
@@ -215,9 +222,17 @@ function main(argv: readonly string[]): number {
   if (outIdx >= 0) {
     const dir = argv[outIdx + 1];
     if (!dir) throw new Error('--output-dir needs a directory');
-    const monitoring = argv.includes('--with-monitoring');
-    writeBundleDir(dir, opts, monitoring);
-    console.log(`wrote bundle ${csvName(opts.version)}${monitoring ? ' with monitoring' : ''} to ${dir}`);
+    const extras = {
+      monitoring: argv.includes('--with-monitoring'),
+      networkPolicy: argv.includes('--with-network-policy'),
+    };
+    writeBundleDir(dir, opts, extras);
+    const added = [extras.monitoring && 'monitoring', extras.networkPolicy && 'the NetworkPolicy'].filter(
+      Boolean,
+    );
+    console.log(
+      `wrote bundle ${csvName(opts.version)}${added.length ? ` with ${added.join(' and ')}` : ''} to ${dir}`,
+    );
     return 0;
   }
   if (argv.includes('--check')) {

@@ -1,7 +1,7 @@
 // Item 9 of the threat model (the runtime half): every port the operator opens can be bound to one
 // address. With METRICS_HOST, PROBE_HOST and WEBHOOK_HOST set to 127.0.0.1 the servers answer there and
 // nowhere else: not on another address of the same machine (127.0.0.2 is local too, and a server bound to
-// every interface answers it). The bundle's NetworkPolicy narrows who reaches the ports on a cluster.
+// every interface answers it). The operator's NetworkPolicy (packaging/network/) narrows who reaches the ports on a cluster.
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from './harness.ts';
