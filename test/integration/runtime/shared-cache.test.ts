@@ -56,7 +56,7 @@ describe('shared informers on a real API server', () => {
     informer.start();
     expect(await informer.waitForSync()).toBe(true);
     const names = (os: ConfigMap[]) => os.map((o) => `${o.metadata?.namespace}/${o.metadata?.name}`).sort();
-    expect(names(informer.byIndex('owner', 'x'))).toEqual([`${a}/one`, `${b}/two`]);
+    expect(names(informer.byIndex('owner', 'x'))).toEqual([`${a}/one`, `${b}/two`].sort());
     expect(names(informer.list(a))).toEqual([`${a}/one`]);
 
     const listed = informer.get('one', a)!;
