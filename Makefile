@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.vws-installed
 
-.PHONY: deps tools test test-unit test-integration demo generate check-generated bundle catalog catalog-validate community images mirror lint format local-cluster clean
+.PHONY: deps tools test test-unit test-integration demo bench generate check-generated bundle catalog catalog-validate community images mirror lint format local-cluster clean
 
 # `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
 # platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
@@ -35,6 +35,13 @@ test-integration: deps
 # kwok where pods are faked (the default otherwise).
 demo: deps
 	VWS_NODE=$(NODE) hack/demo.sh
+
+# make bench [QUICK=1]: the operator beside kube-controller-manager and raw client writes, each scenario
+# on its own kwok cluster (docs/performance.md). Not part of `make test`. The full run (~1 h on 2 cores)
+# updates docs/performance.md; QUICK=1 (~15 min) writes only .cache/bench/. Run it under the shared lock.
+bench: deps
+	hack/build-tools.sh cluster
+	node bench/run.ts $(if $(QUICK),--quick,--docs)
 
 generate: deps
 	npm run generate

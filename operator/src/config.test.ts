@@ -19,6 +19,9 @@ describe('loadConfig', () => {
         webhookCertDir: '/tmp/k8s-webhook-server/serving-certs',
         logLevel: 'info',
         veleroNamespace: 'velero',
+        kubeApiQps: 20,
+        kubeApiBurst: 30,
+        workers: { operation: 5, cronoperation: 5, watchoperation: 5, applicationinstance: 5 },
       },
     });
   });
@@ -41,8 +44,17 @@ describe('loadConfig', () => {
       LEASE_DURATION: '6s',
       RENEW_DEADLINE: '4s',
       RETRY_PERIOD: '500ms',
+      KUBE_API_QPS: '0',
+      KUBE_API_BURST: '1',
+      OPERATION_WORKERS: '8',
+      CRONOPERATION_WORKERS: '16',
+      WATCHOPERATION_WORKERS: '1',
+      APPLICATIONINSTANCE_WORKERS: '2',
     });
     expect(r.ok && r.config).toMatchObject({
+      kubeApiQps: 0,
+      kubeApiBurst: 1,
+      workers: { operation: 8, cronoperation: 16, watchoperation: 1, applicationinstance: 2 },
       leaseDurationMs: 6_000,
       renewDeadlineMs: 4_000,
       retryPeriodMs: 500,
@@ -91,6 +103,22 @@ describe('loadConfig', () => {
     expect(r.problems.join('\n')).toMatch(/LEADER_ELECT="yes" must be true or false/);
     expect(r.problems.join('\n')).toMatch(/LOG_LEVEL="loud"/);
     expect(r.problems.join('\n')).toMatch(/WEBHOOK_HOST="pod.local" must be an IP address/);
+  });
+
+  it('rejects workers and client rate limits out of range, naming the variable and the range', () => {
+    const r = loadConfig({
+      POD_NAMESPACE: 'ops',
+      OPERATION_WORKERS: '0',
+      CRONOPERATION_WORKERS: '2.5',
+      KUBE_API_QPS: '-1',
+      KUBE_API_BURST: 'lots',
+    });
+    expect(!r.ok && r.problems).toEqual([
+      'OPERATION_WORKERS="0" must be a whole number from 1 to 1000',
+      'CRONOPERATION_WORKERS="2.5" must be a whole number from 1 to 1000',
+      'KUBE_API_QPS="-1" must be a number from 0 (no client-side limit) to 100000',
+      'KUBE_API_BURST="lots" must be a whole number from 1 to 100000',
+    ]);
   });
 
   it('rejects leader-election timings that are not durations or not ordered', () => {

@@ -1,6 +1,7 @@
 // The operator's settings, from the environment (the CSV's Deployment sets them). Pure: a
 // function of an env map, returning either a config or every problem at once.
 import { isIP } from 'node:net';
+import { DEFAULT_BURST, DEFAULT_QPS } from './runtime/kube-client.ts';
 import { parsePositiveDuration } from './schedule/duration.ts';
 
 export interface OperatorConfig {
@@ -30,7 +31,25 @@ export interface OperatorConfig {
   helmImage?: string;
   /** Namespace where Velero runs and its Backup/Restore objects live. */
   veleroNamespace: string;
+  /** Client-side rate limit of each API client (one per controller), client-go's QPS/burst; 0 = none. */
+  kubeApiQps: number;
+  kubeApiBurst: number;
+  /** Concurrent reconciles per controller (controller-runtime MaxConcurrentReconciles). */
+  workers: Record<ControllerName, number>;
 }
+
+export const CONTROLLER_NAMES = [
+  'operation',
+  'cronoperation',
+  'watchoperation',
+  'applicationinstance',
+] as const;
+export type ControllerName = (typeof CONTROLLER_NAMES)[number];
+
+/** Workers per controller: kube-controller-manager's --concurrent-job-syncs / --concurrent-cron-job-syncs. */
+export const DEFAULT_WORKERS = 5;
+/** Variable that sets a controller's workers, e.g. CRONOPERATION_WORKERS. */
+export const workersVariable = (c: ControllerName): string => `${c.toUpperCase()}_WORKERS`;
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** A namespace name: an RFC 1123 label. */
@@ -67,6 +86,22 @@ export function loadConfig(
       return dflt;
     }
     return d.ms;
+  };
+  const number = (
+    name: string,
+    dflt: number,
+    range: { min: number; max: number; integer: boolean },
+  ): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return dflt;
+    const n = Number(raw);
+    const { min, max, integer } = range;
+    if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      const what = `${integer ? 'a whole number' : 'a number'} from ${min}${min === 0 ? ' (no client-side limit)' : ''} to ${max}`;
+      problems.push(`${name}=${JSON.stringify(raw)} must be ${what}`);
+      return dflt;
+    }
+    return n;
   };
   const namespace = env.OPERATOR_NAMESPACE || env.POD_NAMESPACE || '';
   if (!namespace)
@@ -106,6 +141,12 @@ export function loadConfig(
     problems.push(
       `LEASE_DURATION (${leaseDurationMs} ms) must be greater than RENEW_DEADLINE (${renewDeadlineMs} ms), which must be greater than RETRY_PERIOD (${retryPeriodMs} ms)`,
     );
+  const workers = Object.fromEntries(
+    CONTROLLER_NAMES.map((c) => [
+      c,
+      number(workersVariable(c), DEFAULT_WORKERS, { min: 1, max: 1000, integer: true }),
+    ]),
+  ) as Record<ControllerName, number>;
   const config: OperatorConfig = {
     namespace,
     watchNamespaces,
@@ -122,6 +163,9 @@ export function loadConfig(
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,
     veleroNamespace: env.VELERO_NAMESPACE || 'velero',
+    kubeApiQps: number('KUBE_API_QPS', DEFAULT_QPS, { min: 0, max: 100_000, integer: false }),
+    kubeApiBurst: number('KUBE_API_BURST', DEFAULT_BURST, { min: 1, max: 100_000, integer: true }),
+    workers,
     ...(env.RELATED_IMAGE_HELM ? { helmImage: env.RELATED_IMAGE_HELM } : {}),
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };

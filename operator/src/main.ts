@@ -11,13 +11,15 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
-import { loadConfig, type OperatorConfig } from './config.ts';
+import { type ControllerName, loadConfig, type OperatorConfig } from './config.ts';
 import { adapterFor } from './engines/index.ts';
 import { createInstanceController } from './instance/controller.ts';
 import { createOperationController } from './operation/controller.ts';
 import {
   createLogger,
+  EventLoopMonitor,
   EventRecorder,
+  InformerFactory,
   type Logger,
   Manager,
   ObjectWriter,
@@ -36,10 +38,14 @@ export interface OperatorDeps {
 
 /** Everything one operator process runs, wired but not started. */
 export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
-  const client = new RestClient(kc);
-  const metrics = new RuntimeMetrics();
+  const metrics = new RuntimeMetrics(undefined, { processMetrics: true });
+  // One API client per controller, as kube-controller-manager does: each has its own connection pool
+  // and its own QPS/burst budget, so one busy controller cannot starve another's writes.
+  const clientFor = (name: string, qps = config.kubeApiQps) =>
+    new RestClient(kc, { qps, burst: config.kubeApiBurst, metrics: metrics.restClientMetrics(name) });
   const manager = new Manager({
-    client,
+    // The Lease has a client of its own: renewals never queue behind a controller's requests.
+    client: clientFor('leader-election'),
     leaderElection: config.leaderElection
       ? {
           namespace: config.namespace,
@@ -54,57 +60,61 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     ...(config.probeHost ? { probeHost: config.probeHost } : {}),
     logger: log,
     metrics,
+    eventLoop: new EventLoopMonitor({ logger: log }),
   });
-  const mapper = new RestMapper(client);
-  const writer = new ObjectWriter(client, mapper);
-  const events = new EventRecorder({ client, logger: log });
+  // WATCH_NAMESPACE (the install mode): informers list and watch only there, the webhook admits only there.
+  const namespaces = config.watchNamespaces;
+  // List/watch for every informer and discovery; informers are shared between controllers.
+  const shared = clientFor('informers');
+  const mapper = new RestMapper(shared);
+  const informers = new InformerFactory({ kc, client: shared, logger: log });
+  const controllerDeps = (name: ControllerName) => {
+    const client = clientFor(name);
+    return {
+      kc,
+      client,
+      writer: new ObjectWriter(client, mapper),
+      // Events are written behind the reconcile on a client of their own: best effort, as in client-go,
+      // and never spending the budget the controller's own writes need.
+      events: new EventRecorder({ client: clientFor(`${name}-events`), logger: log, background: true }),
+      logger: log,
+      metrics,
+      informers,
+      workers: config.workers[name],
+      namespaces,
+    };
+  };
   // The catalog (templates) is read by the webhook on every replica and by the reconcilers.
   const catalog = new CatalogStore({
-    informer: createCatalogInformer(kc, config.namespace, { client, logger: log }),
-    events,
+    informer: createCatalogInformer(kc, config.namespace, { client: shared, logger: log }),
+    events: new EventRecorder({ client: clientFor('catalog'), logger: log }),
     registry: metrics.registry,
     logger: log,
   });
   manager.addInformer(catalog.informer);
-  // Controllers register here, each with its informers: manager.addInformer(i); manager.addController(c).
-  // WATCH_NAMESPACE (the install mode): informers list and watch only there, the webhook admits only there.
-  const namespaces = config.watchNamespaces;
-  const instances = createInstanceController({
-    kc,
-    client,
-    writer,
-    events,
-    logger: log,
-    metrics,
-    catalog,
-    namespaces,
-  });
-  for (const i of instances.informers) manager.addInformer(i);
+  const instances = createInstanceController({ ...controllerDeps('applicationinstance'), catalog });
   manager.addController(instances.controller);
   const operations = createOperationController({
-    kc,
-    client,
-    writer,
+    ...controllerDeps('operation'),
     mapper,
-    events,
-    logger: log,
-    metrics,
     adapterFor,
     templates: catalog,
     veleroNamespace: config.veleroNamespace,
-    namespaces,
     ...(config.helmImage ? { helmImage: config.helmImage } : {}),
   });
-  for (const i of operations.informers) manager.addInformer(i);
   manager.addController(operations.controller);
   manager.add(operations.runnable);
-  for (const scheduler of [
-    createCronController({ kc, client, writer, events, logger: log, metrics, namespaces }),
-    createWatchController({ kc, client, writer, events, logger: log, metrics, namespaces }),
-  ]) {
-    for (const i of scheduler.informers) manager.addInformer(i);
-    manager.addController(scheduler.controller);
-  }
+  const crons = createCronController(controllerDeps('cronoperation'));
+  manager.addController(crons.controller);
+  const watches = createWatchController(controllerDeps('watchoperation'));
+  manager.addController(watches.controller);
+  // Started on every replica; readiness waits for their first sync. Shared ones are added once.
+  for (const c of [instances, operations, crons, watches])
+    for (const i of c.informers) manager.addInformer(i);
+  for (const i of informers.informers) manager.addInformer(i);
+  // Admission answers for the API server, whose own request rate (and priority and fairness)
+  // already bounds it: a client-side budget would only add queueing to every create.
+  const admissionClient = clientFor('admission-webhook', 0);
 
   // The webhook serves on every replica; without certificates (a local run) it is left out.
   if (existsSync(join(config.webhookCertDir, 'tls.crt'))) {
@@ -117,12 +127,13 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
           ...(config.webhookHost ? { host: config.webhookHost } : {}),
           certDir: config.webhookCertDir,
           handlers: createAdmissionHandlers({
-            client,
+            client: admissionClient,
             templates: catalog,
-            self: operatorIdentity(client),
+            self: operatorIdentity(admissionClient),
             watchNamespaces: namespaces,
           }),
           log,
+          observe: (path, code, seconds) => metrics.observeWebhook(path, code, seconds),
         });
         log.info({ port: server.port }, 'admission webhook serving');
         await new Promise<void>((ok) => signal.addEventListener('abort', () => ok(), { once: true }));
@@ -157,6 +168,9 @@ async function main(): Promise<void> {
   try {
     await manager.start();
     log.info('stopped');
+    // Everything has stopped; idle keep-alive connections and library timers must not keep the
+    // process (and the pod's termination) waiting for the kubelet's SIGKILL.
+    process.exit(0);
   } catch (err) {
     log.fatal({ err }, 'operator stopped with an error');
     process.exit(1);

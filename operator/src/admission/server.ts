@@ -60,30 +60,54 @@ class BodyTooLarge extends Error {}
 const tooLargeMessage = () =>
   `AdmissionReview body larger than ${MAX_ADMISSION_BODY_BYTES} bytes refused; the API server never sends one this large (objects are limited to 1.5 MiB), so check what is calling the webhook`;
 
+/** How much of a refused body is read and discarded before the 413, so the sender can read it (see readBody). */
+const MAX_DISCARDED_BYTES = 64 * 1024 * 1024;
+const MAX_DISCARD_MS = 10_000;
+
 /**
- * The request body, or BodyTooLarge as soon as it passes the limit (by Content-Length up front, else while
- * reading). The rest is not buffered; Node's server discards it after the response, so the sender can
- * finish writing and read the 413 instead of meeting a reset.
+ * The request body, or BodyTooLarge once it passes the limit (by Content-Length up front, else while
+ * reading). A refused body is not buffered but read to its end and discarded before the 413 goes out
+ * (at most MAX_DISCARDED_BYTES or MAX_DISCARD_MS, as Go's server discards a bounded rest): closing while
+ * the sender still writes makes its kernel see a reset (EPIPE/ECONNRESET) instead of the 413.
  */
 function readBody(req: import('node:http').IncomingMessage): Promise<Buffer> {
   return new Promise((ok, fail) => {
-    if (Number(req.headers['content-length'] ?? 0) > MAX_ADMISSION_BODY_BYTES) {
-      fail(new BodyTooLarge());
-      return;
-    }
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (c: Buffer) => {
-      if (size > MAX_ADMISSION_BODY_BYTES) return;
-      size += c.length;
-      if (size > MAX_ADMISSION_BODY_BYTES) {
-        chunks.length = 0;
+    let refused = false;
+    const refuse = () => {
+      if (refused) return;
+      refused = true;
+      chunks.length = 0;
+      const timer = setTimeout(() => fail(new BodyTooLarge()), MAX_DISCARD_MS);
+      timer.unref();
+      req.once('end', () => {
+        clearTimeout(timer);
         fail(new BodyTooLarge());
+      });
+    };
+    if (Number(req.headers['content-length'] ?? 0) > MAX_ADMISSION_BODY_BYTES) {
+      if (Number(req.headers['content-length']) > MAX_DISCARDED_BYTES) {
+        fail(new BodyTooLarge());
+        return;
+      }
+      refuse();
+    }
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (refused) {
+        if (size > MAX_DISCARDED_BYTES) fail(new BodyTooLarge());
+        return;
+      }
+      if (size > MAX_ADMISSION_BODY_BYTES) {
+        refuse();
         return;
       }
       chunks.push(c);
     });
-    req.on('end', () => ok(Buffer.concat(chunks)));
+    req.on('end', () => {
+      if (!refused) ok(Buffer.concat(chunks));
+    });
     req.on('error', fail);
   });
 }

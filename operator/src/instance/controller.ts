@@ -30,13 +30,13 @@ import {
   type Operation,
 } from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
+import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
 import {
   type Clock,
   Controller,
-  createInformer,
-  createMetadataInformer,
   type EventRecorder,
   Informer,
+  InformerFactory,
   KubeApiError,
   type KubeClient,
   keyOf,
@@ -100,7 +100,10 @@ export interface InstanceControllerDeps {
   logger: Logger;
   metrics: RuntimeMetrics;
   clock?: Clock;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /** Shared informers (main passes the process's one factory); default: a factory of its own. */
+  informers?: InformerFactory;
   /** Pull mode: the catalog whose application entries are projected. Without it nothing is projected. */
   catalog?: CatalogSource;
   /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
@@ -181,17 +184,19 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     labelSelector: HELM_SECRET_LABEL_SELECTOR,
   };
   const lw = deps.listerWatchers;
+  let shared = deps.informers;
+  const factory = () => {
+    shared ??= new InformerFactory({ kc: deps.kc, client: deps.client, logger: log, clock });
+    return shared;
+  };
+  const scope = scopedTo(deps.namespaces);
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'applicationinstances',
         listerWatcher: lw.instances,
         ...common,
       })
-    : createInformer<ApplicationInstance>(deps.kc, instanceResource, {
-        client: deps.client,
-        ...scopedTo(deps.namespaces),
-        ...common,
-      });
+    : factory().informer<ApplicationInstance>(instanceResource, scope);
   const secrets = lw
     ? new Informer<HelmSecretMetadata>({
         name: 'helm-release-secrets',
@@ -199,13 +204,13 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
         ...secretSelectors,
         ...common,
       })
-    : createMetadataInformer(deps.kc, secretResource, {
+    : factory().metadataInformer(secretResource, {
         name: 'helm-release-secrets',
-        client: deps.client,
-        ...scopedTo(deps.namespaces),
+        ...scope,
         ...secretSelectors,
-        ...common,
       });
+  const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
+  const releaseSecrets = indexed(secrets, HELM_SECRETS_BY_RELEASE);
   const records = new ReleaseRecords(lw?.readSecret ?? listSecretByName(deps.client));
   secrets.addEventHandler({
     delete: (s) => records.forget(s.metadata.namespace ?? '', s.metadata.name ?? ''),
@@ -214,24 +219,15 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   const resource = (r: typeof OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
   const operations = lw
     ? new Informer<Operation>({ name: 'operations.instance', listerWatcher: lw.operations, ...common })
-    : createInformer<Operation>(deps.kc, resource(OPERATION), {
-        name: 'operations.instance',
-        client: deps.client,
-        ...scopedTo(deps.namespaces),
-        ...common,
-      });
+    : factory().informer<Operation>(resource(OPERATION), scope);
+  const operationsOn = indexed(operations, OPERATIONS_BY_TARGET);
   const crons = lw
     ? new Informer<CronOperation>({
         name: 'cronoperations.instance',
         listerWatcher: lw.cronOperations,
         ...common,
       })
-    : createInformer<CronOperation>(deps.kc, resource(CRON_OPERATION), {
-        name: 'cronoperations.instance',
-        client: deps.client,
-        ...scopedTo(deps.namespaces),
-        ...common,
-      });
+    : factory().informer<CronOperation>(resource(CRON_OPERATION), scope);
 
   // What this replica last announced per instance, so a reconcile that runs on a cache that has
   // not yet seen our own status write does not announce the same thing twice. Keyed by uid too:
@@ -254,7 +250,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     // Another namespace's record is never read (status.ts says why); the status says what to do.
     const { record, problems } = releaseNamespaceForbidden(instance)
       ? { record: undefined, problems: [] }
-      : await latestRelease(secrets.list(ref.namespace), ref.name, (meta) =>
+      : await latestRelease(releaseSecrets(ref.namespace, ref.name), ref.name, (meta) =>
           records.record(meta, ctx.signal),
         );
 
@@ -316,7 +312,7 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
 
     const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
     const ns = ctx.namespace ?? '';
-    const summary = summarizeOperations(ctx.name, operations.list(ns), instance.status?.operations);
+    const summary = summarizeOperations(ctx.name, operationsOn(ns, ctx.name), instance.status?.operations);
     const next = nextScheduledRun(instance, crons.list(ns));
     const status = {
       ...computed,
@@ -357,7 +353,11 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
   });
   controller.watch(instances);
   controller.watch(secrets, {
-    map: (secret) => instanceKeysForSecret(secret, instances.list()),
+    map: (secret) =>
+      instanceKeysForSecret(
+        secret,
+        instancesOfRelease(secret.metadata?.namespace, secret.metadata?.labels?.name ?? ''),
+      ),
   });
   controller.watch(operations, {
     map: (op) => {

@@ -35,17 +35,20 @@ import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { indexed, OPERATIONS_BY_PARAMETER_SOURCE, OPERATIONS_BY_TARGET } from '../indexes.ts';
 import { isPaused } from '../instance/paused.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
   type Clock,
   Controller,
-  createInformer,
   type EventRecorder,
   Informer,
+  InformerFactory,
   isAlreadyExists,
   isNotFound,
+  KeyedMutex,
   type KubeClient,
+  keyOf,
   type ListerWatcher,
   type Logger,
   type ObjectWriter,
@@ -98,7 +101,11 @@ export interface OperationControllerDeps {
   adapterFor: (engine: Engine) => EngineAdapter | undefined;
   templates?: TemplateSource;
   clock?: Clock;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. Operations on one
+   * target are still decided one at a time (the conflict queue), whatever the number. */
   workers?: number;
+  /** Shared informers (main passes the process's one factory); default: a factory of its own. */
+  informers?: InformerFactory;
   veleroNamespace?: string;
   helmImage?: string;
   /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
@@ -155,52 +162,39 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   const templates = (): readonly Template[] => deps.templates?.templates() ?? BUILTIN_TEMPLATES;
   const lw = deps.listerWatchers;
 
-  const res = (r: { group: string; version: string; plural: string }) => r;
+  const res = (r: { group: string; version: string; plural: string }) => ({
+    group: r.group,
+    version: r.version,
+    plural: r.plural,
+  });
+  const factory =
+    deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: log, clock });
+  const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+  const scope = scopedTo(deps.namespaces);
   const operations = lw
     ? new Informer<Operation>({ name: 'operations', listerWatcher: lw.operations, ...common })
-    : createInformer<Operation>(deps.kc, res(OPERATION), {
-        client: deps.client,
-        ...scopedTo(deps.namespaces),
-        ...common,
-      });
+    : factory.informer<Operation>(res(OPERATION), scope);
   const instances = lw
     ? new Informer<ApplicationInstance>({
         name: 'op-applicationinstances',
         listerWatcher: lw.instances,
         ...common,
       })
-    : createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
-        name: 'op-applicationinstances',
-        client: deps.client,
-        ...scopedTo(deps.namespaces),
-        ...common,
-      });
-  const rbacRes = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+    : factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE), scope);
   const roleBindings = lw
     ? new Informer<KubernetesObject>({ name: 'rolebindings', listerWatcher: lw.roleBindings, ...common })
-    : createInformer<KubernetesObject>(
-        deps.kc,
-        { ...rbacRes, plural: 'rolebindings' },
-        {
-          client: deps.client,
-          ...scopedTo(deps.namespaces),
-          ...common,
-        },
-      );
+    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'rolebindings' }, scope);
   const clusterRoleBindings = lw
     ? new Informer<KubernetesObject>({
         name: 'clusterrolebindings',
         listerWatcher: lw.clusterRoleBindings,
         ...common,
       })
-    : createInformer<KubernetesObject>(
-        deps.kc,
-        { ...rbacRes, plural: 'clusterrolebindings' },
-        {
-          client: deps.client,
-          ...common,
-        },
-      );
+    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
+  const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
+  const readersOf = indexed(operations, OPERATIONS_BY_PARAMETER_SOURCE);
+  // Operations on one target are decided one at a time: the conflict queue reads the others' state.
+  const targetLock = new KeyedMutex();
 
   const access = new AccessCache(deps.reviewer ?? new SelfAccessReviewer(deps.client), { clock });
   const discovery = new EngineDiscovery(deps.client, clock);
@@ -509,7 +503,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     };
   }
 
-  async function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+  function reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const op = operations.getByKey(ctx.key);
+    if (!op) return reconcileLocked(ctx);
+    return targetLock.run(keyOf(op.metadata.namespace, op.spec.targetRef.name), () => reconcileLocked(ctx));
+  }
+
+  async function reconcileLocked(ctx: ReconcileContext): Promise<ReconcileResult> {
     const op = operations.getByKey(ctx.key);
     if (!op) {
       nameWatcher.release(ctx.key);
@@ -628,12 +628,10 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     map: (o) => {
       const keys = [objectKey(o)];
       if (!waiting(o) || o.metadata.deletionTimestamp) {
-        const all = operations.list(o.metadata.namespace);
-        const queue = waitingQueue(all, o.metadata.namespace ?? '', o.spec.targetRef.name);
+        const ns = o.metadata.namespace ?? '';
+        const queue = waitingQueue(onTarget(ns, o.spec.targetRef.name), ns, o.spec.targetRef.name);
         keys.push(...queue.map((q) => objectKey(q)));
-        const readers = all.filter(
-          (r) => waiting(r) && r.spec.parametersFrom?.some((p) => p.operationRef?.name === o.metadata.name),
-        );
+        const readers = readersOf(ns, o.metadata.name ?? '').filter(waiting);
         keys.push(...readers.map((r) => objectKey(r)));
       }
       return keys;
@@ -641,9 +639,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   });
   controller.watch(instances, {
     map: (i) =>
-      operations
-        .list(i.metadata.namespace)
-        .filter((o) => o.spec.targetRef.name === i.metadata.name && (waiting(o) || isRunning(o)))
+      onTarget(i.metadata.namespace, i.metadata.name ?? '')
+        .filter((o) => waiting(o) || isRunning(o))
         .map((o) => objectKey(o)),
   });
   const onBinding = (ns: string | undefined) => {

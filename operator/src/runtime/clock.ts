@@ -133,6 +133,14 @@ export class FakeClock implements Clock {
     return best;
   }
 
+  /**
+   * Moves time forward by `ms` WITHOUT firing timers, as a blocked event loop does: the timers that
+   * became due fire late, at the next advance().
+   */
+  stall(ms: number): void {
+    this.#now += ms;
+  }
+
   /** Moves time forward by `ms`, firing due timers synchronously (no promise continuations run). */
   advanceSync(ms: number): void {
     const target = this.#now + ms;

@@ -124,7 +124,8 @@ export class Controller {
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.logger ?? silentLogger;
     this.#metrics = opts.metrics;
-    const queueMetrics = opts.metrics?.queueMetrics(opts.name);
+    // The gauges read whichever queue is current (a new one per run after a lost Lease).
+    const queueMetrics = opts.metrics?.queueMetrics(opts.name, () => this.#queue.inFlightSince());
     this.#newQueue = () =>
       new WorkQueue<string>({
         name: opts.name,

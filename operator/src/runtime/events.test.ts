@@ -126,3 +126,25 @@ describe('EventRecorder', () => {
     expect(body.metadata.namespace).toBe('default');
   });
 });
+
+describe('EventRecorder in the background', () => {
+  it('resolves before the write, writes anyway, and drops what does not fit in the queue', async () => {
+    const gates: (() => void)[] = [];
+    const reqs: KubeRequest[] = [];
+    const client: KubeClient = {
+      request<T>(req: KubeRequest): Promise<T> {
+        reqs.push(req);
+        return new Promise<T>((ok) => gates.push(() => ok({} as T)));
+      },
+    };
+    const rec = new EventRecorder({ client, background: true, maxPending: 2 });
+    await rec.event(op, 'Normal', 'One', 'first');
+    await rec.event({ ...op, metadata: { ...op.metadata, name: 'b' } }, 'Normal', 'Two', 'second');
+    await rec.event({ ...op, metadata: { ...op.metadata, name: 'c' } }, 'Normal', 'Three', 'dropped');
+    expect(rec.pending).toBe(2);
+    expect(reqs.map((r) => (r.body as { reason: string }).reason)).toEqual(['One', 'Two']);
+    for (const open of gates) open();
+    await new Promise((r) => setImmediate(r));
+    expect(rec.pending).toBe(0);
+  });
+});

@@ -40,6 +40,13 @@ export interface EventRecorderOptions {
   dedupWindowMs?: number;
   /** Series remembered at most (oldest forgotten first). */
   cacheSize?: number;
+  /**
+   * Write in the background: event() resolves at once, so a reconcile never waits for its Events
+   * (client-go's broadcaster is asynchronous too). At most `maxPending` writes wait; more are dropped
+   * and logged, as client-go drops events when its queue is full.
+   */
+  background?: boolean;
+  maxPending?: number;
 }
 
 const NOTE_LIMIT = 1024;
@@ -86,6 +93,10 @@ export class EventRecorder {
   readonly reportingInstance: string;
   readonly #series = new Map<string, Series>();
   #seq = 0;
+  readonly #background: boolean;
+  readonly #maxPending: number;
+  #pending = 0;
+  #dropped = 0;
 
   constructor(opts: EventRecorderOptions) {
     this.#client = opts.client;
@@ -93,6 +104,8 @@ export class EventRecorder {
     this.#log = opts.logger ?? silentLogger;
     this.#window = opts.dedupWindowMs ?? 10 * 60_000;
     this.#cacheSize = opts.cacheSize ?? 4096;
+    this.#background = opts.background ?? false;
+    this.#maxPending = opts.maxPending ?? 1000;
     this.reportingController = opts.reportingController ?? 'vworkspace-operator';
     this.reportingInstance = truncateBytes(
       opts.reportingInstance ??
@@ -101,13 +114,39 @@ export class EventRecorder {
     );
   }
 
-  /** Records an event about `regarding`. Resolves when written (or failed and logged); never rejects. */
+  /**
+   * Records an event about `regarding`. Resolves when written (or failed and logged), or at once in
+   * background mode; never rejects.
+   */
   event(
     regarding: KubernetesObject | ObjectReference,
     type: EventType,
     reason: string,
     note: string,
     opts: EventOptions = {},
+  ): Promise<void> {
+    if (!this.#background) return this.#record(regarding, type, reason, note, opts);
+    if (this.#pending >= this.#maxPending) {
+      if (this.#dropped++ % 100 === 0)
+        this.#log.warn({ reason, dropped: this.#dropped }, 'too many events waiting to be written; dropping');
+      return Promise.resolve();
+    }
+    this.#pending++;
+    void this.#record(regarding, type, reason, note, opts).finally(() => this.#pending--);
+    return Promise.resolve();
+  }
+
+  /** Background writes still waiting or in flight (tests, shutdown). */
+  get pending(): number {
+    return this.#pending;
+  }
+
+  #record(
+    regarding: KubernetesObject | ObjectReference,
+    type: EventType,
+    reason: string,
+    note: string,
+    opts: EventOptions,
   ): Promise<void> {
     const ref = referenceOf(regarding);
     if (!ref.name) {

@@ -15,14 +15,29 @@ async function get(port: number, path: string): Promise<{ status: number; body: 
 
 describe('metrics server', () => {
   it('serves controller-runtime metric names on /metrics', async () => {
-    const m = new RuntimeMetrics();
+    let now = 1_000_000;
+    const m = new RuntimeMetrics(undefined, { now: () => now });
     m.initController('operation');
     m.observeReconcile('operation', 'error', 0.2);
-    const q = new WorkQueue<string>({ name: 'operation', metrics: m.queueMetrics('operation') });
+    const clock = { now: () => now, setTimeout: () => ({ id: 0 }), clearTimeout: () => {} };
+    const q: WorkQueue<string> = new WorkQueue<string>({
+      name: 'operation',
+      clock,
+      metrics: m.queueMetrics('operation', () => q.inFlightSince()),
+    });
     q.add('a');
     q.add('b');
+    q.add('c');
     const item = await q.get();
     if (!item.shutdown) q.done(item.key);
+    // Two items in flight, for 3 s and 1 s.
+    await q.get();
+    now += 2_000;
+    await q.get();
+    now += 1_000;
+    m.observeWebhook('/validate-operation', 200, 0.004);
+    m.restClientMetrics('cronoperation').request('POST', '201', 0.003);
+    m.restClientMetrics('cronoperation').rateLimited('POST', 0.05);
     m.leaderMetric('vworkspace-operator')(true);
     const s = await startMetricsServer(m.registry, 0, '127.0.0.1');
     servers.push(s);
@@ -32,8 +47,23 @@ describe('metrics server', () => {
     expect(body).toContain('controller_runtime_reconcile_total{controller="operation",result="success"} 0');
     expect(body).toContain('controller_runtime_reconcile_errors_total{controller="operation"} 1');
     expect(body).toContain('controller_runtime_reconcile_time_seconds_count{controller="operation"} 1');
-    expect(body).toContain('workqueue_depth{name="operation"} 1');
-    expect(body).toContain('workqueue_adds_total{name="operation"} 2');
+    expect(body).toContain('workqueue_depth{name="operation"} 0');
+    expect(body).toContain('workqueue_adds_total{name="operation"} 3');
+    expect(body).toContain('workqueue_unfinished_work_seconds{name="operation"} 4');
+    expect(body).toContain('workqueue_longest_running_processor_seconds{name="operation"} 3');
+    expect(body).toContain(
+      'controller_runtime_webhook_latency_seconds_bucket{le="0.005",webhook="/validate-operation"} 1',
+    );
+    expect(body).toContain(
+      'controller_runtime_webhook_requests_total{webhook="/validate-operation",code="200"} 1',
+    );
+    expect(body).toContain('rest_client_requests_total{client="cronoperation",code="201",method="POST"} 1');
+    expect(body).toContain(
+      'rest_client_request_duration_seconds_count{client="cronoperation",verb="POST"} 1',
+    );
+    expect(body).toContain(
+      'rest_client_rate_limiter_duration_seconds_sum{client="cronoperation",verb="POST"} 0.05',
+    );
     expect(body).toContain('workqueue_retries_total{name="operation"} 0');
     expect(body).toContain('workqueue_queue_duration_seconds_bucket');
     expect(body).toContain('workqueue_work_duration_seconds_bucket');

@@ -7,7 +7,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 
-export type Check = () => boolean | Promise<boolean>;
+/** A check's verdict, with a short detail shown by `?verbose` (e.g. the event loop's delay). */
+export interface CheckResult {
+  ok: boolean;
+  detail?: string;
+}
+
+export type Check = () => boolean | CheckResult | Promise<boolean | CheckResult>;
 
 export interface HttpServerHandle {
   /** The port actually bound (useful with port 0). */
@@ -77,14 +83,15 @@ export class ProbeChecks {
 export interface CheckReport {
   ok: boolean;
   /** Per check, in registration order. */
-  results: { name: string; ok: boolean }[];
+  results: { name: string; ok: boolean; detail?: string }[];
 }
 
 async function run(checks: Map<string, Check>): Promise<CheckReport> {
   const results = await Promise.all(
     [...checks].map(async ([name, check]) => {
       try {
-        return { name, ok: await check() };
+        const r = await check();
+        return typeof r === 'boolean' ? { name, ok: r } : { name, ...r };
       } catch {
         return { name, ok: false };
       }
@@ -97,7 +104,7 @@ async function run(checks: Map<string, Check>): Promise<CheckReport> {
 function render(report: CheckReport, verbose: boolean): string {
   const lines = report.results
     .filter((r) => verbose || !r.ok)
-    .map((r) => (r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed`));
+    .map((r) => `${r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed`}${r.detail ? `: ${r.detail}` : ''}`);
   lines.push(report.ok ? 'ok' : 'check failed');
   return `${lines.join('\n')}\n`;
 }

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from './clock.ts';
-import { Informer } from './informer.ts';
+import { HANDOVER_BATCH, Informer } from './informer.ts';
 import { KubeApiError } from './kube-client.ts';
 import { createLogger } from './logger.ts';
 import { MemoryResource } from './testing.ts';
@@ -195,8 +195,8 @@ describe('Informer', () => {
     await informer.stop();
   });
 
-  it('hands out clones: callers and handlers cannot change the cache', async () => {
-    const { server, informer } = setup();
+  it('hands out the cached objects themselves, frozen: a caller or handler that changes one throws', async () => {
+    const { server, informer, logLines } = setup();
     informer.addEventHandler({
       add: (o) => {
         o.data = { mutated: 'by handler' };
@@ -205,12 +205,78 @@ describe('Informer', () => {
     server.put(cm('a', { v: '1' }));
     informer.start();
     await informer.waitForSync();
+    await flushMicrotasks();
     const got = informer.get('a', 'ns')!;
-    got.data!.v = 'changed';
-    informer.list()[0]!.metadata!.name = 'renamed';
+    expect(informer.getByKey('ns/a')).toBe(got);
+    expect(informer.list()[0]).toBe(got);
+    expect(() => {
+      got.data!.v = 'changed';
+    }).toThrow(TypeError);
+    expect(() => {
+      informer.list()[0]!.metadata!.name = 'renamed';
+    }).toThrow(TypeError);
+    expect(() => informer.list()[0]!.metadata!.labels).not.toThrow();
     expect(informer.get('a', 'ns')!.data).toEqual({ v: '1' });
-    expect(informer.getByKey('ns/a')!.metadata!.name).toBe('a');
-    expect(informer.list('other')).toEqual([]);
+    expect(logLines.filter((l) => l.msg === 'informer handler threw')).toHaveLength(1);
+    // Copy on write: a spread or a clone of a cached object is the caller's own.
+    const mine = { ...got, data: { ...got.data, v: '2' } };
+    expect(mine.data.v).toBe('2');
+    expect(structuredClone(got).data!.v).toBe('1');
+    expect(Object.isFrozen(structuredClone(got))).toBe(false);
+    await informer.stop();
+  });
+
+  it('finds objects by namespace and by custom indexes, kept current through updates, deletes and relists', async () => {
+    const { server, informer } = setup();
+    informer.addIndexer('owner', (o) => o.data?.owner);
+    expect(informer.addIndexer('owner', () => 'other')).toBe(false);
+    server.put(cm('a', { owner: 'x' }));
+    server.put(cm('b', { owner: 'x' }, 'other'));
+    server.put(cm('c', { owner: 'y' }));
+    informer.start();
+    await informer.waitForSync();
+    const names = (os: Obj[]) => os.map((o) => `${o.metadata!.namespace}/${o.metadata!.name}`).sort();
+    expect(names(informer.list('ns'))).toEqual(['ns/a', 'ns/c']);
+    expect(names(informer.byIndex('owner', 'x'))).toEqual(['ns/a', 'other/b']);
+    server.put(cm('a', { owner: 'y' }));
+    server.remove('other', 'b');
+    expect(names(informer.byIndex('owner', 'x'))).toEqual([]);
+    expect(names(informer.byIndex('owner', 'y'))).toEqual(['ns/a', 'ns/c']);
+    // Missed changes come back through a relist, which rebuilds the indexes.
+    server.put(cm('d', { owner: 'x' }, 'third'), true);
+    server.remove('ns', 'c', true);
+    server.active!.onEvent('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'old' });
+    await flushMicrotasks();
+    expect(names(informer.byIndex('owner', 'x'))).toEqual(['third/d']);
+    expect(names(informer.byIndex('owner', 'y'))).toEqual(['ns/a']);
+    expect(names(informer.list('third'))).toEqual(['third/d']);
+    expect(informer.size).toBe(2);
+    // An index added late is filled from the cache.
+    informer.addIndexer('name', (o) => o.metadata?.name);
+    expect(names(informer.byIndex('name', 'd'))).toEqual(['third/d']);
+    expect(() => informer.byIndex('nope', 'x')).toThrow(/no index named "nope"/);
+    await informer.stop();
+  });
+
+  it('hands a large cache to a late handler in batches that let timers run in between', async () => {
+    const { server, informer } = setup();
+    const n = HANDOVER_BATCH * 3 + 7;
+    for (let i = 0; i < n; i++) server.put(cm(`o${i}`));
+    informer.start();
+    await informer.waitForSync();
+    const seen: string[] = [];
+    let timerFiredAfter: number | undefined;
+    setImmediate(() => {
+      timerFiredAfter = seen.length;
+    });
+    informer.addEventHandler({ add: (o) => void seen.push(o.metadata!.name!) });
+    // Deleted before its turn: never handed over as an add.
+    server.remove('ns', `o${n - 1}`);
+    for (let i = 0; i < 10 && seen.length < n - 1; i++) await flushMicrotasks();
+    expect(seen).toHaveLength(n - 1);
+    expect(new Set(seen).size).toBe(n - 1);
+    expect(timerFiredAfter).toBeGreaterThan(0);
+    expect(timerFiredAfter).toBeLessThan(n - 1);
     await informer.stop();
   });
 

@@ -6,15 +6,22 @@
 // - relists on 410 Gone whether it arrives as an HTTP status, a failed list page or a watch ERROR
 //   event, and reports vanished objects as deletes;
 // - tracks "synced" (the first list has been delivered), which readiness and controllers wait on;
-// - hands out clones, so no caller can mutate the cache;
+// - hands out the cached objects themselves, deep-frozen: reads cost nothing (no copies), and a
+//   caller that tries to change one throws instead of corrupting what every reader shares. Code
+//   that wants a changed object builds a new one (spread, structuredClone): copy on write;
+// - indexes (by namespace always, more with addIndexer) so lookups cost the answer, not a scan;
+// - hands the cache to a late handler, and a relist's changes to all handlers, in batches that
+//   yield to the event loop, so 10,000 objects never block timers (the Lease renewal) or I/O;
 // - normalises timestamps (Date vs string) so list and watch produce identical objects;
 // - asks for bookmarks and a server-side watch timeout, so quiet watches advance and rotate;
 // - optional periodic resync (update(old, old) for every cached object);
 // - guards handlers: a throwing handler or a rejected async handler is logged, never unhandled.
 
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
+import { Indexer, type IndexFunc, NAMESPACE_INDEX } from './indexer.ts';
 import { keyOf, objectKey } from './keys.ts';
 import {
   apiVersionOf,
@@ -28,7 +35,7 @@ import {
 } from './kube-client.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { multiNamespaceListerWatcher } from './multi-namespace.ts';
-import { normalizeTimestamps } from './normalize.ts';
+import { freezeNormalized } from './normalize.ts';
 
 export interface ListOptions {
   labelSelector?: string;
@@ -46,7 +53,11 @@ export interface WatchOptions extends ListOptions {
   timeoutSeconds: number;
 }
 
-/** The two calls an informer makes; `kubeListerWatcher` is the real one, tests use fakes. */
+/**
+ * The two calls an informer makes; `kubeListerWatcher` is the real one, tests use fakes. The informer
+ * takes ownership of every object it receives (it normalises and freezes them in place): hand it
+ * objects nobody else keeps, e.g. freshly parsed JSON.
+ */
 export interface ListerWatcher<T> {
   list(opts: ListOptions, signal: AbortSignal): Promise<ListResult<T>>;
   /**
@@ -71,6 +82,8 @@ export interface InformerHandlers<T> {
 export interface InformerOptions<T> {
   /** Used in logs, e.g. "operations". */
   name: string;
+  /** Secondary indexes (see addIndexer); the namespace index always exists. */
+  indexers?: Record<string, IndexFunc<T>>;
   listerWatcher: ListerWatcher<T>;
   labelSelector?: string;
   fieldSelector?: string;
@@ -93,6 +106,9 @@ export interface InformerStats {
   gone: number;
 }
 
+/** Objects handed to handlers per event-loop turn (a late handler's replay, a relist's changes). */
+export const HANDOVER_BATCH = 500;
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null;
 }
@@ -111,7 +127,7 @@ export class Informer<T extends KubernetesObject> {
   readonly #backoff: Backoff;
   readonly #random: () => number;
 
-  #store = new Map<string, T>();
+  readonly #store = new Indexer<T>();
   #rv = '';
   #handlers: InformerHandlers<T>[] = [];
   #synced = false;
@@ -134,21 +150,40 @@ export class Informer<T extends KubernetesObject> {
     this.#syncedPromise = new Promise((resolve) => {
       this.#resolveSynced = resolve;
     });
+    for (const [name, fn] of Object.entries(opts.indexers ?? {})) this.addIndexer(name, fn);
   }
 
-  /** Registers handlers; returns a function that removes them. Objects already cached are replayed as adds. */
+  /**
+   * Registers handlers; returns a function that removes them. Objects already cached are replayed as
+   * adds, after the caller's synchronous code, HANDOVER_BATCH per event-loop turn.
+   */
   addEventHandler(h: InformerHandlers<T>): () => void {
     this.#handlers.push(h);
-    if (this.#store.size > 0 && h.add) {
-      const snapshot = [...this.#store.values()];
-      queueMicrotask(() => {
-        if (!this.#handlers.includes(h)) return;
-        for (const o of snapshot) this.#call(() => h.add?.(structuredClone(o)));
-      });
-    }
+    if (this.#store.size > 0 && h.add) void this.#replay(h, [...this.#store.keys()]);
     return () => {
       this.#handlers = this.#handlers.filter((x) => x !== h);
     };
+  }
+
+  async #replay(h: InformerHandlers<T>, keys: string[]): Promise<void> {
+    await Promise.resolve();
+    for (let i = 0; i < keys.length; i += HANDOVER_BATCH) {
+      if (i > 0) await yieldToEventLoop();
+      if (!this.#handlers.includes(h)) return;
+      for (const key of keys.slice(i, i + HANDOVER_BATCH)) {
+        // The object as it is now: an update delivered meanwhile must not be followed by an older add.
+        const o = this.#store.get(key);
+        if (o !== undefined) this.#call(() => h.add?.(o));
+      }
+    }
+  }
+
+  /**
+   * Adds an index (see Indexer.addIndexer): `byIndex(name, value)` then returns the objects `fn`
+   * maps to `value`. Returns false when the name was taken (the first function stays).
+   */
+  addIndexer(name: string, fn: IndexFunc<T>): boolean {
+    return this.#store.addIndexer(name, fn);
   }
 
   /** Starts list+watch in the background. Idempotent. */
@@ -196,22 +231,30 @@ export class Informer<T extends KubernetesObject> {
     return { ...this.#stats };
   }
 
+  // Reads hand out the cached objects themselves, frozen: copy before changing (see the header).
+
   get(name: string, namespace?: string): T | undefined {
-    return this.getByKey(keyOf(namespace, name));
+    return this.#store.get(keyOf(namespace, name));
   }
 
   getByKey(key: string): T | undefined {
-    const o = this.#store.get(key);
-    return o === undefined ? undefined : structuredClone(o);
+    return this.#store.get(key);
   }
 
-  /** Every cached object (of one namespace if given), cloned. */
+  /** Every cached object, or those of one namespace (by the namespace index). */
   list(namespace?: string): T[] {
-    const out: T[] = [];
-    for (const o of this.#store.values()) {
-      if (namespace === undefined || o.metadata?.namespace === namespace) out.push(structuredClone(o));
-    }
-    return out;
+    if (namespace !== undefined) return this.#store.byIndex(NAMESPACE_INDEX, namespace);
+    return [...this.#store.values()];
+  }
+
+  /** The objects index `name` maps to `value` (throws for an unknown index). */
+  byIndex(name: string, value: string): T[] {
+    return this.#store.byIndex(name, value);
+  }
+
+  /** How many objects are cached. */
+  get size(): number {
+    return this.#store.size;
   }
 
   keys(): string[] {
@@ -259,18 +302,25 @@ export class Informer<T extends KubernetesObject> {
     if (signal.aborted) return;
     const fresh = new Map<string, T>();
     for (const raw of result.items) {
-      const obj = normalizeTimestamps(raw);
+      const obj = freezeNormalized(raw);
       fresh.set(objectKey(obj), obj);
     }
-    const old = this.#store;
-    this.#store = fresh;
+    const old = this.#store.replace(fresh);
     this.#rv = result.resourceVersion;
     this.#backoff.reset();
-    for (const [k, o] of old) if (!fresh.has(k)) this.#emitDelete(o);
+    // The store is complete already; the handlers hear of it in batches (the watch starts after).
+    const changes: (() => void)[] = [];
+    for (const [k, o] of old) if (!fresh.has(k)) changes.push(() => this.#emitDelete(o));
     for (const [k, n] of fresh) {
       const o = old.get(k);
-      if (!o) this.#emitAdd(n);
-      else if (o.metadata?.resourceVersion !== n.metadata?.resourceVersion) this.#emitUpdate(o, n);
+      if (!o) changes.push(() => this.#emitAdd(n));
+      else if (o.metadata?.resourceVersion !== n.metadata?.resourceVersion)
+        changes.push(() => this.#emitUpdate(o, n));
+    }
+    for (let i = 0; i < changes.length; i += HANDOVER_BATCH) {
+      if (i > 0) await yieldToEventLoop();
+      if (signal.aborted) return;
+      for (const c of changes.slice(i, i + HANDOVER_BATCH)) c();
     }
     if (!this.#synced) {
       this.#synced = true;
@@ -315,14 +365,14 @@ export class Informer<T extends KubernetesObject> {
     if (!isRecord(raw) || !isRecord(raw.metadata)) return;
     const rv = typeof raw.metadata.resourceVersion === 'string' ? raw.metadata.resourceVersion : '';
     if (type === 'ADDED' || type === 'MODIFIED') {
-      const obj = normalizeTimestamps(raw as T);
+      const obj = freezeNormalized(raw as T);
       const key = objectKey(obj);
       const old = this.#store.get(key);
       this.#store.set(key, obj);
       if (!old) this.#emitAdd(obj);
       else if (old.metadata?.resourceVersion !== rv) this.#emitUpdate(old, obj);
     } else if (type === 'DELETED') {
-      const obj = normalizeTimestamps(raw as T);
+      const obj = freezeNormalized(raw as T);
       const key = objectKey(obj);
       if (this.#store.delete(key)) this.#emitDelete(obj);
     } else if (type !== 'BOOKMARK') {
@@ -343,27 +393,38 @@ export class Informer<T extends KubernetesObject> {
   #scheduleResync(): void {
     const period = this.#opts.resyncPeriodMs ?? 0;
     if (period <= 0) return;
-    this.#resyncTimer = this.#clock.setTimeout(() => {
-      if (this.#abort?.signal.aborted) return;
-      if (this.#synced) for (const o of this.#store.values()) this.#emitUpdate(o, o);
-      this.#scheduleResync();
-    }, period);
+    this.#resyncTimer = this.#clock.setTimeout(() => void this.#resync(), period);
+  }
+
+  async #resync(): Promise<void> {
+    const signal = this.#abort?.signal;
+    if (!signal || signal.aborted) return;
+    if (this.#synced) {
+      const keys = [...this.#store.keys()];
+      for (let i = 0; i < keys.length; i += HANDOVER_BATCH) {
+        if (i > 0) await yieldToEventLoop();
+        if (signal.aborted) return;
+        for (const k of keys.slice(i, i + HANDOVER_BATCH)) {
+          const o = this.#store.get(k);
+          if (o !== undefined) this.#emitUpdate(o, o);
+        }
+      }
+    }
+    this.#scheduleResync();
   }
 
   // ---- guarded handler calls -------------------------------------------------------------------
 
   #emitAdd(obj: T): void {
-    for (const h of this.#handlers) if (h.add) this.#call(() => h.add?.(structuredClone(obj)));
+    for (const h of this.#handlers) if (h.add) this.#call(() => h.add?.(obj));
   }
 
   #emitUpdate(oldObj: T, newObj: T): void {
-    for (const h of this.#handlers) {
-      if (h.update) this.#call(() => h.update?.(structuredClone(oldObj), structuredClone(newObj)));
-    }
+    for (const h of this.#handlers) if (h.update) this.#call(() => h.update?.(oldObj, newObj));
   }
 
   #emitDelete(obj: T): void {
-    for (const h of this.#handlers) if (h.delete) this.#call(() => h.delete?.(structuredClone(obj)));
+    for (const h of this.#handlers) if (h.delete) this.#call(() => h.delete?.(obj));
   }
 
   #call(fn: () => MaybePromise): void {

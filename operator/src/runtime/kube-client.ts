@@ -1,10 +1,16 @@
-// A small JSON REST client over @kubernetes/client-node's config, auth and HTTP transport.
+// A small JSON REST client over @kubernetes/client-node's config and auth, with its own transport.
 // The runtime reads and writes raw JSON exactly as the API server sends it: the generated typed
 // clients turn timestamps into Date objects on some paths and not others, cannot reach every
 // subresource with every patch type, and we need the same shapes from list, watch and get.
 // Failures are thrown as KubeApiError, a client-node ApiException, so `err.code` works the same
 // for errors from this client and from the generated ones.
+//
+// Transport, as client-go does it: ONE keep-alive connection pool per client (client-node 2.x builds
+// a new undici Agent, so a new TCP+TLS connection, for every request: several times the latency and
+// the API server's CPU per call), and a client-side token bucket (QPS/burst, client-go's defaults
+// 20/30) so a busy controller queues behind its own budget instead of flooding the API server.
 
+import type { Agent as HttpsAgent, RequestOptions } from 'node:https';
 import {
   ApiException,
   HttpMethod,
@@ -13,6 +19,9 @@ import {
   type KubernetesObject,
   RequestContext,
 } from '@kubernetes/client-node';
+import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
+import { type Clock, realClock, sleep } from './clock.ts';
+import { BucketRateLimiter } from './rate-limiter.ts';
 
 export type QueryValue = string | number | boolean | undefined;
 
@@ -121,22 +130,139 @@ export function resourcePath(r: ResourceRef, name?: string, subresource?: string
   return p;
 }
 
+/** Hooks for client-go's rest_client_* metrics (see metrics.ts). Durations in seconds. */
+export interface RestClientMetrics {
+  /** Time spent waiting for the client-side rate limiter. */
+  rateLimited(verb: string, seconds: number): void;
+  /** A finished request: its HTTP code ('<error>' when none came back) and total latency. */
+  request(verb: string, code: string, seconds: number): void;
+}
+
+export interface RestClientOptions {
+  /** Requests per second this client may send on average; 0 or less: no client-side limit. Default 20. */
+  qps?: number;
+  /** Requests that may go at once before the QPS applies. Default 30 (at least 1). */
+  burst?: number;
+  /** Open connections per API server (requests beyond it wait for one). Default 64. */
+  maxConnections?: number;
+  clock?: Clock;
+  metrics?: RestClientMetrics;
+}
+
+/** client-go's defaults for rest.Config (and kube-controller-manager's --kube-api-qps/burst). */
+export const DEFAULT_QPS = 20;
+export const DEFAULT_BURST = 30;
+
+// Auth headers come from client-node's authenticators (token files, exec plugins, OIDC), which
+// cache and refresh tokens themselves; asking them once a second keeps file reads off the hot path.
+const HEADER_TTL_MS = 1_000;
+
+interface Transport {
+  dispatcher: Dispatcher;
+  url: string;
+}
+
 export class RestClient implements KubeClient {
   readonly #kc: KubeConfig;
-  readonly #http = new IsomorphicFetchHttpLibrary();
+  readonly #opts: RestClientOptions;
+  readonly #clock: Clock;
+  readonly #limiter: BucketRateLimiter<undefined> | undefined;
+  #transport: Promise<Transport | undefined> | undefined;
+  #headers: { at: number; value: Promise<Record<string, string>> } | undefined;
+  // Proxies (HTTP, SOCKS) keep client-node's own transport: rare, and its agents handle them.
+  readonly #fallback = new IsomorphicFetchHttpLibrary();
 
-  constructor(kc: KubeConfig) {
+  constructor(kc: KubeConfig, opts: RestClientOptions = {}) {
     this.#kc = kc;
+    this.#opts = opts;
+    this.#clock = opts.clock ?? realClock;
+    const qps = opts.qps ?? DEFAULT_QPS;
+    this.#limiter =
+      qps > 0
+        ? new BucketRateLimiter<undefined>(this.#clock, qps, Math.max(1, opts.burst ?? DEFAULT_BURST))
+        : undefined;
   }
 
   get kubeConfig(): KubeConfig {
     return this.#kc;
   }
 
+  /** Closes the connection pool (idle connections never keep the process alive anyway). */
+  async close(): Promise<void> {
+    const t = await this.#transport?.catch(() => undefined);
+    await t?.dispatcher.close();
+  }
+
   async request<T = unknown>(req: KubeRequest): Promise<T> {
     const cluster = this.#kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
-    const ctx = new RequestContext(`${cluster.server}${req.path}`, HttpMethod[req.method]);
+    const started = performance.now();
+    await this.#throttle(req);
+    let code = '<error>';
+    try {
+      const res = await this.#send(cluster.server, req);
+      code = String(res.status);
+      let parsed: unknown;
+      try {
+        parsed = res.text ? JSON.parse(res.text) : undefined;
+      } catch {
+        parsed = res.text;
+      }
+      if (res.status >= 200 && res.status < 300) return parsed as T;
+      const status = isRecord(parsed) ? (parsed as KubeStatus) : undefined;
+      throw new KubeApiError(
+        res.status,
+        status?.reason ?? 'Unknown',
+        status?.message ?? (typeof parsed === 'string' ? parsed.slice(0, 200) : `${req.method} ${req.path}`),
+        status ?? (typeof parsed === 'string' ? parsed : undefined),
+      );
+    } finally {
+      this.#opts.metrics?.request(req.method, code, (performance.now() - started) / 1000);
+    }
+  }
+
+  async #throttle(req: KubeRequest): Promise<void> {
+    if (!this.#limiter) return;
+    const wait = this.#limiter.when(undefined);
+    if (wait <= 0) return;
+    await sleep(this.#clock, wait, req.signal);
+    this.#opts.metrics?.rateLimited(req.method, wait / 1000);
+    req.signal?.throwIfAborted();
+  }
+
+  async #send(server: string, req: KubeRequest): Promise<{ status: number; text: string }> {
+    const transport = await this.#transportOnce();
+    const timeout = AbortSignal.timeout(req.timeoutMs ?? 30_000);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    if (!transport) return this.#sendFallback(server, req, signal);
+    const url = new URL(`${transport.url}${req.path}`);
+    for (const [k, v] of Object.entries(req.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = {
+      ...(await this.#authHeaders()),
+      accept: req.accept ?? 'application/json',
+    };
+    let body: string | undefined;
+    if (req.body !== undefined) {
+      headers['content-type'] = req.contentType ?? 'application/json';
+      body = JSON.stringify(req.body);
+    }
+    const res = await undiciRequest(url, {
+      method: req.method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      dispatcher: transport.dispatcher,
+      signal,
+    });
+    return { status: res.statusCode, text: await res.body.text() };
+  }
+
+  async #sendFallback(
+    server: string,
+    req: KubeRequest,
+    signal: AbortSignal,
+  ): Promise<{ status: number; text: string }> {
+    const ctx = new RequestContext(`${server}${req.path}`, HttpMethod[req.method]);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) ctx.setQueryParam(k, String(v));
     ctx.setHeaderParam('Accept', req.accept ?? 'application/json');
@@ -144,25 +270,63 @@ export class RestClient implements KubeClient {
       ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
       ctx.setBody(JSON.stringify(req.body));
     }
-    const timeout = AbortSignal.timeout(req.timeoutMs ?? 30_000);
-    ctx.setSignal(req.signal ? AbortSignal.any([req.signal, timeout]) : timeout);
+    ctx.setSignal(signal);
     await this.#kc.applySecurityAuthentication(ctx);
-    const res = await this.#http.send(ctx).toPromise();
-    const text = await res.body.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = text;
+    const res = await this.#fallback.send(ctx).toPromise();
+    return { status: res.httpStatusCode, text: await res.body.text() };
+  }
+
+  /** The pool, built once from the kubeconfig's TLS settings; undefined: use client-node's transport. */
+  #transportOnce(): Promise<Transport | undefined> {
+    this.#transport ??= (async () => {
+      const cluster = this.#kc.getCurrentCluster();
+      if (!cluster) throw new Error('kubeconfig has no current cluster');
+      const https: RequestOptions = {};
+      await this.#kc.applyToHTTPSOptions(https);
+      const agentOptions: ConstructorParameters<typeof HttpsAgent>[0] = {
+        ...(https.ca !== undefined ? { ca: https.ca } : {}),
+        ...(https.cert !== undefined ? { cert: https.cert } : {}),
+        ...(https.key !== undefined ? { key: https.key } : {}),
+        ...(https.pfx !== undefined ? { pfx: https.pfx } : {}),
+        ...(https.passphrase !== undefined ? { passphrase: https.passphrase } : {}),
+        ...(https.rejectUnauthorized !== undefined ? { rejectUnauthorized: https.rejectUnauthorized } : {}),
+        ...(https.servername !== undefined ? { servername: https.servername } : {}),
+      };
+      const d = this.#kc.createDispatcherOptions(cluster, agentOptions);
+      if (d.type === 'proxy' || d.type === 'socks') return undefined;
+      const dispatcher = new Agent({
+        ...(d.type === 'agent' ? { connect: d.connect } : {}),
+        connections: this.#opts.maxConnections ?? 64,
+        // Keep idle connections for a minute (undici's default is 4 s), so a quiet controller's next
+        // request does not pay a new TLS handshake.
+        keepAliveTimeout: 60_000,
+        keepAliveMaxTimeout: 600_000,
+      });
+      return { dispatcher, url: cluster.server.replace(/\/+$/, '') };
+    })();
+    return this.#transport;
+  }
+
+  #authHeaders(): Promise<Record<string, string>> {
+    const now = this.#clock.now();
+    if (!this.#headers || now - this.#headers.at >= HEADER_TTL_MS || now < this.#headers.at) {
+      const value = (async () => {
+        const o: RequestOptions = {};
+        await this.#kc.applyToHTTPSOptions(o);
+        const out: Record<string, string> = {};
+        for (const [k, v] of Object.entries(o.headers ?? {})) if (v !== undefined) out[k] = String(v);
+        const user = this.#kc.getCurrentUser();
+        if (user?.username)
+          out.authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
+        return out;
+      })();
+      // A failed lookup (exec plugin error) must not be cached.
+      value.catch(() => {
+        if (this.#headers?.value === value) this.#headers = undefined;
+      });
+      this.#headers = { at: now, value };
     }
-    if (res.httpStatusCode >= 200 && res.httpStatusCode < 300) return parsed as T;
-    const status = isRecord(parsed) ? (parsed as KubeStatus) : undefined;
-    throw new KubeApiError(
-      res.httpStatusCode,
-      status?.reason ?? 'Unknown',
-      status?.message ?? (typeof parsed === 'string' ? parsed.slice(0, 200) : `${req.method} ${req.path}`),
-      status ?? (typeof parsed === 'string' ? parsed : undefined),
-    );
+    return this.#headers.value;
   }
 }
 

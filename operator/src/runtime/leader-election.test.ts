@@ -127,6 +127,38 @@ describe('LeaderElector', () => {
     await b.stop();
   });
 
+  it('keeps the lease through a stalled event loop when nobody took it over, and steps down when someone did', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const log: string[] = [];
+    const a = replica('a', store, clock, log, []);
+    a.start();
+    await clock.advance(4_000);
+    expect(a.elector.isLeader()).toBe(true);
+    // Requests take time: a renewal cannot finish inside a deadline that has already passed.
+    a.lock.latencyMs = 10;
+    // 12 s without running: past the renew deadline, nobody else wrote the Lease.
+    clock.stall(12_000);
+    const woke = clock.now();
+    await clock.advance(100);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(store.record!.holderIdentity).toBe('a');
+    expect(store.record!.renewTime).toBe(new Date(woke).toISOString().replace(/Z$/, '000Z'));
+    // Stalled again, and this time another replica took over meanwhile: a reads it and steps down.
+    clock.stall(20_000);
+    store.record = {
+      ...store.record!,
+      holderIdentity: 'b',
+      leaseTransitions: store.record!.leaseTransitions + 1,
+    };
+    store.rv++;
+    await clock.advance(100);
+    expect(a.elector.isLeader()).toBe(false);
+    expect(store.record!.holderIdentity).toBe('b');
+    expect(log).toEqual([`a started @${Date.UTC(2025, 0, 1)}`, expect.stringMatching(/^a stopped @/)]);
+    await a.stop();
+  });
+
   it('ignores the remote renewTime: a record with an ancient renewTime that keeps changing stays held', async () => {
     const clock = new FakeClock();
     const store = new LeaseStore();

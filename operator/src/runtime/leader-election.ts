@@ -141,10 +141,20 @@ export class LeaderElector {
 
     let lost = false;
     while (!signal.aborted) {
+      const planned = this.#clock.now() + this.#retryMs;
       await sleep(this.#clock, this.#retryMs, signal);
       if (signal.aborted) break;
       const started = this.#clock.now();
-      const deadline = lastRenew + this.#renewDeadlineMs;
+      let deadline = lastRenew + this.#renewDeadlineMs;
+      const stalledMs = started - planned;
+      if (started >= deadline && stalledMs >= this.#retryMs) {
+        // The process did not run (a blocked event loop, a paused VM): the deadline passed without a
+        // chance to renew. Try once anyway: the write is a compare-and-swap that succeeds only if the
+        // Lease still holds our last renewal (nobody wrote it since, so nobody else has led); if someone
+        // took over, we read their holder or lose the swap, and step down as before.
+        this.#log.warn({ stalledMs }, 'event loop stalled past the renew deadline; renewing late');
+        deadline = started + this.#retryMs;
+      }
       const attempt = await this.#withDeadline(deadline, signal, (s) => this.#tryAcquireOrRenew(s));
       if (attempt === 'ok') {
         lastRenew = started;

@@ -16,6 +16,7 @@
 
 import { type Clock, realClock, sleep } from './clock.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
+import type { EventLoopMonitor } from './event-loop.ts';
 import { type HttpServerHandle, ProbeChecks, startMetricsServer, startProbeServer } from './health.ts';
 import type { KubeClient } from './kube-client.ts';
 import { KubeLeaseLock, LeaderElector, type LeaseLock } from './leader-election.ts';
@@ -60,6 +61,8 @@ export interface ManagerOptions {
   clock?: Clock;
   /** Upper bound for each shutdown phase (default 30 s, controller-runtime's default). */
   gracefulShutdownTimeoutMs?: number;
+  /** Reported (and gating readiness) as the `event-loop` check of /readyz; started and stopped here. */
+  eventLoop?: EventLoopMonitor;
 }
 
 /** What the manager needs of an informer (any Informer<T> fits). */
@@ -109,6 +112,8 @@ export class Manager {
     this.log = opts.logger ?? silentLogger;
     this.metrics = opts.metrics ?? new RuntimeMetrics();
     this.checks.addHealthCheck('ping', () => true);
+    const loop = opts.eventLoop;
+    if (loop) this.checks.addReadyCheck('event-loop', () => loop.check());
     this.elected = new Promise((resolve) => {
       this.#resolveElected = resolve;
     });
@@ -116,6 +121,8 @@ export class Manager {
 
   /** Started by the manager on every replica; readiness waits for its first sync. */
   addInformer(informer: ManagedInformer): void {
+    // Controllers share informers (InformerFactory): each may register the same one.
+    if (this.#informers.includes(informer)) return;
     this.#informers.push(informer);
     this.checks.addReadyCheck(`informer-${informer.name}`, () => informer.hasSynced());
   }
@@ -192,6 +199,7 @@ export class Manager {
       throw err;
     }
     this.log.info({ ports: this.ports }, 'manager starting');
+    this.#opts.eventLoop?.start();
 
     for (const inf of this.#informers) inf.start();
     for (const r of this.#runnables.filter((x) => !x.needLeaderElection)) {
@@ -340,6 +348,7 @@ export class Manager {
     await Promise.all(this.#informers.map((i) => i.stop()));
     // 4. Last, so probes and metrics answer for as long as possible.
     await Promise.all(this.#servers.map((s) => s.close()));
+    this.#opts.eventLoop?.stop();
     this.log.info('manager stopped');
   }
 }

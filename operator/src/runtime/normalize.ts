@@ -34,3 +34,30 @@ function walk(v: unknown): unknown {
   }
   return v;
 }
+
+/**
+ * Normalises `value` IN PLACE (Dates become strings, undefined fields go) and deep-freezes it, then
+ * returns it. For objects the caller owns outright (just parsed from the API server): the informer
+ * stores and shares them, and a frozen object makes any attempt to change the shared cache throw
+ * (ES modules are strict mode) instead of silently corrupting what every other reader sees.
+ * Already-frozen parts are taken as normalised.
+ */
+export function freezeNormalized<T>(value: T): T {
+  return freezeWalk(value) as T;
+}
+
+function freezeWalk(v: unknown): unknown {
+  if (v instanceof Date) return dateToString(v);
+  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = freezeWalk(v[i]);
+  } else {
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+      const x = o[k];
+      if (x === undefined) delete o[k];
+      else if (typeof x === 'object' && x !== null) o[k] = freezeWalk(x);
+    }
+  }
+  return Object.freeze(v);
+}

@@ -76,6 +76,11 @@ export class WorkQueue<K> {
     return this.#processing.has(key);
   }
 
+  /** When each key being processed was handed out (ms on the queue's clock). */
+  inFlightSince(): Iterable<number> {
+    return this.#startedAt.values();
+  }
+
   /** Keys waiting on addAfter/addRateLimited timers. */
   delayedCount(): number {
     return this.#delayed.size;

@@ -92,6 +92,8 @@ export interface CronPlan {
    * new status.lastScheduleTime. The controller remembers it so a stale cache never handles it twice.
    */
   handledSlot?: Date;
+  /** Slots passed over because later ones came due before this reconcile (only the latest runs). */
+  skippedSlots?: number;
   events: PlannedEvent[];
   status: CronOperationStatus;
   /** Reconcile again at the next slot; absent when no slot is planned (invalid schedule). */
@@ -515,6 +517,7 @@ export function decideCron(
     const since = lastSchedule ?? parseTime(String(cron.metadata.creationTimestamp ?? '')) ?? now;
     handled = latestFiring(schedule, since, now);
   } else {
+    if (decision.skippedCount > 0) plan.skippedSlots = decision.skippedCount;
     if (decision.tooManyMissed) {
       events.push({
         type: 'Warning',

@@ -27,14 +27,15 @@ import {
   type WatchOperationStatus,
   watchProcessedAnnotation,
 } from '../api/index.ts';
+import { indexed, OPERATIONS_BY_WATCH } from '../indexes.ts';
 import {
   anyOf,
   type Clock,
   Controller,
-  createInformer,
   type EventRecorder,
   generationChanged,
   type Informer,
+  InformerFactory,
   jsonEqual,
   type KubeClient,
   keyOf,
@@ -67,6 +68,10 @@ export interface WatchControllerDeps {
   metrics?: RuntimeMetrics;
   /** "now" of every decision (lastTriggerTime, pendingSince). Tests pass a FakeClock. */
   clock?: Clock;
+  /** Shared informers (main passes the process's one factory); default: a factory of its own. */
+  informers?: InformerFactory;
+  /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
+  workers?: number;
   /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
   namespaces?: readonly string[];
 }
@@ -86,24 +91,13 @@ interface InstanceMemo {
 export function createWatchController(deps: WatchControllerDeps): WatchController {
   const clock = deps.clock ?? realClock;
   const res = (r: typeof WATCH_OPERATION) => ({ group: r.group, version: r.version, plural: r.plural });
-  const watches = createInformer<WatchOperation>(deps.kc, res(WATCH_OPERATION), {
-    client: deps.client,
-    ...scopedTo(deps.namespaces),
-    logger: deps.logger,
-  });
-  const instances = createInformer<ApplicationInstance>(deps.kc, res(APPLICATION_INSTANCE), {
-    name: 'applicationinstances.watch',
-    client: deps.client,
-    ...scopedTo(deps.namespaces),
-    logger: deps.logger,
-  });
-  const operations = createInformer<Operation>(deps.kc, res(OPERATION), {
-    name: 'operations.watch',
-    client: deps.client,
-    ...scopedTo(deps.namespaces),
-    logger: deps.logger,
-    labelSelector: LABEL_WATCH_OPERATION,
-  });
+  const factory =
+    deps.informers ?? new InformerFactory({ kc: deps.kc, client: deps.client, logger: deps.logger });
+  const scope = scopedTo(deps.namespaces);
+  const watches = factory.informer<WatchOperation>(res(WATCH_OPERATION), scope);
+  const instances = factory.informer<ApplicationInstance>(res(APPLICATION_INSTANCE), scope);
+  const operations = factory.informer<Operation>(res(OPERATION), scope);
+  const operationsOf = indexed(operations, OPERATIONS_BY_WATCH);
   const decided = new Map<string, { uid: string; status: WatchOperationStatus; rv?: string }>();
   const marks = new Map<string, InstanceMemo>();
   const created = new CreatedOperations();
@@ -145,8 +139,7 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     }
     const status = trustedStatus(ctx.key, watch);
     const view = instances.list(ns).map((i) => trustedInstance(ctx.name, i));
-    const mine = operations.list(ns).filter((o) => o.metadata.labels?.[LABEL_WATCH_OPERATION] === ctx.name);
-    const ops = created.merge(ctx.key, mine);
+    const ops = created.merge(ctx.key, operationsOf(ns, ctx.name));
     const now = new Date(clock.now());
     let plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, now);
     const uid = watch.metadata.uid ?? '';
@@ -241,6 +234,7 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     clock,
     logger: deps.logger,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.workers ? { workers: deps.workers } : {}),
   });
   const specOrMeta = anyOf(generationChanged, labelsOrAnnotationsChanged);
   controller.watch(watches, { updatePredicate: specOrMeta });

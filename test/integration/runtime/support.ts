@@ -38,6 +38,8 @@ export async function createNamespace(client: RestClient, prefix = 'rt'): Promis
 export interface TcpProxy {
   /** https://127.0.0.1:<port> */
   server: string;
+  /** Connections accepted so far (a keep-alive client opens few). */
+  readonly accepted: number;
   /** Drops every connection and refuses new ones until heal(). */
   cut(): void;
   heal(): void;
@@ -49,11 +51,13 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const url = new URL(target);
   const sockets = new Set<Socket>();
   let open = true;
+  let accepted = 0;
   const srv = createServer((client) => {
     if (!open) {
       client.destroy();
       return;
     }
+    accepted++;
     const upstream = connect(Number(url.port), url.hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -70,6 +74,9 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   return {
     server: `https://127.0.0.1:${port}`,
+    get accepted() {
+      return accepted;
+    },
     cut() {
       open = false;
       for (const s of sockets) s.destroy();

@@ -1,0 +1,258 @@
+// What every scenario stands on: its own kwok cluster (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok, the pinned binaries of bin/, as the demo and the e2e tests use them) with the
+// project's CRDs, an unthrottled driver client, the operator as its own process (as in its pod), and
+// the few process readings the tables need (RSS and CPU from /proc, metrics from /metrics).
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
+import { type KwokCluster, startKwokCluster } from '../../hack/lib/kwok-cluster.ts';
+import { isAlreadyExists, RestClient } from '../../operator/src/runtime/index.ts';
+import { OperatorProcess } from '../../test/support/operator-process.ts';
+
+export const OPERATOR_NAMESPACE = 'vworkspace-system';
+
+/** The project's own CRDs (the bench needs no upstream engine CRDs). */
+export function ownCrdFiles(): string[] {
+  const dir = join(ROOT, 'bundle/manifests');
+  return readdirSync(dir)
+    .filter((f) => /^[a-z0-9.-]+\.vworkspace\.io_[a-z]+\.yaml$/.test(f))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
+export interface World {
+  name: string;
+  cluster: KwokCluster;
+  kc: KubeConfig;
+  /** The driver: no client-side limit, so the bench itself is never what throttles a measurement. */
+  api: RestClient;
+  logDir: string;
+  stop(): Promise<void>;
+}
+
+export async function startWorld(name: string, logDir: string): Promise<World> {
+  await mkdir(logDir, { recursive: true });
+  const cluster = await startKwokCluster({ name, crdFiles: ownCrdFiles() });
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster.kubeconfigPath);
+  const api = new RestClient(kc, { qps: 0 });
+  await create(api, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: OPERATOR_NAMESPACE } });
+  return {
+    name,
+    cluster,
+    kc,
+    api,
+    logDir,
+    stop: async () => {
+      await api.close();
+      await cluster.stop();
+    },
+  };
+}
+
+/** REST path of a namespaced collection. */
+export function collection(apiVersion: string, plural: string, ns: string): string {
+  return `${apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`}/namespaces/${ns}/${plural}`;
+}
+
+const PLURALS: Record<string, string> = {
+  Namespace: 'namespaces',
+  Secret: 'secrets',
+  ServiceAccount: 'serviceaccounts',
+  ConfigMap: 'configmaps',
+  Job: 'jobs',
+  CronJob: 'cronjobs',
+  ApplicationInstance: 'applicationinstances',
+  Operation: 'operations',
+  CronOperation: 'cronoperations',
+};
+
+/** The POST path of `obj` (namespaced by metadata.namespace, cluster-scoped otherwise). */
+export function pathOf(obj: Record<string, unknown>): string {
+  const apiVersion = String(obj.apiVersion);
+  const plural = PLURALS[String(obj.kind)];
+  if (!plural) throw new Error(`bench: no plural for ${String(obj.kind)}`);
+  const ns = (obj.metadata as { namespace?: string }).namespace;
+  if (!ns) return apiVersion.includes('/') ? `/apis/${apiVersion}/${plural}` : `/api/${apiVersion}/${plural}`;
+  return collection(apiVersion, plural, ns);
+}
+
+/** Creates `obj`; an existing one is fine (setup steps are re-runnable). */
+export async function create(api: RestClient, obj: Record<string, unknown>, query?: Record<string, string>) {
+  try {
+    return await api.request({ method: 'POST', path: pathOf(obj), body: obj, ...(query ? { query } : {}) });
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+    return undefined;
+  }
+}
+
+/** Runs `fn` over `items` with at most `concurrency` in flight. */
+export async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<unknown>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+/** Creates every object, 32 at a time (setup, not measured). */
+export function createAll(api: RestClient, objs: readonly Record<string, unknown>[]): Promise<void> {
+  return pool(objs, 32, (o) => create(api, o));
+}
+
+// ---- processes -----------------------------------------------------------------------------------
+
+export interface ProcSample {
+  rssMiB: number;
+  /** CPU seconds (user + system) since the process started. */
+  cpuSeconds: number;
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+export function sampleProcess(pid: number): ProcSample | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rssKb = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? Number.NaN);
+    // The command name may contain spaces: the fields after its closing parenthesis are fixed.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    return { rssMiB: rssKb / 1024, cpuSeconds: ticks / CLOCK_TICKS };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU used over `ms` as a share of one core, and the RSS at the end. */
+export async function idleUsage(pid: number, ms: number): Promise<{ cpuCores: number; rssMiB: number }> {
+  const a = sampleProcess(pid);
+  const t0 = performance.now();
+  await sleep(ms);
+  const b = sampleProcess(pid);
+  const dt = (performance.now() - t0) / 1000;
+  if (!a || !b) return { cpuCores: Number.NaN, rssMiB: Number.NaN };
+  return { cpuCores: (b.cpuSeconds - a.cpuSeconds) / dt, rssMiB: b.rssMiB };
+}
+
+/** The kube-controller-manager of `world` (kwokctl starts it outside our process tree). */
+export function controllerManagerPid(world: World): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (cmd[0]?.endsWith('kube-controller-manager') && cmd.some((a) => a.includes(world.cluster.workdir)))
+        return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+// ---- the operator --------------------------------------------------------------------------------
+
+/** A graceful stop may drain queues and must let `--cpu-prof` write its profile before SIGKILL. */
+export const STOP_GRACE_MS = 120_000;
+
+export interface OperatorRun {
+  proc: OperatorProcess;
+  startedAt: number;
+  webhookPort?: number;
+}
+
+export interface OperatorOptions {
+  env?: Record<string, string>;
+  /** Webhook serving certificates (tls.crt, tls.key): the webhook is served on a free port. */
+  certDir?: string;
+  /** Node flags, e.g. ['--cpu-prof', '--cpu-prof-dir', dir]. */
+  nodeArgs?: string[];
+  /** Another checkout's operator/src/main.ts (a baseline to compare with). */
+  main?: string;
+}
+
+/** How every scenario starts its operators (bench/run.ts --profile, --operator-main, --env). */
+export interface OperatorVariant {
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  main?: string;
+}
+
+export async function startOperator(
+  world: World,
+  label: string,
+  opts: OperatorOptions = {},
+): Promise<OperatorRun> {
+  const webhookPort = opts.certDir ? await freePort() : undefined;
+  const startedAt = Date.now();
+  const proc = await OperatorProcess.start(
+    {
+      kubeconfigPath: world.cluster.kubeconfigPath,
+      namespace: OPERATOR_NAMESPACE,
+      logDir: world.logDir,
+      env: {
+        ...(opts.certDir
+          ? { WEBHOOK_CERT_DIR: opts.certDir, WEBHOOK_PORT: String(webhookPort), WEBHOOK_HOST: '127.0.0.1' }
+          : {}),
+        ...opts.env,
+      },
+      ...(opts.nodeArgs?.length || opts.main
+        ? {
+            launch: {
+              command: process.execPath,
+              args: [...(opts.nodeArgs ?? []), opts.main ?? 'operator/src/main.ts'],
+            },
+          }
+        : {}),
+    },
+    label,
+  );
+  return { proc, startedAt, ...(webhookPort ? { webhookPort } : {}) };
+}
+
+/** Metric samples by series (`name{labels}` exactly as exposed, `name` alone without labels). */
+export async function scrape(proc: OperatorProcess): Promise<Map<string, number>> {
+  const res = await fetch(`http://127.0.0.1:${proc.metricsPort}/metrics`, {
+    signal: AbortSignal.timeout(10_000),
+  });
+  const out = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+  }
+  return out;
+}
+
+/** Sum of every series of `name` whose labels contain `match` (e.g. 'controller="operation"'). */
+export function metricSum(m: Map<string, number>, name: string, match = ''): number {
+  let sum = 0;
+  for (const [k, v] of m) {
+    if ((k === name || k.startsWith(`${name}{`)) && k.includes(match)) sum += v;
+  }
+  return sum;
+}
+
+/** Waits until the operator's queues are empty and nothing is in flight for `quietMs`. */
+export async function waitQuiet(proc: OperatorProcess, quietMs: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quietSince: number | undefined;
+  let lastTotal = -1;
+  while (Date.now() < deadline) {
+    const m = await scrape(proc);
+    const busy = metricSum(m, 'workqueue_depth') + metricSum(m, 'controller_runtime_active_workers');
+    const total = metricSum(m, 'controller_runtime_reconcile_total');
+    if (busy === 0 && total === lastTotal) {
+      quietSince ??= Date.now();
+      if (Date.now() - quietSince >= quietMs) return;
+    } else quietSince = undefined;
+    lastTotal = total;
+    await sleep(1000);
+  }
+  throw new Error(`operator not quiet within ${timeoutMs} ms`);
+}

@@ -1,0 +1,129 @@
+// Admission latency: server-side dry-run creates of RunCommand Operations (through the operator's
+// mutating and validating webhooks, which read the target and ask a SubjectAccessReview) beside dry-run
+// creates of ConfigMaps (no webhook), each at a steady rate, interleaved, open loop (a request is sent
+// on schedule whether or not the previous one has answered), measured at the client.
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { makeServingCert } from '../../hack/lib/certs.ts';
+import {
+  applyWebhookConfigurations,
+  csvWebhookDefinitions,
+  webhookConfigurations,
+} from '../../hack/lib/webhooks.ts';
+import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
+import { row, type ScenarioResult } from '../lib/result.ts';
+import { quantile } from '../lib/stats.ts';
+import {
+  createAll,
+  type OperatorVariant,
+  pathOf,
+  STOP_GRACE_MS,
+  startOperator,
+  startWorld,
+  type World,
+} from '../lib/world.ts';
+
+export interface AdmissionOptions {
+  /** Requests per second of EACH kind. */
+  rate: number;
+  seconds: number;
+  runs: number;
+  logDir: string;
+  operator?: OperatorVariant;
+}
+
+const NS = 'adm';
+
+async function timed(world: World, obj: Record<string, unknown>): Promise<number> {
+  const t = performance.now();
+  await world.api.request({ method: 'POST', path: pathOf(obj), body: obj, query: { dryRun: 'All' } });
+  return performance.now() - t;
+}
+
+/** Sends `make(i)` every 1000/rate ms for `seconds`, starting `offsetMs` in; resolves with latencies (ms). */
+async function steady(
+  world: World,
+  rate: number,
+  seconds: number,
+  offsetMs: number,
+  make: (i: number) => Record<string, unknown>,
+  errors: string[],
+): Promise<number[]> {
+  const start = performance.now() + offsetMs;
+  const pending: Promise<number | undefined>[] = [];
+  for (let i = 0; i < rate * seconds; i++) {
+    const wait = start + (i * 1000) / rate - performance.now();
+    if (wait > 0) await sleep(wait);
+    pending.push(
+      timed(world, make(i)).catch((err: unknown) => {
+        errors.push(String(err));
+        return undefined;
+      }),
+    );
+  }
+  return (await Promise.all(pending)).filter((v): v is number => v !== undefined);
+}
+
+export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
+  const t0 = Date.now();
+  const world = await startWorld('vws-bench-admission', o.logDir);
+  const certs = makeServingCert(join(o.logDir, 'admission-certs'));
+  const op = await startOperator(world, 'operator-admission', {
+    certDir: certs.dir,
+    ...o.operator,
+  });
+  const notes: string[] = [];
+  try {
+    await op.proc.waitReady(120_000);
+    await applyWebhookConfigurations(
+      world.api,
+      webhookConfigurations(csvWebhookDefinitions(), `https://127.0.0.1:${op.webhookPort}`, certs.caPem),
+    );
+    await createAll(world.api, [namespace(NS, 'admission')]);
+    await createAll(world.api, [
+      serviceAccount('vworkspace-runner', NS),
+      instance('app', NS),
+      releaseSecret('app', NS),
+    ]);
+    const operation = (i: number) => runCommand(`dry-${i}`, NS, 'app');
+    const configMap = (i: number) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `dry-${i}`, namespace: NS },
+      data: { key: 'value' },
+    });
+    // Warm up both paths (connections, caches, JIT) and prove the webhook admits the request.
+    for (let i = 0; i < 50; i++) await Promise.all([timed(world, operation(i)), timed(world, configMap(i))]);
+    const runs: { op: number[]; cm: number[] }[] = [];
+    const errors: string[] = [];
+    for (let run = 0; run < o.runs; run++) {
+      const half = 500 / o.rate;
+      const [opLat, cmLat] = await Promise.all([
+        steady(world, o.rate, o.seconds, 0, operation, errors),
+        steady(world, o.rate, o.seconds, half, configMap, errors),
+      ]);
+      runs.push({ op: opLat, cm: cmLat });
+      await sleep(2000);
+    }
+    if (errors.length) notes.push(`${errors.length} requests failed, e.g. ${errors[0]}`);
+    notes.push(`${o.rate} req/s of each kind for ${o.seconds} s per run`);
+    const q = (p: number, side: 'op' | 'cm') => runs.map((r) => quantile(r[side], p));
+    return {
+      scenario: 'admission',
+      title: `admission at ${o.rate}/s`,
+      params: { rate: o.rate, seconds: o.seconds, runs: o.runs },
+      rows: [
+        row('dry-run create p50 (vs ConfigMap)', ' ms', q(0.5, 'op'), q(0.5, 'cm'), (_, __, r) => ({
+          text: 'ratio ≤ 2',
+          met: (r ?? Number.NaN) <= 2,
+        })),
+        row('dry-run create p99 (vs ConfigMap)', ' ms', q(0.99, 'op'), q(0.99, 'cm')),
+      ],
+      notes,
+      durationSeconds: (Date.now() - t0) / 1000,
+    };
+  } finally {
+    await op.proc.stop(STOP_GRACE_MS);
+    await world.stop();
+  }
+}

@@ -1,0 +1,184 @@
+// Throughput: N RunCommand Operations (one per Ready ApplicationInstance) until all N child Jobs exist,
+// beside N raw Jobs written by a client until all exist. Both in the same run, on the same cluster,
+// timed by the same watch; the order alternates between runs, and each phase starts only once the
+// previous one's Jobs have finished, so neither runs in the other's wake. Setup (instances, their Helm
+// records, Ready) is not timed.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { instance, job, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
+import { Recorder } from '../lib/recorder.ts';
+import { row, type ScenarioResult } from '../lib/result.ts';
+
+import {
+  collection,
+  create,
+  createAll,
+  metricSum,
+  type OperatorVariant,
+  pool,
+  STOP_GRACE_MS,
+  scrape,
+  startOperator,
+  startWorld,
+  type World,
+} from '../lib/world.ts';
+
+export interface OperationsOptions {
+  n: number;
+  runs: number;
+  logDir: string;
+  operator?: OperatorVariant;
+}
+
+interface Listed {
+  items?: { status?: { conditions?: { type: string; status: string }[] } }[];
+}
+
+async function waitAllReady(world: World, ns: string, n: number): Promise<void> {
+  const deadline = Date.now() + 30 * 60_000;
+  while (Date.now() < deadline) {
+    const list = await world.api.request<Listed>({
+      method: 'GET',
+      path: collection('apps.vworkspace.io/v1alpha1', 'applicationinstances', ns),
+    });
+    const ready = (list.items ?? []).filter((i) =>
+      i.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    ).length;
+    if (ready >= n) return;
+    await sleep(2000);
+  }
+  throw new Error(`instances of ${ns} not Ready in time`);
+}
+
+interface JobList {
+  items?: { metadata?: { name?: string }; status?: { succeeded?: number; failed?: number } }[];
+}
+
+/**
+ * Waits until every Job of the namespace has finished (and so its pod, and the Operations' last status
+ * writes, are behind us): the next phase starts on a quiet cluster, not in the first one's wake.
+ */
+async function settle(world: World, ns: string, jobs: number): Promise<void> {
+  const deadline = Date.now() + 15 * 60_000;
+  while (Date.now() < deadline) {
+    const list = await world.api.request<JobList>({
+      method: 'GET',
+      path: collection('batch/v1', 'jobs', ns),
+    });
+    const items = list.items ?? [];
+    if (
+      items.length >= jobs &&
+      items.every((j) => (j.status?.succeeded ?? 0) + (j.status?.failed ?? 0) > 0)
+    ) {
+      await sleep(5_000);
+      return;
+    }
+    await sleep(2_000);
+  }
+  throw new Error(`Jobs of ${ns} did not finish in time`);
+}
+
+async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+export async function operations(o: OperationsOptions): Promise<ScenarioResult> {
+  const t0 = Date.now();
+  const world = await startWorld(`vws-bench-ops-${o.n}`, o.logDir);
+  const notes: string[] = [];
+  const opTimes: number[] = [];
+  const rawTimes: number[] = [];
+  const requestsPerOp: number[] = [];
+  const throttled: number[] = [];
+  const op = await startOperator(world, `operator-ops-${o.n}`, {
+    ...o.operator,
+  });
+  try {
+    await op.proc.waitReady(120_000);
+    await op.proc.waitLeader(60_000);
+    for (let run = 0; run < o.runs; run++) {
+      const ns = `ops-r${run}`;
+      await create(world.api, namespace(ns, String(run)));
+      await create(world.api, serviceAccount('vworkspace-runner', ns));
+      const names = Array.from({ length: o.n }, (_, i) => `app${i}`);
+      await createAll(
+        world.api,
+        names.flatMap((n) => [instance(n, ns), releaseSecret(n, ns)]),
+      );
+      await waitAllReady(world, ns, o.n);
+      const jobs = new Recorder(world.kc, world.api, {
+        group: 'batch',
+        version: 'v1',
+        plural: 'jobs',
+        namespace: ns,
+      });
+      await jobs.start();
+      const owned = (kind: 'Operation' | undefined) =>
+        [...jobs.seen.values()].filter((s) =>
+          kind
+            ? s.obj.metadata?.ownerReferences?.some((r) => r.kind === kind)
+            : s.obj.metadata?.name?.startsWith('raw-'),
+        );
+      const before = await scrape(op.proc);
+      const operatorPhase = async () => {
+        const start = Date.now();
+        await pool(names, 32, (n) => create(world.api, runCommand(`rc-${n}`, ns, n)));
+        await until(`${o.n} child Jobs`, () => owned('Operation').length >= o.n, 30 * 60_000);
+        opTimes.push((Math.max(...owned('Operation').map((s) => s.at)) - start) / 1000);
+        await settle(world, ns, jobs.seen.size);
+      };
+      const rawPhase = async () => {
+        const start = Date.now();
+        await pool(names, 32, (n) => create(world.api, job(`raw-${n}`, ns)));
+        await until(`${o.n} raw Jobs`, () => owned(undefined).length >= o.n, 30 * 60_000);
+        rawTimes.push((Math.max(...owned(undefined).map((s) => s.at)) - start) / 1000);
+        await settle(world, ns, jobs.seen.size);
+      };
+      if (run % 2 === 0) {
+        await operatorPhase();
+        await rawPhase();
+      } else {
+        await rawPhase();
+        await operatorPhase();
+      }
+      const after = await scrape(op.proc);
+      const sel = 'client="operation"';
+      requestsPerOp.push(
+        (metricSum(after, 'rest_client_requests_total', sel) -
+          metricSum(before, 'rest_client_requests_total', sel)) /
+          o.n,
+      );
+      throttled.push(
+        metricSum(after, 'rest_client_rate_limiter_duration_seconds_sum', sel) -
+          metricSum(before, 'rest_client_rate_limiter_duration_seconds_sum', sel),
+      );
+      await jobs.stop();
+      // Not waited for: the namespace controller cleans up while the next run sets up.
+      await world.api.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}` });
+    }
+    notes.push(
+      `operation controller: ${requestsPerOp.map((r) => r.toFixed(1)).join(' / ')} API requests per Operation per run (child, status, events; all phases until the measurement ended), ${throttled.map((t) => t.toFixed(0)).join(' / ')} s waited on the client-side rate limiter`,
+    );
+    if (op.proc.crashed) notes.push('the operator exited on its own during the run');
+    return {
+      scenario: `operations-${o.n}`,
+      title: `${o.n} Operations → children`,
+      params: { n: o.n, runs: o.runs, operator: o.operator ?? {} },
+      rows: [
+        row(`all ${o.n} children exist (vs raw Jobs)`, ' s', opTimes, rawTimes, (_, __, r) => ({
+          text: o.n <= 500 ? 'ratio ≤ 3' : 'none at this size',
+          met: o.n <= 500 ? (r ?? Number.NaN) <= 3 : true,
+        })),
+      ],
+      notes,
+      data: { opTimes, rawTimes, requestsPerOp, throttled },
+      durationSeconds: (Date.now() - t0) / 1000,
+    };
+  } finally {
+    await op.proc.stop(STOP_GRACE_MS);
+    await world.stop();
+  }
+}

@@ -1,0 +1,142 @@
+// The informer's store: objects by key with secondary indexes, client-go's cache.Indexer.
+//
+// Reads are the hot path of every controller (key mappers run per watch event, reconciles per key,
+// metrics per scrape), so a lookup by namespace, target or owner must cost the size of the answer,
+// not a scan of the whole cache. Index functions map an object to the values it is found under
+// (`byIndex(name, value)`); the namespace index always exists.
+//
+// Objects are stored as given: the informer hands in frozen objects and hands out the same ones.
+
+import type { KubernetesObject } from '@kubernetes/client-node';
+
+/** The values `obj` is indexed under (none: undefined, null or []). Must depend on `obj` alone. */
+export type IndexFunc<T> = (obj: T) => string | readonly string[] | undefined | null;
+
+export const NAMESPACE_INDEX = 'namespace';
+
+function valuesOf<T>(fn: IndexFunc<T>, obj: T): readonly string[] {
+  const v = fn(obj);
+  if (v === undefined || v === null) return [];
+  return typeof v === 'string' ? [v] : v;
+}
+
+export class Indexer<T extends KubernetesObject> {
+  #items = new Map<string, T>();
+  readonly #indexers = new Map<string, IndexFunc<T>>();
+  /** index name → value → keys */
+  readonly #indices = new Map<string, Map<string, Set<string>>>();
+
+  constructor() {
+    this.addIndexer(NAMESPACE_INDEX, (o) => o.metadata?.namespace);
+  }
+
+  /**
+   * Adds an index and fills it from what is stored. A name is taken once: a second indexer of the
+   * same name is ignored and false returned (controllers sharing one informer may ask for the same
+   * index; give different functions different names).
+   */
+  addIndexer(name: string, fn: IndexFunc<T>): boolean {
+    if (this.#indexers.has(name)) return false;
+    this.#indexers.set(name, fn);
+    const index = new Map<string, Set<string>>();
+    this.#indices.set(name, index);
+    for (const [key, obj] of this.#items) this.#addTo(index, fn, key, obj);
+    return true;
+  }
+
+  hasIndexer(name: string): boolean {
+    return this.#indexers.has(name);
+  }
+
+  get size(): number {
+    return this.#items.size;
+  }
+
+  get(key: string): T | undefined {
+    return this.#items.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.#items.has(key);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#items.keys();
+  }
+
+  values(): IterableIterator<T> {
+    return this.#items.values();
+  }
+
+  entries(): IterableIterator<[string, T]> {
+    return this.#items.entries();
+  }
+
+  /** Stores `obj` under `key`; returns what was there. */
+  set(key: string, obj: T): T | undefined {
+    const old = this.#items.get(key);
+    if (old !== undefined) this.#unindex(key, old);
+    this.#items.set(key, obj);
+    for (const [name, fn] of this.#indexers) this.#addTo(this.#indices.get(name)!, fn, key, obj);
+    return old;
+  }
+
+  delete(key: string): T | undefined {
+    const old = this.#items.get(key);
+    if (old === undefined) return undefined;
+    this.#unindex(key, old);
+    this.#items.delete(key);
+    return old;
+  }
+
+  /** Replaces everything (a relist); returns the previous contents. */
+  replace(items: Map<string, T>): Map<string, T> {
+    const old = this.#items;
+    this.#items = items;
+    for (const [name, fn] of this.#indexers) {
+      const index = new Map<string, Set<string>>();
+      this.#indices.set(name, index);
+      for (const [key, obj] of items) this.#addTo(index, fn, key, obj);
+    }
+    return old;
+  }
+
+  /** Keys of the objects indexed under `value` by index `name` (throws for an unknown index). */
+  indexKeys(name: string, value: string): string[] {
+    const index = this.#indices.get(name);
+    if (!index) throw new Error(`no index named ${JSON.stringify(name)}`);
+    return [...(index.get(value) ?? [])];
+  }
+
+  byIndex(name: string, value: string): T[] {
+    const out: T[] = [];
+    for (const key of this.indexKeys(name, value)) {
+      const o = this.#items.get(key);
+      if (o !== undefined) out.push(o);
+    }
+    return out;
+  }
+
+  #addTo(index: Map<string, Set<string>>, fn: IndexFunc<T>, key: string, obj: T): void {
+    for (const v of valuesOf(fn, obj)) {
+      let keys = index.get(v);
+      if (!keys) {
+        keys = new Set();
+        index.set(v, keys);
+      }
+      keys.add(key);
+    }
+  }
+
+  #unindex(key: string, obj: T): void {
+    for (const [name, fn] of this.#indexers) {
+      const index = this.#indices.get(name)!;
+      for (const v of valuesOf(fn, obj)) {
+        const keys = index.get(v);
+        if (!keys) continue;
+        keys.delete(key);
+        if (keys.size === 0) index.delete(v);
+      }
+    }
+  }
+}
