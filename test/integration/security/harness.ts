@@ -176,7 +176,8 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
   const kubeconfigPath = inject('kubeconfig');
   const adminKc = new KubeConfig();
   adminKc.loadFromFile(kubeconfigPath);
-  const admin = new RestClient(adminKc);
+  // The test's admin: unthrottled (qps 0); the operator under test is its own process with its own settings.
+  const admin = new RestClient(adminKc, { qps: 0 });
   const worldLabel = 'vws-security-world';
   const operatorNamespace = `sec-${id}-operator`;
   const veleroNamespace = `sec-${id}-velero`;
