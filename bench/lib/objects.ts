@@ -2,6 +2,7 @@
 // same work: a RunCommand Operation's child Job and a raw Job run the same container; a CronOperation
 // and a CronJob fire on the same schedule. Pure.
 import { gzipSync } from 'node:zlib';
+import { TINY_APP_REF } from '../../test/support/helm.ts';
 
 export const IMAGE = 'docker.io/library/busybox:1.37.0';
 const COMMAND = ['sh', '-c', 'true'];
@@ -21,15 +22,7 @@ export function instance(name: string, ns: string): Obj {
     kind: 'ApplicationInstance',
     metadata: { name, namespace: ns, annotations: { 'ops.vworkspace.io/runcommand': 'job' } },
     spec: {
-      appRef: {
-        catalogId: 'tiny',
-        chart: {
-          sourceType: 'helm',
-          url: 'https://charts.example.com/stable',
-          name: 'tiny',
-          version: '1.0.0',
-        },
-      },
+      appRef: TINY_APP_REF,
       release: { name, namespace: ns },
     },
   };

@@ -8,6 +8,12 @@ import { BIN, ROOT } from '../../hack/lib/controlplane.ts';
 const run = promisify(execFile);
 export const TINY_CHART = join(ROOT, 'test/fixtures/charts/tiny');
 
+/** The catalog entry of the tiny chart, as an ApplicationInstance's spec.appRef names it. */
+export const TINY_APP_REF = {
+  catalogId: 'tiny',
+  chart: { sourceType: 'helm', url: 'https://charts.example.com/stable', name: 'tiny', version: '1.0.0' },
+};
+
 export async function helm(kubeconfig: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
   const bin = join(BIN, 'helm');
   if (!existsSync(bin))
@@ -37,15 +43,7 @@ export function tinyInstance(release: string, namespace: string): Record<string,
       annotations: { 'ops.vworkspace.io/backup': 'velero', 'ops.vworkspace.io/runcommand': 'job' },
     },
     spec: {
-      appRef: {
-        catalogId: 'tiny',
-        chart: {
-          sourceType: 'helm',
-          url: 'https://charts.example.com/stable',
-          name: 'tiny',
-          version: '1.0.0',
-        },
-      },
+      appRef: TINY_APP_REF,
       release: { name: release, namespace },
     },
   };

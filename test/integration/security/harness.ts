@@ -26,7 +26,7 @@ import {
 } from '../../../operator/src/rbac/profiles.ts';
 import { isNotFound, KubeApiError, PATCH_TYPES, RestClient } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
-import { helm, TINY_CHART } from '../../support/helm.ts';
+import { helm, TINY_APP_REF, TINY_CHART } from '../../support/helm.ts';
 import { OperatorProcess, tail } from '../../support/operator-process.ts';
 import { RecordingProxy } from './recording-proxy.ts';
 
@@ -437,15 +437,7 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
             ),
           },
           spec: {
-            appRef: {
-              catalogId: 'tiny',
-              chart: {
-                sourceType: 'helm',
-                url: 'https://charts.example.com/stable',
-                name: 'tiny',
-                version: '1.0.0',
-              },
-            },
+            appRef: TINY_APP_REF,
             release: {
               name: release?.name ?? name,
               ...(release?.namespace ? { namespace: release.namespace } : {}),

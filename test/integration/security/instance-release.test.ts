@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { RestClient } from '../../../operator/src/runtime/index.ts';
+import { TINY_APP_REF } from '../../support/helm.ts';
 import { startWorld, type World } from './harness.ts';
 
 const APPS = '/apis/apps.vworkspace.io/v1alpha1';
@@ -24,15 +25,7 @@ function createInstance(
       kind: 'ApplicationInstance',
       metadata: { name },
       spec: {
-        appRef: {
-          catalogId: 'tiny',
-          chart: {
-            sourceType: 'helm',
-            url: 'https://charts.example.com/stable',
-            name: 'tiny',
-            version: '1.0.0',
-          },
-        },
+        appRef: TINY_APP_REF,
         release,
       },
     },
