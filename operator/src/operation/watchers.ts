@@ -16,7 +16,7 @@ import { keyOf } from '../runtime/keys.ts';
 import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
 import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
-import { multiNamespaceListerWatcher } from '../runtime/multi-namespace.ts';
+import { scopedListerWatcher } from '../runtime/multi-namespace.ts';
 
 export interface ChildKind {
   apiVersion: string;
@@ -70,12 +70,9 @@ export class ChildWatcher {
 
   #childLw(apiVersion: string, resource: { group: string; version: string; plural: string }) {
     const { kc, client } = this.#deps;
-    const namespaces = this.#deps.childNamespaces?.(apiVersion) ?? [];
-    return namespaces.length > 0
-      ? multiNamespaceListerWatcher<KubernetesObject>(namespaces, (namespace) =>
-          kubeListerWatcher<KubernetesObject>(kc, { ...resource, namespace }, client),
-        )
-      : kubeListerWatcher<KubernetesObject>(kc, resource, client);
+    return scopedListerWatcher(resource, this.#deps.childNamespaces?.(apiVersion), (r) =>
+      kubeListerWatcher<KubernetesObject>(kc, r, client),
+    );
   }
 
   /** Starts the informer of `kind` if not yet running. */

@@ -34,7 +34,7 @@ import {
   resourcePath,
 } from './kube-client.ts';
 import { type Logger, silentLogger } from './logger.ts';
-import { multiNamespaceListerWatcher } from './multi-namespace.ts';
+import { scopedListerWatcher } from './multi-namespace.ts';
 import { freezeNormalized } from './normalize.ts';
 
 export interface ListOptions {
@@ -540,11 +540,6 @@ export function createInformer<T extends KubernetesObject>(
   return new Informer<T>({
     ...rest,
     name: name ?? `${resource.plural}${resource.group ? `.${resource.group}` : ''}`,
-    listerWatcher:
-      namespaces?.length && !resource.namespace
-        ? multiNamespaceListerWatcher<T>(namespaces, (namespace) =>
-            kubeListerWatcher<T>(kc, { ...resource, namespace }, c),
-          )
-        : kubeListerWatcher<T>(kc, resource, c),
+    listerWatcher: scopedListerWatcher(resource, namespaces, (r) => kubeListerWatcher<T>(kc, r, c)),
   });
 }

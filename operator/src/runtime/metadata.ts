@@ -8,7 +8,7 @@
 import type { KubeConfig, KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import { Informer, type KubeInformerOptions, kubeListerWatcher, type ListerWatcher } from './informer.ts';
 import { type KubeClient, type ResourceRef, RestClient } from './kube-client.ts';
-import { multiNamespaceListerWatcher } from './multi-namespace.ts';
+import { scopedListerWatcher } from './multi-namespace.ts';
 
 /** Accept of a metadata-only list (meta.k8s.io/v1 PartialObjectMetadataList). */
 export const PARTIAL_OBJECT_METADATA_LIST =
@@ -85,12 +85,6 @@ export function createMetadataInformer(
   return new Informer<PartialObjectMetadata>({
     ...rest,
     name: name ?? `${resource.plural}${resource.group ? `.${resource.group}` : ''}.metadata`,
-    // WATCH_NAMESPACE: one stream per watched namespace, as createInformer does (multi-namespace.ts).
-    listerWatcher:
-      namespaces?.length && !resource.namespace
-        ? multiNamespaceListerWatcher<PartialObjectMetadata>(namespaces, (namespace) =>
-            kubeMetadataListerWatcher(kc, { ...resource, namespace }, c),
-          )
-        : kubeMetadataListerWatcher(kc, resource, c),
+    listerWatcher: scopedListerWatcher(resource, namespaces, (r) => kubeMetadataListerWatcher(kc, r, c)),
   });
 }

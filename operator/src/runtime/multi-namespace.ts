@@ -9,10 +9,25 @@
 // other failure in one namespace ends the whole watch, and the informer's relist starts all afresh.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ListerWatcher, ListResult } from './informer.ts';
+import type { ResourceRef } from './kube-client.ts';
 
 /** createInformer's `namespaces` option, left out when every namespace is watched. */
 export function scopedTo(namespaces: readonly string[] | undefined): { namespaces?: readonly string[] } {
   return namespaces?.length ? { namespaces } : {};
+}
+
+/**
+ * `make(resource)` for a namespaced resource left unscoped, or one stream per namespace of `namespaces`
+ * (WATCH_NAMESPACE): what every informer constructor uses to honour the install mode.
+ */
+export function scopedListerWatcher<T extends KubernetesObject>(
+  resource: ResourceRef,
+  namespaces: readonly string[] | undefined,
+  make: (resource: ResourceRef) => ListerWatcher<T>,
+): ListerWatcher<T> {
+  return namespaces?.length && !resource.namespace
+    ? multiNamespaceListerWatcher<T>(namespaces, (namespace) => make({ ...resource, namespace }))
+    : make(resource);
 }
 
 export function multiNamespaceListerWatcher<T extends KubernetesObject>(
