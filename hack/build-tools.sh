@@ -308,6 +308,17 @@ tool_busybox() {
   log busybox "ready in bin/: busybox ($("$BIN/busybox" | head -1))"
 }
 
+# The real engines (issue 13, docs/engines.md): each engine's tools live in hack/tools/<engine>.sh, which
+# defines its tool_<name> functions and adds them to ENGINE_TOOLS (in build order). `engines` builds them all,
+# `<engine>` (the file's name) builds one engine's.
+ENGINE_TOOLS=()
+declare -A ENGINE_GROUP=()
+for f in "$ROOT"/hack/tools/*.sh; do
+  [ -e "$f" ] || continue
+  # shellcheck source=/dev/null
+  source "$f"
+done
+
 run_group() {
   case $1 in
     core) tool_etcd; tool_kube_apiserver ;;
@@ -316,11 +327,19 @@ run_group() {
     e2e) run_group cluster; run_group olm; tool_olm_operators ;;
     images) tool_crane; tool_registry; tool_grpc_health_probe; tool_skopeo ;;
     node) tool_kube_node; tool_containerd; tool_runc; tool_cni_plugins; tool_iptables; tool_coredns; tool_busybox; tool_pause; tool_olm_cpb ;;
-    all) run_group e2e; run_group images; run_group node ;;
+    engines) for t in "${ENGINE_TOOLS[@]}"; do "tool_${t//-/_}"; done ;;
+    all) run_group e2e; run_group images; run_group node; run_group engines ;;
     etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe | skopeo | \
       kube-node | containerd | runc | cni-plugins | iptables | coredns | busybox | pause | olm-cpb)
       "tool_$(echo "$1" | tr - _)" ;;
-    *) echo "unknown tool or group: $1 (groups: core cluster olm e2e images node all)" >&2; exit 2 ;;
+    *)
+      if [ -n "${ENGINE_GROUP[$1]:-}" ]; then
+        for t in ${ENGINE_GROUP[$1]}; do "tool_${t//-/_}"; done
+      elif declare -F "tool_${1//-/_}" >/dev/null; then
+        "tool_${1//-/_}"
+      else
+        echo "unknown tool or group: $1 (groups: core cluster olm e2e images node engines ${!ENGINE_GROUP[*]} all)" >&2; exit 2
+      fi ;;
   esac
 }
 
