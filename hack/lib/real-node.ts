@@ -336,7 +336,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
 
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
-    const client = new RestClient(kc);
+    const client = new RestClient(kc, { qps: 0 }); // the harness's own client: unthrottled
     await waitUntil(
       `node ${NODE_NAME} Ready`,
       async () => {

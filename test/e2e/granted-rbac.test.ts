@@ -18,7 +18,6 @@
 // runCommand.job is granted and stops at Accepted=False/RbacProfileMissing, creating nothing, in the
 // namespace where it is not. Last, a CronOperation's Operation — created by the operator's ServiceAccount,
 // which holds no type verb — is admitted on the CronOperation's authority (ADR 0011) and succeeds.
-
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect } from 'vitest';
 import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
@@ -31,7 +30,8 @@ import {
 import { CRON_OPERATION } from '../../operator/src/api/constants.ts';
 import type { CronOperation } from '../../operator/src/api/cronoperation.ts';
 import type { Operation } from '../../operator/src/api/operation.ts';
-import { type KubeClient, RestClient, resourcePath } from '../../operator/src/runtime/index.ts';
+import { type KubeClient, resourcePath } from '../../operator/src/runtime/index.ts';
+import { testClient } from '../support/clients.ts';
 import { eventually } from '../support/eventually.ts';
 import { EngineSimulator } from '../support/simulator.ts';
 import {
@@ -63,7 +63,7 @@ const OPERATOR_SA = { namespace: OPERATORS_NAMESPACE, name: SERVICE_ACCOUNT };
 function clientFor(kubeconfigPath: string): KubeClient {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  return new RestClient(kc);
+  return testClient(kc);
 }
 
 const children = async (client: KubeClient, ns: string, group: string, version: string, plural: string) =>

@@ -31,7 +31,8 @@ import {
   waitCatalogSourceReady,
 } from '../../../hack/lib/olm.ts';
 import { tailFile } from '../../../hack/lib/process.ts';
-import { type KubeClient, RestClient } from '../../../operator/src/runtime/index.ts';
+import type { KubeClient } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import { buildCatalog, builtVersions } from './catalog.ts';
 import { olmReport } from './olm-api.ts';
 
@@ -95,7 +96,7 @@ export class World {
       });
       w.kc = new KubeConfig();
       w.kc.loadFromFile(w.cluster.kubeconfigPath);
-      w.client = new RestClient(w.kc);
+      w.client = testClient(w.kc);
       w.say(
         'installing OLM (CRDs, namespaces olm and operators, global OperatorGroup) and starting its olm and catalog operators ...',
       );

@@ -18,7 +18,8 @@ import {
   createCatalogInformer,
 } from '../../../operator/src/catalog/store.ts';
 import { EventRecorder } from '../../../operator/src/runtime/events.ts';
-import { KubeApiError, type KubeStatus, RestClient } from '../../../operator/src/runtime/kube-client.ts';
+import { KubeApiError, type KubeStatus, type RestClient } from '../../../operator/src/runtime/kube-client.ts';
+import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 
@@ -37,7 +38,7 @@ function impersonating(admin: KubeConfig, user: string): RestClient {
     contexts: [{ name: user, cluster: cluster.name, user }],
     currentContext: user,
   });
-  return new RestClient(kc);
+  return testClient(kc);
 }
 
 /** The API server's Status for a failed call. */
@@ -56,7 +57,7 @@ async function failure(p: Promise<unknown>): Promise<KubeStatus & { causes: { fi
 
 describe('admission webhooks', () => {
   const admin = adminKubeConfig();
-  const client = new RestClient(admin);
+  const client = testClient(admin);
   const certDir = mkdtempSync(join(tmpdir(), 'vws-admission-'));
   const cert = makeServingCert(certDir);
   const suffix = `${Date.now()}`;

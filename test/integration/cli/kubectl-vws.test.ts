@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT } from '../../../hack/lib/controlplane.ts';
 import type { CronOperation, Operation } from '../../../operator/src/api/index.ts';
 import { manualRunPrefix } from '../../../operator/src/cli/requests.ts';
-import { FakeClock, PATCH_TYPES, RestClient } from '../../../operator/src/runtime/index.ts';
+import { FakeClock, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import {
   create,
   cronObject,
@@ -31,7 +32,7 @@ interface Run {
 
 describe('kubectl vws (the plugin as a process)', () => {
   const kc = adminKubeConfig();
-  const raw = new RestClient(kc);
+  const raw = testClient(kc);
   const bin = mkdtempSync(join(tmpdir(), 'vws-plugin-'));
   const children = new Set<ChildProcess>();
   let operator: Schedulers;

@@ -3,7 +3,8 @@
 // chart (with PVCs), the runner ServiceAccount, the restic repository Secret and a WorkflowTemplate.
 import { KubeConfig } from '@kubernetes/client-node';
 import { LABEL_HELM_INSTANCE } from '../../../operator/src/api/annotations.ts';
-import { type KubeClient, RestClient, resourcePath } from '../../../operator/src/runtime/index.ts';
+import { type KubeClient, resourcePath } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { Api } from '../operation/support.ts';
 import { BARE, CAPABILITIES, INSTANCES, REPO_SECRET, type Side, WORKFLOW_TEMPLATE } from './plan.ts';
@@ -21,7 +22,7 @@ export interface World {
 export function connect(kubeconfigPath: string): World {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  return { kc, client: new RestClient(kc), api: new Api(kc) };
+  return { kc, client: testClient(kc), api: new Api(kc) };
 }
 
 async function create(client: KubeClient, path: string, body: Record<string, unknown>): Promise<void> {

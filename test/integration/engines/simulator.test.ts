@@ -18,10 +18,11 @@ import type {
 } from '../../../operator/src/engines/types.ts';
 import {
   PATCH_TYPES,
-  RestClient,
+  type RestClient,
   resourcePath,
   splitApiVersion,
 } from '../../../operator/src/runtime/kube-client.ts';
+import { testClient } from '../../support/clients.ts';
 import { ANNOTATION_OUTCOME, EngineSimulator, HOLD } from '../../support/simulator.ts';
 import { eventually } from '../runtime/support.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
@@ -34,7 +35,7 @@ let seq = 0;
 
 beforeAll(async () => {
   const kc = adminKubeConfig();
-  client = new RestClient(kc);
+  client = testClient(kc);
   ns = await createNamespace(kc, 'eng');
   veleroNs = await createNamespace(kc, 'velero');
   sim = new EngineSimulator(client, { namespaces: [ns, veleroNs], intervalMs: 100 });

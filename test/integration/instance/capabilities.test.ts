@@ -17,12 +17,12 @@ import {
   Manager,
   ObjectWriter,
   PATCH_TYPES,
-  RestClient,
   RestMapper,
   RuntimeMetrics,
   resourcePath,
   silentLogger,
 } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
@@ -32,7 +32,7 @@ const a = (verb: string) => `ops.vworkspace.io/${verb}`;
 describe('ApplicationInstance capabilities (Pull mode)', () => {
   const kubeconfig = inject('kubeconfig');
   const kc = adminKubeConfig();
-  const client = new RestClient(kc);
+  const client = testClient(kc);
   const manager = new Manager({
     leaderElection: false,
     metricsPort: false,

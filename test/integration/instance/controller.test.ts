@@ -15,12 +15,12 @@ import {
   type KubeRequest,
   Manager,
   ObjectWriter,
-  RestClient,
   RestMapper,
   RuntimeMetrics,
   resourcePath,
   silentLogger,
 } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
@@ -48,7 +48,7 @@ interface EventItem {
 describe('ApplicationInstance controller', () => {
   const kubeconfig = inject('kubeconfig');
   const kc = adminKubeConfig();
-  const raw = new RestClient(kc);
+  const raw = testClient(kc);
   const client = new CountingClient(raw);
   const metrics = new RuntimeMetrics();
   const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });

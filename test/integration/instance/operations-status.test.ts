@@ -11,11 +11,11 @@ import {
   Manager,
   ObjectWriter,
   PATCH_TYPES,
-  RestClient,
   RestMapper,
   RuntimeMetrics,
   silentLogger,
 } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import {
   create,
   cronObject,
@@ -31,7 +31,7 @@ import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 
 describe('ApplicationInstance status.operations and status.nextScheduledRun', () => {
   const kc = adminKubeConfig();
-  const client = new RestClient(kc);
+  const client = testClient(kc);
   const manager = new Manager({
     leaderElection: false,
     metricsPort: false,

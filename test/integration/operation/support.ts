@@ -20,12 +20,12 @@ import {
   Manager,
   ObjectWriter,
   PATCH_TYPES,
-  RestClient,
   RestMapper,
   RuntimeMetrics,
   resourcePath,
   silentLogger,
 } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 
 export { eventually } from '../runtime/support.ts';
 
@@ -59,7 +59,7 @@ export function startController(
     templates?: TemplateSource;
   } = {},
 ): RunningController {
-  const client = new RestClient(kc);
+  const client = testClient(kc);
   const mapper = new RestMapper(client);
   const metrics = new RuntimeMetrics();
   const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
@@ -96,7 +96,7 @@ export function startController(
 export class Api {
   readonly client: KubeClient;
   constructor(kc: KubeConfig) {
-    this.client = new RestClient(kc);
+    this.client = testClient(kc);
   }
 
   opPath(ns: string, name?: string, sub?: string) {

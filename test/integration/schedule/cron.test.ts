@@ -9,10 +9,11 @@ import {
   type CronOperationSpec,
   LABEL_CRON_OPERATION,
 } from '../../../operator/src/api/index.ts';
-import { FakeClock, type KubeClient, RestClient } from '../../../operator/src/runtime/index.ts';
+import { FakeClock, type KubeClient } from '../../../operator/src/runtime/index.ts';
 import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { CRON_EVENT } from '../../../operator/src/schedule/cron-decide.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
+import { testClient } from '../../support/clients.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import {
   advanceToNextSlot as advance,
@@ -33,7 +34,7 @@ import {
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const kc = adminKubeConfig();
-const raw = new RestClient(kc);
+const raw = testClient(kc);
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {

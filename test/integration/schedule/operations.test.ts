@@ -11,8 +11,9 @@ import {
 } from '../../../operator/src/api/index.ts';
 import { OPERATION_CONTROLLER_NAME } from '../../../operator/src/operation/controller.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
-import { FakeClock, RestClient } from '../../../operator/src/runtime/index.ts';
+import { FakeClock } from '../../../operator/src/runtime/index.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
+import { testClient } from '../../support/clients.ts';
 import { Api, cond, type RunningController, startController } from '../operation/support.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import {
@@ -38,7 +39,7 @@ const BACKUP = { type: 'Backup', engine: 'workflow' } as const;
 describe('scheduled Operations through the Operation reconciler', () => {
   const kc = adminKubeConfig();
   const api = new Api(kc);
-  const raw = new RestClient(kc);
+  const raw = testClient(kc);
   const clock = new FakeClock(Date.now());
   let reconciler: RunningController;
   let schedulers: Schedulers;

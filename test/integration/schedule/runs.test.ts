@@ -8,8 +8,9 @@ import {
   type CronOperationSpec,
   type Operation,
 } from '../../../operator/src/api/index.ts';
-import { FakeClock, type KubeClient, RestClient } from '../../../operator/src/runtime/index.ts';
+import { FakeClock, type KubeClient } from '../../../operator/src/runtime/index.ts';
 import { CRON_EVENT, runOperationName } from '../../../operator/src/schedule/cron-decide.ts';
+import { testClient } from '../../support/clients.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import {
   advanceToNextSlot,
@@ -30,7 +31,7 @@ import {
 } from './support.ts';
 
 const kc = adminKubeConfig();
-const raw = new RestClient(kc);
+const raw = testClient(kc);
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {

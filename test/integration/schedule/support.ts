@@ -22,7 +22,7 @@ import {
   Manager,
   ObjectWriter,
   PATCH_TYPES,
-  RestClient,
+  type RestClient,
   RestMapper,
   RuntimeMetrics,
   resourcePath,
@@ -31,6 +31,7 @@ import {
 import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { createCronController } from '../../../operator/src/schedule/cron-controller.ts';
 import { createWatchController } from '../../../operator/src/schedule/watch-controller.ts';
+import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 
 export { eventually };
@@ -128,7 +129,7 @@ export function startSchedulers(
   clock: FakeClock,
   opts: { cron?: boolean; watch?: boolean; client?: KubeClient } = {},
 ): Schedulers {
-  const raw = new RestClient(kc);
+  const raw = testClient(kc);
   const client = opts.client ?? raw;
   const metrics = new RuntimeMetrics();
   const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });

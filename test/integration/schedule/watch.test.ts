@@ -8,10 +8,11 @@ import {
   type WatchOperationSpec,
   watchProcessedAnnotation,
 } from '../../../operator/src/api/index.ts';
-import { FakeClock, RestClient } from '../../../operator/src/runtime/index.ts';
+import { FakeClock } from '../../../operator/src/runtime/index.ts';
 import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { WATCH_CONTROLLER_NAME } from '../../../operator/src/schedule/watch-controller.ts';
 import { fieldsHash, WATCH_EVENT } from '../../../operator/src/schedule/watch-decide.ts';
+import { testClient } from '../../support/clients.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import {
   create,
@@ -35,7 +36,7 @@ const MINUTE = 60_000;
 
 describe('WatchOperation controller', () => {
   const kc = adminKubeConfig();
-  const raw = new RestClient(kc);
+  const raw = testClient(kc);
   const clock = new FakeClock(Date.now());
   let operator: Schedulers;
   let ns: string;

@@ -24,7 +24,13 @@ import {
   profileNamespaces,
   rbacProfile,
 } from '../../../operator/src/rbac/profiles.ts';
-import { isNotFound, KubeApiError, PATCH_TYPES, RestClient } from '../../../operator/src/runtime/index.ts';
+import {
+  isNotFound,
+  KubeApiError,
+  PATCH_TYPES,
+  type RestClient,
+} from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_APP_REF, TINY_CHART } from '../../support/helm.ts';
 import { OperatorProcess, tail } from '../../support/operator-process.ts';
@@ -128,7 +134,7 @@ function impersonating(admin: KubeConfig, user: string, groups?: string[]): Rest
     contexts: [{ name: user, cluster: cluster.name, user }],
     currentContext: user,
   });
-  return new RestClient(kc);
+  return testClient(kc);
 }
 
 async function applyObject(client: RestClient, path: string, body: Record<string, unknown>): Promise<void> {
@@ -177,7 +183,7 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
   const adminKc = new KubeConfig();
   adminKc.loadFromFile(kubeconfigPath);
   // The test's admin: unthrottled (qps 0); the operator under test is its own process with its own settings.
-  const admin = new RestClient(adminKc, { qps: 0 });
+  const admin = testClient(adminKc);
   const worldLabel = 'vws-security-world';
   const operatorNamespace = `sec-${id}-operator`;
   const veleroNamespace = `sec-${id}-velero`;

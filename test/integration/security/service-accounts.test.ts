@@ -8,6 +8,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { ANNOTATION_CREATED_BY } from '../../../operator/src/api/annotations.ts';
+import type { Operation } from '../../../operator/src/api/operation.ts';
 import { workflowRunbook } from '../../../operator/src/catalog/templates/workflow-runbook.ts';
 import { startWorld, type World } from './harness.ts';
 import { adminServiceAccount, childrenOf, jobsIn, settled } from './support.ts';
@@ -141,6 +143,23 @@ describe('a requester runs only as the ServiceAccounts the template allows, or a
       });
     await label(null);
     try {
+      // The API server picks the webhooks by its namespace cache, which sees the label go a moment later:
+      // until a dry run comes back without the webhook's stamp, the admin's Operation would be judged (and
+      // rightly allowed: the admin may run as ops-admin).
+      await w.waitFor('the webhooks to stop judging the unlabelled namespace', async () => {
+        const probe = await w.admin.request<Operation>({
+          method: 'POST',
+          path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${b}/operations`,
+          query: { dryRun: 'All' },
+          body: {
+            apiVersion: 'ops.vworkspace.io/v1alpha1',
+            kind: 'Operation',
+            metadata: { name: 'unjudged' },
+            spec: runCommand(ADMIN_SA),
+          },
+        });
+        return !probe.metadata?.annotations?.[ANNOTATION_CREATED_BY];
+      });
       await w.operation(w.admin, b, 'unjudged', runCommand(ADMIN_SA));
     } finally {
       await label(w.id);

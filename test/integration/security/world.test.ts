@@ -1,11 +1,10 @@
 // The security world itself: the operator really runs on the CSV's RBAC (what it may and may not do is the
 // CSV's answer, not an admin's), its webhooks judge requests in the world's namespaces only, and a tenant
 // is whoever the impersonated user's grants say.
-
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
-import { RestClient } from '../../../operator/src/runtime/index.ts';
+import { testClient } from '../../support/clients.ts';
 import { startWorld, type World } from './harness.ts';
 
 interface Review {
@@ -15,7 +14,7 @@ interface Review {
 async function operatorMay(w: World, namespace: string, verb: string, resource: string, group = '') {
   const kc = new KubeConfig();
   kc.loadFromFile(w.operatorKubeconfigPath);
-  const res = await new RestClient(kc).request<Review>({
+  const res = await testClient(kc).request<Review>({
     method: 'POST',
     path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
     body: {
