@@ -43,10 +43,30 @@ run_vitest() { # run_vitest PROJECT
     failed_stages+=("vitest $1")
   fi
 }
+# run_vitest_tagged PROJECT: the same, every output line prefixed with the project, the exit code in a file.
+run_vitest_tagged() {
+  vitest run --project "$1" --reporter=default --reporter=json --outputFile.json="$OUT/$1.json" 2>&1 |
+    sed -u "s/^/[$1] /"
+  echo "${PIPESTATUS[0]}" >"$OUT/$1.rc"
+}
 run_vitest unit
 if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
-  run_vitest integration
-  run_vitest e2e
+  if [ -n "${VWS_TEST_SERIAL:-}" ]; then
+    run_vitest integration
+    run_vitest e2e
+  else
+    # integration and e2e side by side: each waits on API servers and pods far more than it computes
+    # (the integration project used about half a core), and they share nothing: the integration API
+    # server, the e2e clusters and the real node each have their own ports, directories and locks.
+    # VWS_TEST_SERIAL=1 runs them one after the other.
+    stage "vitest --project integration and --project e2e, side by side"
+    run_vitest_tagged integration &
+    run_vitest_tagged e2e &
+    wait
+    for p in integration e2e; do
+      [ "$(cat "$OUT/$p.rc" 2>/dev/null)" = 0 ] || failed_stages+=("vitest $p")
+    done
+  fi
 fi
 
 # After every test: nothing a real node (test/e2e/real-node/) started may be left on this machine.
