@@ -115,11 +115,11 @@ if [ -f "$W/sysctl.saved" ]; then
   done <"$W/sysctl.saved"
 fi
 
-# 8. The directory and the one-node-per-machine lock.
-[ "$(cat /run/vws-real-node.lock 2>/dev/null)" = "$W" ] && rm -f /run/vws-real-node.lock
+# 8. The directory, then the one-node-per-machine lock: the lock going is the sign that everything is gone.
 if [ "${VWS_KEEP_CLUSTER:-}" = 1 ]; then
   say "kept $W (VWS_KEEP_CLUSTER=1)"
 else
   rm -rf "$W" 2>/dev/null || say "could not remove $W: $(find "$W" -maxdepth 3 | head -5)"
 fi
+[ "$(cat /run/vws-real-node.lock 2>/dev/null)" = "$W" ] && rm -f /run/vws-real-node.lock
 exit 0
