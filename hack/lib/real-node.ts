@@ -10,7 +10,7 @@
 // sysctls, files). One real node per machine at a time (/run/vws-real-node.lock): ports 10250 and the
 // iptables chains are the host's.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -101,18 +101,51 @@ function nodeAlive(dir: string): boolean {
   return false;
 }
 
-/** Takes the one-node lock; a stale holder's leftovers are cleaned first. */
+/**
+ * Takes the one-node lock (created exclusively, so two starters never both win). A live holder is waited
+ * for, up to VWS_NODE_LOCK_WAIT seconds (default 1800: several checkouts on one machine take turns); a
+ * stale holder's leftovers are cleaned first.
+ */
 async function takeLock(workdir: string, log: (l: string) => void): Promise<void> {
-  if (existsSync(LOCK)) {
-    const holder = readFileSync(LOCK, 'utf8').trim();
-    if (holder && nodeAlive(holder))
-      throw new Error(`another real node runs on this machine (${holder}); stop it first (one per machine)`);
+  const waitSeconds = Number(process.env.VWS_NODE_LOCK_WAIT ?? 1800);
+  const deadline = Date.now() + waitSeconds * 1000;
+  let said = 0;
+  for (;;) {
+    try {
+      await writeFile(LOCK, `${workdir}\n`, { flag: 'wx' });
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder = '';
+    try {
+      holder = readFileSync(LOCK, 'utf8').trim();
+    } catch {
+      continue; // released meanwhile
+    }
+    if (holder && nodeAlive(holder)) {
+      if (Date.now() > deadline)
+        throw new Error(
+          `another real node runs on this machine (${holder}) and did not stop within VWS_NODE_LOCK_WAIT=${waitSeconds} s; stop it first (one per machine)`,
+        );
+      if (Date.now() - said > 60_000) {
+        log(`waiting for the real node ${holder} to stop (one per machine)`);
+        said = Date.now();
+      }
+      await sleep(2000);
+      continue;
+    }
     if (holder && existsSync(holder)) {
       log(`cleaning up after a real node that did not stop (${holder})`);
       sh(CLEANUP, [holder]);
     }
+    // The cleanup removes a lock naming its directory; an empty or dangling one goes here.
+    try {
+      if (readFileSync(LOCK, 'utf8').trim() === holder) rmSync(LOCK, { force: true });
+    } catch {
+      // released meanwhile
+    }
   }
-  await writeFile(LOCK, `${workdir}\n`);
 }
 
 async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, logs: () => string) {
