@@ -24,6 +24,10 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 export GONOSUMDB=github.com/operator-framework/operator-sdk,github.com/operator-framework/operator-lifecycle-manager
 START=$(date +%s)
 
+# take_lock KEY / release_lock: one holder per cache entry across processes (fd 9, one at a time).
+take_lock() { mkdir -p "$CACHE/locks"; exec 9>"$CACHE/locks/$1.lock"; flock 9; }
+release_lock() { flock -u 9; exec 9>&-; }
+
 log() { printf '[tools %4ss] %-22s %s\n' "$(($(date +%s) - START))" "$1" "$2" >&2; }
 
 # rewrite_replaces MODFILE VERSION_FOR_LOCAL: prints replace lines for a wrapper module.
@@ -60,6 +64,8 @@ build() {
   local bins=()
   if [ "$maingo" != "-" ]; then bins=("$name"); else for p in "${pkgs[@]}"; do bins+=("$(basename "$p")"); done; fi
 
+  # Several checkouts on one machine share the cache: one builds a tool, the others wait for it.
+  take_lock "$name-$key"
   if [ ! -f "$out/.complete" ]; then
     local work="$CACHE/mod/$name-$key"
     rm -rf "$work" "$out"; mkdir -p "$work" "$out"
@@ -90,6 +96,7 @@ build() {
     touch "$out/.complete"
     log "$name" "built"
   fi
+  release_lock
   for b in "${bins[@]}"; do
     if ! cmp -s "$out/$b" "$BIN/$b" 2>/dev/null; then
       cp "$out/$b" "$BIN/$b.tmp" && chmod +x "$BIN/$b.tmp" && mv "$BIN/$b.tmp" "$BIN/$b"
@@ -190,6 +197,7 @@ deb_unpack() {
   shift
   key=$(printf '%s\n' "$tool" "$@" | sha256sum | cut -c1-16)
   out="$CACHE/bin/$tool-$key"
+  take_lock "$tool-$key"
   if [ ! -f "$out/.complete" ]; then
     rm -rf "$out" && mkdir -p "$out/dl" "$out/root"
     # A machine whose package lists were never fetched knows no candidate: fetch them (root), or say how.
@@ -204,6 +212,7 @@ deb_unpack() {
     touch "$out/.complete"
     log "$tool" "unpacked"
   fi
+  release_lock
   echo "$out/root"
 }
 # wrapper NAME DIR EXEC [ARG...]: bin/NAME runs bin/DIR/EXEC [ARG...] with the libraries of bin/DIR/lib.
@@ -293,10 +302,12 @@ tool_pause() {
   local src="$ROOT/hack/images/pause" key out
   key=$(cat "$src/go.mod" "$src/main.go" <(go version) | sha256sum | cut -c1-16)
   out="$CACHE/bin/pause-$key"
+  take_lock "pause-$key"
   if [ ! -f "$out/.complete" ]; then
     mkdir -p "$out" && (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$out/pause" .) && touch "$out/.complete"
     log pause built
   fi
+  release_lock
   cp "$out/pause" "$BIN/pause.tmp" && mv "$BIN/pause.tmp" "$BIN/pause"
   log pause "ready in bin/: pause"
 }
