@@ -4,6 +4,7 @@ import {
   CSI_NAMESPACE,
   type CsiLayout,
   csiObjects,
+  mountPropagation,
   RULES,
   SNAPSHOT_CLASS,
   STORAGE_CLASS,
@@ -153,5 +154,18 @@ describe('CSI manifests', () => {
       deletionPolicy: 'Delete',
     });
     expect(volumeSnapshotClass('x', 'other.csi', 'Retain')).not.toHaveProperty('metadata.annotations');
+  });
+
+  it('mount propagation is read from mountinfo: the last mount on the path decides', () => {
+    const table = [
+      '27 1 254:1 / / rw,relatime - ext4 /dev/vda rw',
+      '88 27 254:1 /tmp/n/kubelet /tmp/n/kubelet rw,relatime - ext4 /dev/vda rw',
+      '89 88 254:1 /tmp/n/kubelet /tmp/n/kubelet rw,relatime shared:120 - ext4 /dev/vda rw',
+      '90 27 254:1 /x /tmp/slave rw master:7 - ext4 /dev/vda rw',
+    ].join('\n');
+    expect(mountPropagation(table, '/tmp/n/kubelet')).toBe('shared');
+    expect(mountPropagation(table, '/')).toBe('private');
+    expect(mountPropagation(table, '/tmp/slave')).toBe('slave');
+    expect(mountPropagation(table, '/tmp/n')).toBeUndefined();
   });
 });

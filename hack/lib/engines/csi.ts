@@ -8,6 +8,7 @@
 // The builders are pure (csi.test.ts); installCsi() pushes the images (hack/images/engines/csi.ts),
 // applies the objects and waits until the kubelet lists the driver in the node's CSINode and every
 // container runs. Memoized per node, so journeys share one installation.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -279,6 +280,27 @@ export function csiObjects(l: CsiLayout): Obj[] {
   ];
 }
 
+/** The propagation of the mount at `path` in a mountinfo table (`shared`, `slave` or `private`); undefined: no mount there. Pure. */
+export function mountPropagation(
+  mountinfo: string,
+  path: string,
+): 'shared' | 'slave' | 'private' | undefined {
+  let found: 'shared' | 'slave' | 'private' | undefined;
+  for (const line of mountinfo.split('\n')) {
+    const fields = line.split(' ');
+    if (fields[4] !== path) continue;
+    // Optional fields (shared:N, master:N) sit between the mount options and the "-" separator; the last
+    // mount on a path is the one in effect.
+    const optional = fields.slice(6, fields.indexOf('-'));
+    found = optional.some((f) => f.startsWith('shared:'))
+      ? 'shared'
+      : optional.some((f) => f.startsWith('master:'))
+        ? 'slave'
+        : 'private';
+  }
+  return found;
+}
+
 export interface CsiInstall {
   driver: string;
   storageClass: string;
@@ -310,7 +332,14 @@ async function install(node: RealNode, log: (line: string) => void): Promise<Csi
   // Only the directory matters here; paths() derives every location from it.
   const kubeletRoot = paths({ dir: node.workdir } as NodeLayout).kubeletRoot;
   const dataDir = join(node.workdir, 'csi-hostpath');
-  log('CSI: building and pushing snapshot-controller, csi-snapshotter, csi-provisioner, csi-hostpath ...');
+  // The driver's Bidirectional mount needs the kubelet's root to be a shared mount on the host (this
+  // machine's / is private; the kubelet makes its root rshared when it starts).
+  const propagation = mountPropagation(readFileSync('/proc/self/mountinfo', 'utf8'), kubeletRoot);
+  if (propagation !== 'shared')
+    throw new Error(
+      `CSI: the kubelet root ${kubeletRoot} is ${propagation === undefined ? 'not a mount point' : `a ${propagation} mount`}; the driver's Bidirectional mount needs it shared (the kubelet makes it rshared when it starts)`,
+    );
+  log('CSI: the kubelet root is a shared mount; building and pushing snapshot-controller, csi-snapshotter, csi-provisioner, csi-hostpath ...');
   const built = csiImages(node.registryPrefix);
   for (const b of Object.values(built)) pushBuilt(b, node.workdir);
   const layout: CsiLayout = {
