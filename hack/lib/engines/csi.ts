@@ -339,7 +339,9 @@ async function install(node: RealNode, log: (line: string) => void): Promise<Csi
     throw new Error(
       `CSI: the kubelet root ${kubeletRoot} is ${propagation === undefined ? 'not a mount point' : `a ${propagation} mount`}; the driver's Bidirectional mount needs it shared (the kubelet makes it rshared when it starts)`,
     );
-  log('CSI: the kubelet root is a shared mount; building and pushing snapshot-controller, csi-snapshotter, csi-provisioner, csi-hostpath ...');
+  log(
+    'CSI: the kubelet root is a shared mount; building and pushing snapshot-controller, csi-snapshotter, csi-provisioner, csi-hostpath ...',
+  );
   const built = csiImages(node.registryPrefix);
   for (const b of Object.values(built)) pushBuilt(b, node.workdir);
   const layout: CsiLayout = {
