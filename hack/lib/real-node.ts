@@ -10,8 +10,9 @@
 // sysctls, files). One real node per machine at a time (/run/vws-real-node.lock): ports 10250 and the
 // iptables chains are the host's.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -214,8 +215,10 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
   );
   for (const p of ['bridge', 'host-local', 'loopback', 'portmap']) need(`cni/${p}`);
 
-  const workdir = await mkdtemp('/tmp/vws-node-');
+  // The directory is made only once the lock is ours: a starter that dies while it waits leaves nothing.
+  const workdir = `/tmp/vws-node-${randomBytes(6).toString('base64url').replace(/[-_]/g, 'x')}`;
   await takeLock(workdir, log);
+  await mkdir(workdir, { mode: 0o700 });
   const layout: NodeLayout = {
     dir: workdir,
     bin: BIN,
