@@ -37,7 +37,6 @@ import type {
   ObserveInput,
 } from './types.ts';
 
-export const MIGRATION_CONFIGMAP_SUFFIX = '-vworkspace-migration';
 export const MIGRATION_CONFIGMAP_KEY = 'job.yaml';
 
 const REASONS = {
@@ -312,9 +311,9 @@ function observeSteps(jobs: readonly KubernetesObject[], input: ObserveInput): O
     const name = job.metadata?.name ?? '';
     const outputs = { jobName: name, ...(done.length > 0 ? { jobNames: [...done, name].join(',') } : {}) };
     if (jobFailed(job)) {
-      const obs = observeJob([job], REASONS, `migration ${label(step, job)}`, input.pods);
-      const before = done.length > 0 ? ` after ${done.join(', ')} completed` : '';
-      return { ...obs, message: `${obs.message}${before}`, outputs };
+      const before = done.length > 0 ? ` (the hook Jobs before it completed: ${done.join(', ')})` : '';
+      const obs = observeJob([job], REASONS, `migration ${label(step, job)}${before}`, input.pods);
+      return { ...obs, outputs };
     }
     if (jobFinished(job)) {
       done.push(name);

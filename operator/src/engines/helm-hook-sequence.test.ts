@@ -201,11 +201,12 @@ describe('a sequence of hook Jobs', () => {
       pods: [{ pod: 'p-1', container: 'migrate', exitCode: 4, reason: 'Error', logTail: 'no such table' }],
     });
     expect(obs).toMatchObject({ phase: 'Failed', reason: 'HelmHookJobFailed', retryable: true });
-    expect(obs.message).toContain('migration hook 2/3 data Job');
     expect(obs.message).toContain(
       'container migrate of pod p-1 exited with code 4 (Error); last log lines: no such table',
     );
-    expect(obs.message).toContain(`after ${first.metadata.name} completed`);
+    expect(obs.message).toContain(
+      `migration hook 2/3 data (the hook Jobs before it completed: ${first.metadata.name}) Job ${second.metadata.name} failed (BackoffLimitExceeded`,
+    );
     expect(obs.actions).toBeUndefined();
   });
 

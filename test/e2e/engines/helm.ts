@@ -272,6 +272,12 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
           description: 'Rollback to 2',
         });
         expect((await configMap(ns, 'shop-config')).data?.message).toBe('hello from B');
+        // --reset-then-reuse-values: the failed revision had the release's own value on 1.2.0's new
+        // defaults (its `broken: true` is what failed; --reuse-values would have kept 1.1.0's defaults).
+        const values = JSON.parse(
+          await helm(['get', 'values', 'shop', '--revision', '3', '-n', ns, '-o', 'json']),
+        );
+        expect(values).toEqual({ message: 'hello from B' });
       });
     });
 
