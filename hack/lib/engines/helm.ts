@@ -189,7 +189,9 @@ async function install(node: RealNode, log: (m: string) => void): Promise<HelmEn
   const dir = join(node.workdir, 'helm-engine');
   const charts = join(dir, 'charts');
   const home = join(dir, 'home');
-  log('helm: runner image (bin/helm) → node registry; tiny chart versions → chart repository ...');
+  log(
+    `helm (node ${node.workdir}): runner image (bin/helm) → node registry; tiny chart versions → chart repository ...`,
+  );
   const image = helmImage(node.registryPrefix, 'engines', '0');
   pushBuilt(image, dir);
   await packageVersions(TINY_CHART_DIR, Object.values(TINY_VERSIONS), charts, home);
@@ -216,8 +218,10 @@ async function install(node: RealNode, log: (m: string) => void): Promise<HelmEn
     state,
     helmImage: image.ref,
     served,
+    // Closes the server; a later installHelm(node) starts anew.
     stop: () =>
       new Promise<void>((ok) => {
+        installed.delete(node);
         server.closeAllConnections();
         server.close(() => ok());
       }),

@@ -191,6 +191,7 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
     afterAll(async () => {
       await operations?.stop();
       await instances?.stop();
+      await engine?.stop();
     });
 
     describe('Upgrade (engine helm)', () => {
