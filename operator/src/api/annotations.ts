@@ -86,6 +86,10 @@ export const ANNOTATION_ATTEMPT = `${OPS_GROUP}/attempt`;
  * annotation, not a label: PVC names may be longer than a label value).
  */
 export const ANNOTATION_PVC = `${OPS_GROUP}/pvc`;
+/** On helmHookJob children made from a Helm hook: the hook's name in the release record (the chart's Job name). */
+export const ANNOTATION_HELM_HOOK = `${OPS_GROUP}/helm-hook`;
+/** On helmHookJob children made from a Helm hook: `<step>/<steps>`, the place in the hook-weight order. */
+export const ANNOTATION_HELM_HOOK_STEP = `${OPS_GROUP}/helm-hook-step`;
 /** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */
 export const LABEL_QUIESCE = `${OPS_GROUP}/quiesce`;
 /** On every generated RBAC profile ClusterRole: the profile id. */

@@ -9,6 +9,7 @@ import {
   type DecideInput,
   type Decision,
   decide,
+  mayMaterialize,
   retryBackoffMs,
 } from './decide.ts';
 import type { PreconditionFacts } from './preconditions.ts';
@@ -145,6 +146,44 @@ describe('decide: the happy path', () => {
     // Terminal: nothing more happens.
     expect(h.step()).toMatchObject({ events: [] });
     expect(h.last.create).toBeUndefined();
+  });
+
+  it("a running child's actions (e.g. resume the next Job of a sequence) are passed on, only while it runs", () => {
+    const h = new Harness(operation('b'));
+    h.step();
+    const resume = (c: KubernetesObject) => ({
+      kind: 'patch' as const,
+      child: c as ChildManifest,
+      patch: { spec: { suspend: false } },
+    });
+    const acting = {
+      ...adapter,
+      observe: (cs: readonly KubernetesObject[], i: Parameters<typeof adapter.observe>[1]) => ({
+        ...adapter.observe(cs, i),
+        actions: [resume(cs[0]!), { kind: 'none' as const }],
+      }),
+    };
+    const d = h.step({ adapter: acting });
+    expect(d.actions).toEqual([resume(h.child())]);
+    expect(d.cancel).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Running');
+    h.setChild({ phase: 'Succeeded' });
+    expect(h.step({ adapter: acting }).actions).toBeUndefined();
+  });
+
+  it('mayMaterialize: before the start and when a retry may follow, not while the attempt runs', () => {
+    const h = new Harness(operation('b'));
+    expect(mayMaterialize(h.op, [])).toBe(true);
+    h.step();
+    const child = h.child();
+    expect(mayMaterialize(h.op, [child])).toBe(false);
+    expect(mayMaterialize(h.op, [])).toBe(true); // deleted: ChildDeleted may retry
+    const failedJob = {
+      ...child,
+      kind: 'Job',
+      status: { conditions: [{ type: 'Failed', status: 'True' }] },
+    };
+    expect(mayMaterialize(h.op, [failedJob])).toBe(true);
   });
 
   it('lastTransitionTime moves only when a condition status changes', () => {

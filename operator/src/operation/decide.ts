@@ -34,6 +34,7 @@ import {
 } from '../api/reasons.ts';
 import { preconditionDeadlineSeconds, ttlSecondsFor } from '../catalog/policy.ts';
 import type { Template } from '../catalog/template.ts';
+import { jobFailed } from '../engines/runner-pod.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -116,6 +117,8 @@ export interface Decision {
   /** Create these (server-side apply), then record their uids in status.childRefs. */
   create?: ChildManifest[];
   cancel?: CancelAction[];
+  /** While running: what the adapter asks done to the children (Observation.actions), e.g. resume a Job. */
+  actions?: CancelAction[];
   /** ttlSecondsAfterFinished elapsed: delete the Operation (and its cross-namespace children). */
   deleteOperation?: boolean;
   requeueAfterMs?: number;
@@ -143,6 +146,16 @@ export function needsPreconditions(op: Operation): boolean {
   const phase = op.status?.phase;
   if (phase === undefined || phase === 'Pending' || phase === 'Blocked') return true;
   return isTerminalPhase(phase) && pendingReconcileRequest(op) !== undefined;
+}
+
+/**
+ * Whether this reconcile may materialize children (and so needs what the adapter reads from the
+ * environment): the Operation has not started, or its current attempt failed or lost a child (a retry).
+ */
+export function mayMaterialize(op: Operation, children: readonly KubernetesObject[]): boolean {
+  const refs = childRefsOf(op.status);
+  if (op.status?.phase !== 'Running' || refs.length === 0) return true;
+  return children.length < refs.length || children.some(jobFailed);
 }
 
 /** A new ops.vworkspace.io/reconcile value not acted on yet. */
@@ -638,7 +651,13 @@ function decideRunning(input: DecideInput): Decision {
   if (obs.phase === 'Running') {
     b.cond(CONDITION_RUNNING, 'True', obs.reason, obs.message);
     b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, obs.message);
-    return { status: b.status, events: [], ...deadlineRequeue(input, b.status) };
+    const actions = (obs.actions ?? []).filter((a) => a.kind !== 'none');
+    return {
+      status: b.status,
+      events: [],
+      ...(actions.length > 0 ? { actions } : {}),
+      ...deadlineRequeue(input, b.status),
+    };
   }
   if (obs.phase === 'Succeeded') {
     b.finish('Succeeded', obs.reason, obs.message);

@@ -54,7 +54,9 @@ describe('RBAC profiles', () => {
         resources: ['jobs'],
         verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
       },
-      { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+      // Rules of one core resource set with equal verbs are merged: configmaps and pods/log (get).
+      { apiGroups: [''], resources: ['configmaps', 'pods/log'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
     ]);
   });
 });

@@ -5,6 +5,7 @@
 // templates and the real adapters; the engines' controllers run as pods from images built here.
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
+import { helmJourney } from './helm.ts';
 import { snapshotJourney } from './snapshot.ts';
 
 describe('real engines on a real node', () => {
@@ -25,5 +26,6 @@ describe('real engines on a real node', () => {
   });
 
   // Journeys, in order (one line each): <engine>Journey(theNode, say);
+  helmJourney(theNode, say);
   snapshotJourney(theNode, say);
 });

@@ -8,7 +8,13 @@ import { OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
 import type { EffectiveTemplate } from '../../../operator/src/catalog/template.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { anInput, aVeleroBackup, builtinWith, materialized } from '../../../operator/src/engines/testing.ts';
+import {
+  anInput,
+  aReleaseHook,
+  aVeleroBackup,
+  builtinWith,
+  materialized,
+} from '../../../operator/src/engines/testing.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -355,25 +361,38 @@ describe('Job children are valid batch/v1 Jobs', () => {
       { version: '6.7.0' },
       { env: { helmImage: 'docker.io/alpine/helm:3.19.0' } },
     );
+    const hookJob = (name: string) => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name, annotations: { 'helm.sh/hook': 'pre-upgrade' } },
+      spec: {
+        template: {
+          spec: { containers: [{ name: 'migrate', image: 'busybox:1.37.0', command: ['true'] }] },
+        },
+      },
+    });
     const hook = await run(
+      'Migration',
+      'helmHookJob',
+      {},
+      { env: { releaseHooks: { revision: 1, hooks: [aReleaseHook(hookJob('migrate'))] } } },
+    );
+    // A sequence: the later hook Job is accepted suspended, as materialized.
+    const sequence = await run(
       'Migration',
       'helmHookJob',
       {},
       {
         env: {
-          migrationJob: {
-            apiVersion: 'batch/v1',
-            kind: 'Job',
-            metadata: { name: 'migrate', annotations: { 'helm.sh/hook': 'pre-upgrade' } },
-            spec: {
-              template: {
-                spec: { containers: [{ name: 'migrate', image: 'busybox:1.37.0', command: ['true'] }] },
-              },
-            },
+          releaseHooks: {
+            revision: 1,
+            hooks: [aReleaseHook(hookJob('prepare'), { weight: -1 }), aReleaseHook(hookJob('migrate'))],
           },
         },
       },
     );
+    const steps = (await current(sequence)) as (KubernetesObject & { spec?: { suspend?: boolean } })[];
+    expect(steps.map((j) => j.spec?.suspend ?? false)).toEqual([false, true]);
     for (const r of [job, helm, hook]) {
       const [created] = await current(r);
       expect(created).toMatchObject({ kind: 'Job', spec: { backoffLimit: 0 } });
