@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
 import type { BuiltImage } from '../build.ts';
 import { fileEntry, NONROOT, userlandEntries } from '../contents.ts';
-import { image, pinned } from '../node-images.ts';
+import { engineLayerCache, image, pinned } from '../node-images.ts';
 
 export interface VeleroImages {
   velero: BuiltImage;
@@ -24,6 +24,7 @@ export const AWS_PLUGIN = 'velero-plugin-for-aws';
 
 export function veleroImages(registry: string, epoch?: string): VeleroImages {
   const bin = (n: string) => join(ROOT, 'bin', n);
+  const cache = engineLayerCache();
   return {
     velero: image(
       registry,
@@ -36,6 +37,7 @@ export function veleroImages(registry: string, epoch?: string): VeleroImages {
       ],
       { user: `${NONROOT}:${NONROOT}`, entrypoint: ['/velero'] },
       epoch,
+      cache,
     ),
     awsPlugin: image(
       registry,
@@ -50,6 +52,7 @@ export function veleroImages(registry: string, epoch?: string): VeleroImages {
         entrypoint: ['/bin/cp-plugin', `/plugins/${AWS_PLUGIN}`, `${PLUGIN_TARGET}/${AWS_PLUGIN}`],
       },
       epoch,
+      cache,
     ),
   };
 }

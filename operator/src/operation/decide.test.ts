@@ -325,6 +325,20 @@ describe('decide: policies', () => {
     h.children.clear();
     h.step({ adapter: waiting });
     expect(h.op.status?.phase).toBe('Cancelled');
+    expect(h.cond('Succeeded')?.message).toMatch(/^spec\.cancel: ConfigMap \S+ deleted$/);
+  });
+
+  it('cancel: a child that finished before it could be stopped is said to have finished', () => {
+    const h = new Harness(operation('f'));
+    h.step();
+    h.setChild({ phase: 'Succeeded' });
+    h.op = { ...h.op, spec: { ...h.op.spec, cancel: true } };
+    const d = h.step();
+    expect(d.cancel).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Cancelled');
+    expect(h.cond('Succeeded')?.message).toMatch(
+      /^spec\.cancel: ConfigMap \S+ finished \(JobSucceeded\) before it could be stopped$/,
+    );
   });
 
   it('activeDeadlineSeconds with an engine that cannot stop the child now: says so, nothing to carry out', () => {

@@ -567,7 +567,10 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
     .join(', ');
   if (!obs || obs.phase !== 'Running') {
-    const message = `spec.cancel: ${names} stopped${obs ? ` (${obs.reason})` : ' (deleted)'}`;
+    // Say what happened, not that it was stopped: gone, or finished on its own first.
+    const message = obs
+      ? `spec.cancel: ${names} finished (${obs.reason}) before it could be stopped`
+      : `spec.cancel: ${names} deleted`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
