@@ -17,7 +17,7 @@
 // velero.io/v1 Restore: "" → New → InProgress → Finalizing → Completed | PartiallyFailed | Failed,
 //   New → FailedValidation; pkg/controller/restore_controller.go.
 // velero.io/v1 DeleteBackupRequest: "" → Processed. Deletes the named Backup unless it is InProgress,
-//   in which case it records the error "backup is still in progress", as
+//   in which case it records the error "backup deletion failed: backup is still in progress", as
 //   pkg/controller/backup_deletion_controller.go does (Velero cannot cancel a running backup).
 // argoproj.io/v1alpha1 Workflow   (no status subresource)
 //   "" → Running (a Steps root node and one Pod node Running) → Succeeded | Failed | Error, the Pod
@@ -392,7 +392,7 @@ export class EngineSimulator {
     try {
       const backup = await this.#client.request<Obj>({ method: 'GET', path });
       if (backup.status?.phase === 'InProgress') {
-        step.status = { phase: 'Processed', errors: ['backup is still in progress'] };
+        step.status = { phase: 'Processed', errors: ['backup deletion failed: backup is still in progress'] };
         return;
       }
       await this.#client.request({ method: 'DELETE', path });

@@ -97,7 +97,10 @@ export type CancelAction =
   | { kind: 'patch'; child: ChildManifest; patch: Record<string, unknown> } // e.g. Argo spec.shutdown
   | { kind: 'delete'; child: ChildManifest; propagationPolicy?: 'Foreground' | 'Background' }
   | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest
-  | { kind: 'none' };
+  | { kind: 'none' }
+  // Nothing the engine allows yet (a velero Backup in flight cannot be deleted): the Operation keeps
+  // cancelling, says `message`, and asks again when the child changes.
+  | { kind: 'wait'; message: string };
 export type ChildAction = CancelAction;
 
 /**

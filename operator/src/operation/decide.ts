@@ -580,17 +580,25 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
     .join(', ');
   if (!obs || obs.phase !== 'Running') {
-    const message = `spec.cancel: ${names} stopped${obs ? ` (${obs.reason})` : ' (deleted)'}`;
+    // Say what happened, not that it was stopped: gone, or finished on its own first.
+    const message = obs
+      ? `spec.cancel: ${names} finished (${obs.reason}) before it could be stopped`
+      : `spec.cancel: ${names} deleted`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
-  const actions = adapter!.cancel(input.children).filter((a) => a.kind !== 'none');
-  if (actions.length === 0) {
+  const all = adapter!.cancel(input.children);
+  const actions = actionable(all);
+  const waits = all.flatMap((a) => (a.kind === 'wait' ? [a.message] : []));
+  if (actions.length === 0 && waits.length === 0) {
     const message = `spec.cancel: engine ${op.spec.engine} cannot stop ${names}; it may still finish on its own`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
-  const message = `spec.cancel: stopping ${names}; waiting for it to stop`;
+  const message =
+    waits.length > 0
+      ? `spec.cancel: ${waits.join('; ')}`
+      : `spec.cancel: stopping ${names}; waiting for it to stop`;
   b.cond(CONDITION_RUNNING, 'True', obs.reason, message);
   b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, message);
   const announce = findCondition(
@@ -602,6 +610,11 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     cancel: actions,
     events: announce === message ? [] : [{ type: 'Normal', reason: 'Cancelling', note: message }],
   };
+}
+
+/** What the controller carries out: `none` and `wait` only shape the message. */
+function actionable(actions: readonly CancelAction[]): CancelAction[] {
+  return actions.filter((a) => a.kind !== 'none' && a.kind !== 'wait');
 }
 
 function attemptOf(op: Operation): { op: Operation; attempt: number } {
@@ -621,12 +634,16 @@ function decideRunning(input: DecideInput): Decision {
   const deadline = deadlineAt(input, b.status);
   if (deadline !== undefined && now >= deadline) {
     const seconds = (deadline - Date.parse(b.status.startedAt ?? '')) / 1000;
-    const message = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed; ${names} was stopped. Raise the deadline on a new Operation if the work needs longer`;
+    const cancel = actionable(adapter && input.children.length > 0 ? adapter.cancel(input.children) : []);
+    const stopped =
+      cancel.length > 0 || input.children.length === 0
+        ? `${names} was stopped`
+        : `engine ${op.spec.engine} cannot stop ${names} now; it may still finish on its own`;
+    const message = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed; ${stopped}. Raise the deadline on a new Operation if the work needs longer`;
     b.finish('Failed', 'DeadlineExceeded', message);
-    const cancel = adapter && input.children.length > 0 ? adapter.cancel(input.children) : [];
     return {
       status: b.status,
-      cancel: cancel.filter((a) => a.kind !== 'none'),
+      cancel,
       events: phaseEvent('Running', b.status, 'DeadlineExceeded', message),
       ...ttl({ ...input, op: { ...op, status: b.status } }),
     };
@@ -651,7 +668,7 @@ function decideRunning(input: DecideInput): Decision {
   if (obs.phase === 'Running') {
     b.cond(CONDITION_RUNNING, 'True', obs.reason, obs.message);
     b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, obs.message);
-    const actions = (obs.actions ?? []).filter((a) => a.kind !== 'none');
+    const actions = actionable(obs.actions ?? []);
     return {
       status: b.status,
       events: [],

@@ -31,6 +31,15 @@ describe('RBAC profiles', () => {
       resource: 'backups',
       verb: 'get',
     });
+    // Cancelling a velero Backup files a DeleteBackupRequest by server-side apply.
+    const backup = profileChecks(rbacProfile('backup.velero')!, { target: 'team', velero: 'velero' });
+    for (const verb of ['create', 'patch'])
+      expect(backup).toContainEqual({
+        namespace: 'velero',
+        group: 'velero.io',
+        resource: 'deletebackuprequests',
+        verb,
+      });
     const pvc = profileChecks(rbacProfile('backup.snapshot')!, { target: 'team', velero: 'velero' });
     expect(pvc).toContainEqual({
       namespace: 'team',

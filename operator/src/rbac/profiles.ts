@@ -49,8 +49,13 @@ const POD_OUTCOME = [rule('', 'pods', ['get', 'list']), rule('', 'pods/log', ['g
 export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacProfile>> = {
   'backup.velero': {
     id: 'backup.velero',
-    description: 'Create and follow velero.io Backups in the Velero namespace.',
-    rules: [rule('velero.io', 'backups', WRITE, 'velero')],
+    description:
+      'Create and follow velero.io Backups in the Velero namespace; on cancel, delete a Backup with a DeleteBackupRequest.',
+    rules: [
+      rule('velero.io', 'backups', WRITE, 'velero'),
+      // cancel files a DeleteBackupRequest by server-side apply (patch, and create when it is new).
+      rule('velero.io', 'deletebackuprequests', ['get', 'create', 'patch'], 'velero'),
+    ],
   },
   'restore.velero': {
     id: 'restore.velero',

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
 import { helmJourney } from './helm.ts';
 import { snapshotJourney } from './snapshot.ts';
+import { veleroJourney } from './velero.ts';
 
 describe('real engines on a real node', () => {
   let node: RealNode | undefined;
@@ -28,4 +29,5 @@ describe('real engines on a real node', () => {
   // Journeys, in order (one line each): <engine>Journey(theNode, say);
   helmJourney(theNode, say);
   snapshotJourney(theNode, say);
+  veleroJourney(theNode, say);
 });

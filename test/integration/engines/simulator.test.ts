@@ -238,14 +238,27 @@ describe('velero children on the real CRDs', () => {
     });
   });
 
-  it('cancel of a running Backup files a DeleteBackupRequest that Velero refuses while InProgress', async () => {
+  it('cancel of a running Backup waits: Velero refuses a DeleteBackupRequest while InProgress', async () => {
     const r = await run('Backup', 'velero', {}, { outcome: HOLD });
     await eventually('the Backup to be InProgress', async () => {
       const [b] = await current(r);
       return (b as { status?: { phase?: string } }).status?.phase === 'InProgress';
     });
-    const [action] = adapterFor('velero').cancel(await current(r));
-    if (action?.kind !== 'create') throw new Error('expected a DeleteBackupRequest');
+    const [b] = await current(r);
+    expect(adapterFor('velero').cancel([b!])).toEqual([
+      { kind: 'wait', message: expect.stringContaining('Velero cannot stop a Backup in flight') },
+    ]);
+    // What a request filed now would get (test/e2e/engines/velero.ts shows the same of Velero itself).
+    const name = b!.metadata!.name!;
+    const action = {
+      kind: 'create',
+      object: {
+        apiVersion: 'velero.io/v1',
+        kind: 'DeleteBackupRequest',
+        metadata: { name: `${name}-probe`, namespace: b!.metadata!.namespace! },
+        spec: { backupName: name },
+      },
+    } as const;
     await perform(action);
     const dbr = await eventually('the request to be processed', async () => {
       const o = await client.request<{ status?: { phase?: string; errors?: string[] } }>({
@@ -254,7 +267,7 @@ describe('velero children on the real CRDs', () => {
       });
       return o.status?.phase === 'Processed' ? o : undefined;
     });
-    expect(dbr.status?.errors).toEqual(['backup is still in progress']);
+    expect(dbr.status?.errors).toEqual(['backup deletion failed: backup is still in progress']);
     expect((await current(r)).length).toBe(1);
   });
 
