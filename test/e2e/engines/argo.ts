@@ -177,7 +177,10 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
       String(op.status?.outputs?.workflowName ?? op.status?.childRef?.name);
     const workflow = (name: string) =>
       api.client.request<
-        KubernetesObject & { spec?: Obj; status?: { phase?: string; nodes?: Record<string, Obj> } }
+        KubernetesObject & {
+          spec?: Obj;
+          status?: { phase?: string; message?: string; nodes?: Record<string, Obj> };
+        }
       >({
         method: 'GET',
         path: `/apis/argoproj.io/v1alpha1/namespaces/${ns}/workflows/${name}`,
@@ -245,6 +248,24 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
       expect(await stepLog(pods.get(`${wf}[1].second`))).toMatch(/^second: after /);
     });
 
+    it("the executor's rights are needed: run as the namespace's default account, the step fails and says why", async () => {
+      // No serviceAccountName: the WorkflowTemplate names none either, so Argo runs the pods as `default`,
+      // which lacks workflowtaskresults create/patch.
+      await api.createOperation(ns, 'no-rights', {
+        type: 'Runbook',
+        engine: 'workflow',
+        parameters: { workflowTemplateRef: { name: 'two-steps' }, arguments: { greeting: 'hi' } },
+      });
+      const op = await finished('no-rights');
+      expect(op.status?.phase, JSON.stringify(op.status)).toBe('Failed');
+      const c = cond(op, 'Succeeded');
+      expect(c).toMatchObject({ status: 'False', reason: 'WorkflowNodeFailed' });
+      // argoexec's wait container could not report the step's outputs.
+      expect(c?.message).toContain(
+        `node first failed: wait: Error (exit code 64): workflowtaskresults.argoproj.io is forbidden: User "system:serviceaccount:${ns}:default" cannot create resource "workflowtaskresults"`,
+      );
+    });
+
     /** Starts the long step, waits until `sleep 600` runs on the host, cancels; returns the ended Operation. */
     const cancelWhileRunning = async (name: string, template?: string) => {
       await runbook(name, 'waits-then-cleans-up', {}, template);
@@ -268,7 +289,7 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
       });
       const w = await workflow(wf);
       expect(w.spec).toMatchObject({ shutdown: 'Stop' });
-      expect(w.status?.phase).toBe('Failed');
+      expect(w.status).toMatchObject({ phase: 'Failed', message: "Stopped with strategy 'Stop'" });
       const exit = (await podsOf(wf)).get(`${wf}.onExit`);
       expect(await stepLog(exit)).toBe(`cleanup ran: ${wf} ended Failed`);
     });
@@ -282,7 +303,7 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
       );
       const w = await workflow(wf);
       expect(w.spec).toMatchObject({ shutdown: 'Terminate' });
-      expect(w.status?.phase).toBe('Failed');
+      expect(w.status).toMatchObject({ phase: 'Failed', message: "Stopped with strategy 'Terminate'" });
       const nodes = Object.values(w.status?.nodes ?? {}).map((n) => String(n.displayName));
       expect(nodes).not.toContain(`${wf}.onExit`);
       expect([...(await podsOf(wf)).keys()]).toEqual([wf]);
