@@ -8,6 +8,8 @@ import {
   argoControllerDeployment,
   argoCrdFiles,
   argoObjects,
+  crdFilesToInstall,
+  crdNameOf,
   workflowRunnerObjects,
 } from './argo.ts';
 
@@ -96,5 +98,26 @@ describe('Argo install manifests', () => {
       join(dir, 'argoproj.io_cronworkflows.yaml'),
       join(dir, 'argoproj.io_workflows.yaml'),
     ]);
+  });
+
+  it('sends only the CRDs the API server does not already serve from an identical file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'argo-crds-'));
+    const file = (plural: string, text: string) => {
+      const p = join(dir, `argoproj.io_${plural}.yaml`);
+      writeFileSync(p, text);
+      return p;
+    };
+    const wf = file('workflows', 'v3.7.3 workflows');
+    const tmpl = file('workflowtemplates', 'v3.7.3 templates');
+    const results = file('workflowtaskresults', 'v3.7.3 results');
+    expect(crdNameOf(wf)).toBe('workflows.argoproj.io');
+    expect(() => crdNameOf(join(dir, 'README.md'))).toThrow(/argoproj\.io_<plural>\.yaml/);
+    const node: Record<string, string> = { [wf]: 'v3.7.3 workflows', [tmpl]: 'v3.6.0 templates' };
+    const served = new Set(['workflows.argoproj.io', 'workflowtemplates.argoproj.io']);
+    // workflows: same file, served ⇒ skipped; templates: served but from another file ⇒ replaced;
+    // task results: not from the node at all ⇒ installed.
+    expect(crdFilesToInstall([wf, tmpl, results], (f) => node[f], served)).toEqual([tmpl, results]);
+    // Same file but not served (the node was started without CRDs) ⇒ installed.
+    expect(crdFilesToInstall([wf], (f) => node[f], new Set())).toEqual([wf]);
   });
 });

@@ -6,8 +6,8 @@
 // the operator only creates Workflows and reads their status. Installed once per node (memoized).
 //
 // The manifests are builders (pure, unit-tested); installArgo applies them and waits.
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { eventually } from '../../../test/support/eventually.ts';
 import { pushBuilt } from '../../images/build.ts';
 import { argoImages } from '../../images/engines/argo.ts';
@@ -228,6 +228,29 @@ export function argoCrdFiles(dir = join(BIN, 'argo/crds')): string[] {
   return files.sort().map((f) => join(dir, f));
 }
 
+/** The CRD an Argo CRD file defines, by Argo's file naming: `argoproj.io_<plural>.yaml`. */
+export function crdNameOf(file: string): string {
+  const m = /^argoproj\.io_([a-z]+)\.yaml$/.exec(basename(file));
+  if (!m) throw new Error(`${file} is not named like Argo's CRD files (argoproj.io_<plural>.yaml)`);
+  return `${m[1]}.argoproj.io`;
+}
+
+/**
+ * The files still to install: the control plane already installed some of Argo's CRDs from bin/crds
+ * (hack/fetch-crds.sh, same module and pin); one the API server serves from a byte-identical file is
+ * not sent again (workflows and workflowtemplates are 4.4 of the 7.6 MB).
+ */
+export function crdFilesToInstall(
+  files: readonly string[],
+  installedFrom: (file: string) => string | undefined,
+  served: ReadonlySet<string>,
+): string[] {
+  return files.filter((f) => {
+    const same = installedFrom(f);
+    return !(same !== undefined && same === readFileSync(f, 'utf8') && served.has(crdNameOf(f)));
+  });
+}
+
 const installs = new WeakMap<RealNode, Promise<ArgoInstall>>();
 
 /** Installs Argo Workflows on the node once; later calls share the first one's result. */
@@ -245,8 +268,22 @@ async function install(node: RealNode, log: (m: string) => void): Promise<ArgoIn
   const images = argoImages(node.registryPrefix);
   for (const image of [images.controller, images.executor]) pushBuilt(image, node.workdir);
   log('argo: controller and executor images built and pushed');
-  const crds = await installCrds(node.kubeconfigPath, files);
-  log(`argo: ${crds.length} CRDs established`);
+  const served = new Set<string>();
+  for (const f of files) {
+    const name = crdNameOf(f);
+    const crd = await node.client
+      .request({ method: 'GET', path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}` })
+      .catch(() => undefined);
+    if (crd) served.add(name);
+  }
+  const nodeCrd = (f: string) => {
+    const p = join(BIN, 'crds', basename(f));
+    return existsSync(p) ? readFileSync(p, 'utf8') : undefined;
+  };
+  const todo = crdFilesToInstall(files, nodeCrd, served);
+  if (todo.length > 0) await installCrds(node.kubeconfigPath, todo);
+  const crds = files.map(crdNameOf);
+  log(`argo: ${crds.length} CRDs served (${todo.length} installed now)`);
   for (const obj of argoObjects()) await apply(node.client, obj);
   await apply(node.client, argoControllerDeployment(images.controller.ref, images.executor.ref));
   await eventually(
