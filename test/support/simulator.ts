@@ -21,8 +21,8 @@
 //   pkg/controller/backup_deletion_controller.go does (Velero cannot cancel a running backup).
 // argoproj.io/v1alpha1 Workflow   (no status subresource)
 //   "" → Running (a Steps root node and one Pod node Running) → Succeeded | Failed | Error, the Pod
-//   node carrying the phase and message; `spec.shutdown: Terminate` → Failed with Argo's message
-//   "Stopped with strategy 'Terminate'". workflow/controller/operator.go.
+//   node carrying the phase and message; `spec.shutdown: Stop | Terminate` → Failed with Argo's message
+//   "Stopped with strategy '<strategy>'" (no exit handler is simulated). workflow/controller/operator.go.
 // volsync.backube/v1alpha1 ReplicationSource / ReplicationDestination   (status subresource)
 //   trigger.manual ≠ status.lastManualSync → Synchronizing=True/SyncInProgress → lastManualSync =
 //   trigger, latestMoverStatus.result Successful, Synchronizing=False/WaitingForManual. With outcome
@@ -138,13 +138,15 @@ function workflowStep(obj: Obj, outcome: string | undefined, now: string): Step 
     },
   });
   if (phase === 'Succeeded' || phase === 'Failed' || phase === 'Error') return NONE;
-  if (obj.spec?.shutdown === 'Terminate' && phase === 'Running') {
+  const shutdown = str(obj.spec?.shutdown);
+  if (shutdown && phase === 'Running') {
+    const stopped = `Stopped with strategy '${shutdown}'`;
     return status({
       ...s,
       phase: 'Failed',
       finishedAt: now,
-      message: "Stopped with strategy 'Terminate'",
-      nodes: nodes('Failed', 'Failed', "Stopped with strategy 'Terminate'"),
+      message: stopped,
+      nodes: nodes('Failed', 'Failed', stopped),
     });
   }
   if (phase === '' || phase === 'Pending') {

@@ -100,3 +100,8 @@ export const MANAGED_BY = 'vworkspace-operator';
 
 /** The label engines select release objects by (Velero label selector, PVC lookup). */
 export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';
+/**
+ * On an argoproj.io Workflow child: how cancel stops it (`Stop` or `Terminate`, Argo's spec.shutdown),
+ * from the template's workflowShutdown when the Workflow was created.
+ */
+export const ANNOTATION_SHUTDOWN = `${OPS_GROUP}/shutdown`;

@@ -5,6 +5,7 @@
 // templates and the real adapters; the engines' controllers run as pods from images built here.
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
+import { argoJourney } from './argo.ts';
 import { helmJourney } from './helm.ts';
 import { snapshotJourney } from './snapshot.ts';
 import { veleroJourney } from './velero.ts';
@@ -30,4 +31,6 @@ describe('real engines on a real node', () => {
   helmJourney(theNode, say);
   snapshotJourney(theNode, say);
   veleroJourney(theNode, say);
+  void theNode;
+  argoJourney(theNode, say);
 });

@@ -303,11 +303,11 @@ describe('workflow children on the real CRD', () => {
     expect((await until(r, 'WorkflowNodeFailed')).message).toContain('node main failed');
   });
 
-  it('cancel terminates it through spec.shutdown', async () => {
+  it("cancel stops it through spec.shutdown (the template's default: Stop)", async () => {
     const r = await run('Runbook', 'workflow', params, { outcome: HOLD, template });
     await until(r, 'WorkflowRunning');
     for (const a of adapterFor('workflow').cancel(await current(r))) await perform(a);
-    expect((await until(r, 'WorkflowNodeFailed')).message).toContain("Stopped with strategy 'Terminate'");
+    expect((await until(r, 'WorkflowNodeFailed')).message).toContain("Stopped with strategy 'Stop'");
   });
 });
 
