@@ -31,6 +31,5 @@ describe('real engines on a real node', () => {
   helmJourney(theNode, say);
   snapshotJourney(theNode, say);
   veleroJourney(theNode, say);
-  void theNode;
   argoJourney(theNode, say);
 });
