@@ -380,6 +380,25 @@ describe('decide: policies', () => {
     );
   });
 
+  it('cancel: a child that ends after the stop was asked is said to be stopped (an Argo Workflow ends Failed)', () => {
+    const stopping: EngineAdapter = {
+      ...adapter,
+      cancel: (children) => [
+        { kind: 'patch', child: children[0] as ChildManifest, patch: { spec: { shutdown: 'Stop' } } },
+      ],
+    };
+    const h = new Harness(operation('s'));
+    h.step();
+    h.op = { ...h.op, spec: { ...h.op.spec, cancel: true } };
+    expect(h.step({ adapter: stopping }).cancel).toEqual([expect.objectContaining({ kind: 'patch' })]);
+    expect(h.op.status?.phase).toBe('Running');
+    // The engine ends the child as asked: it reports a failure, which here is the stop's effect.
+    h.setChild({ phase: 'Failed' });
+    h.step({ adapter: stopping });
+    expect(h.op.status?.phase).toBe('Cancelled');
+    expect(h.cond('Succeeded')?.message).toMatch(/^spec\.cancel: ConfigMap \S+ stopped \(JobFailed\)$/);
+  });
+
   it('activeDeadlineSeconds with an engine that cannot stop the child now: says so, nothing to carry out', () => {
     const waiting: EngineAdapter = { ...adapter, cancel: () => [{ kind: 'wait', message: 'in flight' }] };
     const h = new Harness(operation('d', { policy: { activeDeadlineSeconds: 60 } }));

@@ -564,6 +564,9 @@ function deadlineRequeue(input: DecideInput, status: OperationStatus): Pick<Deci
   return at === undefined ? {} : { requeueAfterMs: Math.max(1, at - input.now) };
 }
 
+/** How the Running condition says stop actions were carried out (decideCancel reads it back). */
+const STOPPING = 'spec.cancel: stopping ';
+
 function decideCancel(input: DecideInput, started: boolean): Decision {
   const { op, now } = input;
   const before = op.status?.phase;
@@ -579,11 +582,18 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
   const names = childRefsOf(op.status)
     .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
     .join(', ');
+  const announce = findCondition(
+    op.status?.conditions as Condition[] | undefined,
+    CONDITION_RUNNING,
+  )?.message;
   if (!obs || obs.phase !== 'Running') {
-    // Say what happened, not that it was stopped: gone, or finished on its own first.
-    const message = obs
-      ? `spec.cancel: ${names} finished (${obs.reason}) before it could be stopped`
-      : `spec.cancel: ${names} deleted`;
+    // Say what happened: gone, ended by the stop this decision asked for earlier (an Argo Workflow ends
+    // Failed once shut down), or finished on its own before any stop was asked.
+    const message = !obs
+      ? `spec.cancel: ${names} deleted`
+      : announce?.startsWith(STOPPING)
+        ? `spec.cancel: ${names} stopped (${obs.reason})`
+        : `spec.cancel: ${names} finished (${obs.reason}) before it could be stopped`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
@@ -596,15 +606,9 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
   const message =
-    waits.length > 0
-      ? `spec.cancel: ${waits.join('; ')}`
-      : `spec.cancel: stopping ${names}; waiting for it to stop`;
+    waits.length > 0 ? `spec.cancel: ${waits.join('; ')}` : `${STOPPING}${names}; waiting for it to stop`;
   b.cond(CONDITION_RUNNING, 'True', obs.reason, message);
   b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, message);
-  const announce = findCondition(
-    op.status?.conditions as Condition[] | undefined,
-    CONDITION_RUNNING,
-  )?.message;
   return {
     status: b.status,
     cancel: actions,
