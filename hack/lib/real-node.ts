@@ -102,6 +102,19 @@ function nodeAlive(dir: string): boolean {
   return false;
 }
 
+/** What of the node's host-wide state (its address on lo, its bridge) exists now; empty when none. */
+function hostStateInUse(): string {
+  const found: string[] = [];
+  if (sh('ip', ['-o', 'addr', 'show', 'dev', 'lo']).includes(` ${NODE_IP}/`)) found.push(`${NODE_IP} on lo`);
+  try {
+    sh('ip', ['link', 'show', BRIDGE]);
+    found.push(`link ${BRIDGE}`);
+  } catch {
+    // absent: as it should be
+  }
+  return found.join(', ');
+}
+
 /** Is process `pid` alive? */
 function pidAlive(pid: number): boolean {
   try {
@@ -218,6 +231,16 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
   // The directory is made only once the lock is ours: a starter that dies while it waits leaves nothing.
   const workdir = `/tmp/vws-node-${randomBytes(6).toString('base64url').replace(/[-_]/g, 'x')}`;
   await takeLock(workdir, log);
+  // The lock is ours, so the node's host-wide things must be absent. If they are not, something else
+  // (a node started by an older checkout that misread the lock, or a leak) holds them: refuse, and do NOT
+  // run the cleanup, which would tear them down under it.
+  const held = hostStateInUse();
+  if (held) {
+    rmSync(LOCK, { force: true });
+    throw new Error(
+      `the real node's host state is already in use (${held}) although the node lock was free: another node runs without the lock, or one leaked; stop it, or run hack/lib/real-node-leaks.sh to find what is left`,
+    );
+  }
   await mkdir(workdir, { mode: 0o700 });
   const layout: NodeLayout = {
     dir: workdir,
