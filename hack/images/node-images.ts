@@ -55,7 +55,8 @@ function applets(busybox: string): string[] {
   return r.stdout.split('\n').filter(Boolean).sort();
 }
 
-function image(
+/** One single-layer image from `entries`, dated by the package's source date (engine images use it too). */
+export function image(
   registry: string,
   repo: string,
   tag: string,

@@ -166,7 +166,7 @@ export async function apply(
   const [group, version] = String(obj.apiVersion).includes('/')
     ? String(obj.apiVersion).split('/')
     : ['', String(obj.apiVersion)];
-  const plural = `${String(obj.kind).toLowerCase()}s`.replace(/ys$/, 'ies');
+  const plural = `${String(obj.kind).toLowerCase()}s`.replace(/ys$/, 'ies').replace(/sss$/, 'sses');
   const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
   const ns = meta.namespace ? `/namespaces/${meta.namespace}` : '';
   await client.request({
