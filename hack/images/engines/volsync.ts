@@ -13,10 +13,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
-import { type BuiltImage, sourceDate } from '../build.ts';
+import type { BuiltImage } from '../build.ts';
 import { fileEntry, NONROOT, treeEntries, userlandEntries } from '../contents.ts';
-import { busyboxEntries, pinned } from '../node-images.ts';
-import { assembleImage, buildLayer, type ImageSpec } from '../oci.ts';
+import { busyboxEntries, image, pinned } from '../node-images.ts';
 import type { TarEntry } from '../tar.ts';
 
 export interface VolSyncImages {
@@ -61,28 +60,7 @@ function applets(busybox: string): string[] {
   return r.stdout.split('\n').filter(Boolean).sort();
 }
 
-function image(
-  registry: string,
-  repo: string,
-  tag: string,
-  entries: TarEntry[],
-  spec: Omit<ImageSpec, 'created'>,
-) {
-  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string })
-    .version;
-  const { created, mtime } = sourceDate(version);
-  const img = assembleImage([buildLayer(`${repo} ${tag}`, entries, { mtime })], { created, ...spec });
-  return {
-    name: repo,
-    repo: `${registry}/${repo}`,
-    tag,
-    image: img,
-    digest: img.digest,
-    ref: `${registry}/${repo}@${img.digest}`,
-  };
-}
-
-export function volsyncImages(registry: string): VolSyncImages {
+export function volsyncImages(registry: string, epoch?: string): VolSyncImages {
   const bin = (n: string) => join(ROOT, 'bin', n);
   const volsync = pinned('VOLSYNC_VERSION');
   const restic = pinned('RESTIC_VERSION');
@@ -98,6 +76,7 @@ export function volsyncImages(registry: string): VolSyncImages {
       [fileEntry(bin('volsync-manager'), 'manager', 0o755), ...userlandEntries()],
       // Upstream's pod demands runAsNonRoot: a numeric non-root user lets the kubelet verify it.
       { user: `${NONROOT}:${NONROOT}`, entrypoint: ['/manager'], labels },
+      epoch,
     ),
     restic: image(
       registry,
@@ -114,6 +93,7 @@ export function volsyncImages(registry: string): VolSyncImages {
       // No USER, as upstream's image: VolSync's unprivileged mover runs as the image's user with every
       // capability dropped, so it can read and write what root owns on the volume and nothing else.
       { env: [`PATH=${MOVER_PATH}`], labels: { ...labels, 'io.restic.version': restic } },
+      epoch,
     ),
   };
 }
