@@ -5,6 +5,7 @@
 // templates and the real adapters; the engines' controllers run as pods from images built here.
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
+import { volsyncJourney } from './volsync.ts';
 
 describe('real engines on a real node', () => {
   let node: RealNode | undefined;
@@ -24,5 +25,5 @@ describe('real engines on a real node', () => {
   });
 
   // Journeys, in order (one line each): <engine>Journey(theNode, say);
-  void theNode;
+  volsyncJourney(theNode, say);
 });
