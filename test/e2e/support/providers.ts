@@ -79,6 +79,14 @@ export function providerVersion(p: Provider): string {
   return m[1];
 }
 
+/** The pod-level part of the restricted Pod Security Standard, as the nonroot user. */
+const RESTRICTED_POD = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
 /** An upstream bundle's directory; says how to get it when it is missing. */
 export function upstreamBundleDir(p: Provider): string | undefined {
   if (!p.upstreamBundle) return undefined;
@@ -151,14 +159,14 @@ export function providerCrds(p: Provider): Crd[] {
 /**
  * An upstream CSV whose Deployments run `container` instead of their images (the real node pulls only
  * from its own registry): every container gets the image and command, loses its args and probes (the
- * stand-in process serves none), and the pod runs as the nonroot user (upstream pods demand
+ * stand-in process serves none), and the pod runs restricted as the nonroot user (upstream pods demand
  * runAsNonRoot; busybox's image names no user). Pure.
  */
 export function withContainer<T extends UpstreamCsv>(csv: T, container: ProviderContainer): T {
   const copy = structuredClone(csv);
   for (const d of copy.spec.install.spec.deployments) {
     const pod = d.spec.template.spec;
-    pod.securityContext = { ...(pod.securityContext as object), runAsUser: 65532, runAsGroup: 65532 };
+    pod.securityContext = { ...(pod.securityContext as object), ...RESTRICTED_POD };
     pod.containers = (pod.containers as Record<string, unknown>[]).map((c) => {
       const { args: _a, livenessProbe: _l, readinessProbe: _r, startupProbe: _s, ...rest } = c;
       return { ...rest, image: container.image, command: container.command };
@@ -234,6 +242,9 @@ export function providerCsv(p: Provider, container?: ProviderContainer): Record<
                   metadata: { labels },
                   spec: {
                     serviceAccountName: p.package,
+                    // Restricted, as an operator's pod should be: the real node's operators namespace
+                    // enforces it (busybox's image names no user, hence the uid).
+                    securityContext: RESTRICTED_POD,
                     containers: [
                       {
                         name: 'manager',
@@ -241,6 +252,7 @@ export function providerCsv(p: Provider, container?: ProviderContainer): Record<
                         image: container?.image ?? `registry.invalid/vworkspace-e2e/${p.package}:v${version}`,
                         ...(container ? { command: container.command } : {}),
                         resources: { requests: { cpu: '10m', memory: '16Mi' } },
+                        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
                       },
                     ],
                   },
