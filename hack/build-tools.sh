@@ -51,15 +51,17 @@ rewrite_replaces() {
   ' "$1"
 }
 
-# [TAGS=...] [EXTRA_REQUIRES="mod@ver ..."] build NAME MODULE VERSION LOCAL_REPLACE_VERSION LDFLAGS MAIN_GO PKG...
+# [TAGS=...] [EXTRA_REQUIRES="mod@ver ..."] [EXTRA_REPLACES="mod=>dir ..."] build NAME MODULE VERSION LOCAL_REPLACE_VERSION LDFLAGS MAIN_GO PKG...
 # MAIN_GO, when not "-", is the body of a main package written into the wrapper module itself.
+# EXTRA_REPLACES points a module at a local directory (a prepared copy of it; its caller keys the copy).
 build() {
   local name=$1 module=$2 version=$3 localver=$4 ldflags=$5 maingo=$6
   shift 6
   local pkgs=("$@")
   local key
-  local tags=${TAGS:-} extra=${EXTRA_REQUIRES:-}
-  key=$(printf '%s\n' "$name" "$module" "$version" "$localver" "$ldflags" "$tags" "$extra" "$maingo" "${pkgs[@]}" "$(go version)" | sha256sum | cut -c1-16)
+  local tags=${TAGS:-} extra=${EXTRA_REQUIRES:-} replaces=${EXTRA_REPLACES:-}
+  # (EXTRA_REPLACES joins the key only when set: the other tools' cache entries keep their keys)
+  key=$(printf '%s\n' "$name" "$module" "$version" "$localver" "$ldflags" "$tags" "$extra" ${replaces:+"$replaces"} "$maingo" "${pkgs[@]}" "$(go version)" | sha256sum | cut -c1-16)
   local out="$CACHE/bin/$name-$key"
   local bins=()
   if [ "$maingo" != "-" ]; then bins=("$name"); else for p in "${pkgs[@]}"; do bins+=("$(basename "$p")"); done; fi
@@ -80,6 +82,7 @@ build() {
       echo "require $module $version"
       for r in $extra; do echo "require ${r/@/ }"; done
       rewrite_replaces "$modfile" "$localver"
+      for r in $replaces; do echo "replace ${r/=>/ => }"; done
     } > "$work/go.mod"
     if [ "$maingo" != "-" ]; then
       printf '%s\n' "$maingo" > "$work/main.go"

@@ -47,8 +47,13 @@ for (const file of existsSync(dir) ? readdirSync(dir).sort() : []) {
   if (!file.endsWith('.json')) continue;
   const r = JSON.parse(readFileSync(join(dir, file), 'utf8')) as VitestJson;
   passed += r.numPassedTests;
-  // A file that failed to load has no failed test but a failed suite: count it as a failure.
-  failed += r.numFailedTests + (r.numFailedTests === 0 ? r.numFailedTestSuites : 0);
+  // A file that failed without a failed test (it did not load, or its beforeAll threw and its tests were
+  // skipped) counts as one failure of its own.
+  const failedFiles = (r.testResults ?? []).filter(
+    (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
+  ).length;
+  failed +=
+    r.numFailedTests + (r.testResults ? failedFiles : r.numFailedTests === 0 ? r.numFailedTestSuites : 0);
   skipped += r.numPendingTests + r.numTodoTests;
   lines.push(
     `  ${file.replace('.json', '').padEnd(12)} ${r.numPassedTests} passed, ${r.numFailedTests} failed`,
@@ -60,7 +65,7 @@ process.stdout.write(`${lines.join('\n')}\n`);
 if (failedStages.length > 0) process.stdout.write(`failed stages: ${failedStages.join('; ')}\n`);
 // A stage that failed without any failing test to show for it (a crashed runner, a tool build)
 // still fails the run and is counted once so the totals never read as green.
-const unaccounted = failedStages.filter((s) => s === 'tools').length;
+const unaccounted = failedStages.filter((s) => s.startsWith('tools')).length;
 failed += unaccounted;
 const total = `${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`;
 process.stdout.write(`${total}\n`);

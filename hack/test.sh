@@ -31,43 +31,75 @@ if grep -q '"check:generated"' package.json; then
   check "generated files are fresh" npm run --silent check:generated
 fi
 
-stage "tools (hack/build-tools.sh all, hack/fetch-crds.sh)"
-if ! { hack/build-tools.sh all && hack/fetch-crds.sh; }; then
+stage "tools (hack/build-tools.sh e2e images node, hack/fetch-crds.sh)"
+if ! { hack/build-tools.sh e2e images node && hack/fetch-crds.sh; }; then
   echo "FATAL: building the test tools failed (see above)" >&2
   failed_stages+=("tools")
 fi
+# The real engines' tools (hack/tools/*.sh: Velero, MinIO, Argo, VolSync, CSI, ...) are needed only by the
+# real-node journeys: on a cold machine they build in the background while the unit, integration and kwok
+# e2e tests run (those wait on API servers far more than they compute); warm, they are copies.
+ENGINES_LOG="$OUT/engines-build.log"
+(
+  hack/build-tools.sh engines >"$ENGINES_LOG" 2>&1
+  echo $? >"$OUT/engines-build.rc.tmp" && mv "$OUT/engines-build.rc.tmp" "$OUT/engines-build.rc"
+) &
+engines_build=$!
 
-run_vitest() { # run_vitest PROJECT
-  stage "vitest --project $1"
-  if ! vitest run --project "$1" --reporter=default --reporter=json --outputFile.json="$OUT/$1.json"; then
-    failed_stages+=("vitest $1")
+run_vitest() { # run_vitest NAME [VITEST ARGS...]: one vitest run, its JSON report as NAME.json
+  local name=$1
+  shift
+  stage "vitest $name"
+  if ! vitest run "$@" --reporter=default --reporter=json --outputFile.json="$OUT/$name.json"; then
+    failed_stages+=("vitest $name")
   fi
 }
-# run_vitest_tagged PROJECT: the same, every output line prefixed with the project, the exit code in a file.
-run_vitest_tagged() {
-  vitest run --project "$1" --reporter=default --reporter=json --outputFile.json="$OUT/$1.json" 2>&1 |
-    sed -u "s/^/[$1] /"
-  echo "${PIPESTATUS[0]}" >"$OUT/$1.rc"
+# run_tagged NAME [VITEST ARGS...]: the same, every output line prefixed with NAME, the exit code in NAME.rc.
+run_tagged() {
+  local name=$1
+  shift
+  vitest run "$@" --reporter=default --reporter=json --outputFile.json="$OUT/$name.json" 2>&1 | sed -u "s/^/[$name] /"
+  echo "${PIPESTATUS[0]}" >"$OUT/$name.rc"
 }
-run_vitest unit
+# The real-node journeys need the engines' tools: wait for their build, and fail loudly when it failed.
+engines_ready() {
+  # Polls the build's exit-code file: the stream that calls this is a subshell, which cannot `wait` for
+  # a sibling.
+  while [ ! -f "$OUT/engines-build.rc" ]; do sleep 2; done
+  if [ "$(cat "$OUT/engines-build.rc" 2>/dev/null)" != 0 ]; then
+    tail -40 "$ENGINES_LOG" >&2
+    echo "FATAL: building the engines' tools failed (log: $ENGINES_LOG)" >&2
+    return 1
+  fi
+  grep -E 'built$' "$ENGINES_LOG" || true
+}
+KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**' --exclude 'test/e2e/engines/**')
+NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/engines/ test/e2e/real-node/killed-run.test.ts)
+
+run_vitest unit --project unit
 if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
   if [ -n "${VWS_TEST_SERIAL:-}" ]; then
-    run_vitest integration
-    run_vitest e2e
+    run_vitest integration --project integration
+    run_vitest e2e-kwok "${KWOK_E2E[@]}"
+    if engines_ready; then run_vitest e2e-node "${NODE_E2E[@]}"; else failed_stages+=("tools (engines)"); fi
   else
-    # integration and e2e side by side: each waits on API servers and pods far more than it computes
-    # (the integration project used about half a core), and they share nothing: the integration API
-    # server, the e2e clusters and the real node each have their own ports, directories and locks.
+    # Three streams side by side, sharing nothing (the integration API server, the kwok clusters and the
+    # real node each have their own ports, directories and locks): the integration project (about half a
+    # core), the OLM-on-kwok journeys, and the real node's journeys once the engines' tools are there.
     # VWS_TEST_SERIAL=1 runs them one after the other.
-    stage "vitest --project integration and --project e2e, side by side"
-    run_vitest_tagged integration &
-    run_vitest_tagged e2e &
+    stage "vitest integration, e2e-kwok and e2e-node, side by side"
+    run_tagged integration --project integration &
+    run_tagged e2e-kwok "${KWOK_E2E[@]}" &
+    { if engines_ready; then run_tagged e2e-node "${NODE_E2E[@]}"; else echo 1 >"$OUT/engines.failed"; fi; } &
     wait
-    for p in integration e2e; do
-      [ "$(cat "$OUT/$p.rc" 2>/dev/null)" = 0 ] || failed_stages+=("vitest $p")
+    for p in integration e2e-kwok e2e-node; do
+      [ -f "$OUT/$p.rc" ] || continue
+      [ "$(cat "$OUT/$p.rc")" = 0 ] || failed_stages+=("vitest $p")
     done
+    [ ! -f "$OUT/engines.failed" ] || failed_stages+=("tools (engines)")
   fi
 fi
+wait "$engines_build" 2>/dev/null
 
 # After every test: nothing a real node (test/e2e/real-node/) started may be left on this machine.
 check "real node left nothing behind (hack/lib/real-node-leaks.sh)" hack/lib/real-node-leaks.sh

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { ROOT } from '../bundle.ts';
 import { type BuiltImage, sourceDate } from './build.ts';
 import { fileEntry, NONROOT, userlandEntries } from './contents.ts';
-import { assembleImage, buildLayer, type Image, type ImageSpec } from './oci.ts';
+import { assembleImage, buildLayer, type Image, type ImageSpec, LayerCache } from './oci.ts';
 import type { TarEntry } from './tar.ts';
 
 /** uid/gid of upstream's pause image: nobody's business but the sandbox's. */
@@ -55,7 +55,10 @@ function applets(busybox: string): string[] {
   return r.stdout.split('\n').filter(Boolean).sort();
 }
 
-/** One single-layer image from `entries`, dated by the package's source date (engine images use it too). */
+/**
+ * One single-layer image from `entries`, dated by the package's source date (engine images use it too);
+ * `cache` keeps the gzip of big layers between runs (engineLayerCache()).
+ */
 export function image(
   registry: string,
   repo: string,
@@ -63,9 +66,11 @@ export function image(
   entries: TarEntry[],
   spec: Omit<ImageSpec, 'created'>,
   epoch?: string,
+  cache?: LayerCache,
 ): BuiltImage {
   const { created, mtime } = sourceDate(pinnedPackageVersion(), epoch);
-  const img: Image = assembleImage([buildLayer(`${repo} ${tag}`, entries, { mtime })], { created, ...spec });
+  const layer = buildLayer(`${repo} ${tag}`, entries, cache ? { mtime, cache } : { mtime });
+  const img: Image = assembleImage([layer], { created, ...spec });
   return {
     name: repo,
     repo: `${registry}/${repo}`,
@@ -74,6 +79,17 @@ export function image(
     digest: img.digest,
     ref: `${registry}/${repo}@${img.digest}`,
   };
+}
+
+/**
+ * gzip blobs of the engines' image layers (their Go binaries are 40-110 MB: gzipping them is most of an
+ * engine journey's image build). Keyed by the tar's digest, so a cached blob is what gzip would give;
+ * VWS_LAYER_CACHE=off skips it.
+ */
+export function engineLayerCache(): LayerCache | undefined {
+  return process.env.VWS_LAYER_CACHE === 'off'
+    ? undefined
+    : new LayerCache(join(ROOT, 'bin/.layer-cache/engines'), 4 * 1024 * 1024, 32);
 }
 
 function pinnedPackageVersion(): string {

@@ -121,5 +121,5 @@ if [ "${VWS_KEEP_CLUSTER:-}" = 1 ]; then
 else
   rm -rf "$W" 2>/dev/null || say "could not remove $W: $(find "$W" -maxdepth 3 | head -5)"
 fi
-[ "$(cat /run/vws-real-node.lock 2>/dev/null)" = "$W" ] && rm -f /run/vws-real-node.lock
+[ "$(head -n 1 /run/vws-real-node.lock 2>/dev/null)" = "$W" ] && rm -f /run/vws-real-node.lock
 exit 0

@@ -10,8 +10,9 @@
 // sysctls, files). One real node per machine at a time (/run/vws-real-node.lock): ports 10250 and the
 // iptables chains are the host's.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -101,10 +102,21 @@ function nodeAlive(dir: string): boolean {
   return false;
 }
 
+/** Is process `pid` alive? */
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
- * Takes the one-node lock (created exclusively, so two starters never both win). A live holder is waited
- * for, up to VWS_NODE_LOCK_WAIT seconds (default 1800: several checkouts on one machine take turns); a
- * stale holder's leftovers are cleaned first.
+ * Takes the one-node lock: `<workdir>\n<pid>`, created exclusively, so two starters never both win. A
+ * holder is live while its process lives or anything names its directory (its guard still cleaning up
+ * after a killed run); a live holder is waited for, up to VWS_NODE_LOCK_WAIT seconds (default 1800:
+ * several checkouts on one machine take turns); a stale holder's leftovers are cleaned first.
  */
 async function takeLock(workdir: string, log: (l: string) => void): Promise<void> {
   const waitSeconds = Number(process.env.VWS_NODE_LOCK_WAIT ?? 1800);
@@ -112,18 +124,19 @@ async function takeLock(workdir: string, log: (l: string) => void): Promise<void
   let said = 0;
   for (;;) {
     try {
-      await writeFile(LOCK, `${workdir}\n`, { flag: 'wx' });
+      await writeFile(LOCK, `${workdir}\n${process.pid}\n`, { flag: 'wx' });
       return;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    let holder = '';
+    let content = '';
     try {
-      holder = readFileSync(LOCK, 'utf8').trim();
+      content = readFileSync(LOCK, 'utf8');
     } catch {
       continue; // released meanwhile
     }
-    if (holder && nodeAlive(holder)) {
+    const [holder = '', pid = ''] = content.split('\n').map((l) => l.trim());
+    if ((/^\d+$/.test(pid) && pidAlive(Number(pid))) || (holder && nodeAlive(holder))) {
       if (Date.now() > deadline)
         throw new Error(
           `another real node runs on this machine (${holder}) and did not stop within VWS_NODE_LOCK_WAIT=${waitSeconds} s; stop it first (one per machine)`,
@@ -141,7 +154,7 @@ async function takeLock(workdir: string, log: (l: string) => void): Promise<void
     }
     // The cleanup removes a lock naming its directory; an empty or dangling one goes here.
     try {
-      if (readFileSync(LOCK, 'utf8').trim() === holder) rmSync(LOCK, { force: true });
+      if (readFileSync(LOCK, 'utf8') === content) rmSync(LOCK, { force: true });
     } catch {
       // released meanwhile
     }
@@ -202,8 +215,10 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
   );
   for (const p of ['bridge', 'host-local', 'loopback', 'portmap']) need(`cni/${p}`);
 
-  const workdir = await mkdtemp('/tmp/vws-node-');
+  // The directory is made only once the lock is ours: a starter that dies while it waits leaves nothing.
+  const workdir = `/tmp/vws-node-${randomBytes(6).toString('base64url').replace(/[-_]/g, 'x')}`;
   await takeLock(workdir, log);
+  await mkdir(workdir, { mode: 0o700 });
   const layout: NodeLayout = {
     dir: workdir,
     bin: BIN,

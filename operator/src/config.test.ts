@@ -22,6 +22,7 @@ describe('loadConfig', () => {
         kubeApiQps: 20,
         kubeApiBurst: 30,
         workers: { operation: 5, cronoperation: 5, watchoperation: 5, applicationinstance: 5 },
+        admissionAccessCacheSeconds: 10,
       },
     });
   });
@@ -50,6 +51,7 @@ describe('loadConfig', () => {
       CRONOPERATION_WORKERS: '16',
       WATCHOPERATION_WORKERS: '1',
       APPLICATIONINSTANCE_WORKERS: '2',
+      ADMISSION_ACCESS_CACHE_SECONDS: '0',
     });
     expect(r.ok && r.config).toMatchObject({
       kubeApiQps: 0,
@@ -70,6 +72,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       helmImage: 'registry.example/helm@sha256:abc',
       veleroNamespace: 'backup-system',
+      admissionAccessCacheSeconds: 0,
     });
   });
 
@@ -112,12 +115,14 @@ describe('loadConfig', () => {
       CRONOPERATION_WORKERS: '2.5',
       KUBE_API_QPS: '-1',
       KUBE_API_BURST: 'lots',
+      ADMISSION_ACCESS_CACHE_SECONDS: '600',
     });
     expect(!r.ok && r.problems).toEqual([
       'OPERATION_WORKERS="0" must be a whole number from 1 to 1000',
       'CRONOPERATION_WORKERS="2.5" must be a whole number from 1 to 1000',
       'KUBE_API_QPS="-1" must be a number from 0 (no client-side limit) to 100000',
       'KUBE_API_BURST="lots" must be a whole number from 1 to 100000',
+      'ADMISSION_ACCESS_CACHE_SECONDS="600" must be a whole number from 0 (none kept) to 300',
     ]);
   });
 

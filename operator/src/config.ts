@@ -1,6 +1,8 @@
 // The operator's settings, from the environment (the CSV's Deployment sets them). Pure: a
 // function of an env map, returning either a config or every problem at once.
+
 import { isIP } from 'node:net';
+import { DEFAULT_ACCESS_CACHE_SECONDS } from './admission/access-cache.ts';
 import { DEFAULT_BURST, DEFAULT_QPS } from './runtime/kube-client.ts';
 import { parsePositiveDuration } from './schedule/duration.ts';
 
@@ -27,6 +29,8 @@ export interface OperatorConfig {
   /** Directory with tls.crt/tls.key; the webhook is served when it exists. */
   webhookCertDir: string;
   logLevel: string;
+  /** Seconds the webhook keeps a SubjectAccessReview that allowed (ADMISSION_ACCESS_CACHE_SECONDS; 0: none). */
+  admissionAccessCacheSeconds: number;
   /** The helm CLI image (RELATED_IMAGE_HELM), used by the helm engine's runner Jobs. */
   helmImage?: string;
   /** Namespace where Velero runs and its Backup/Restore objects live. */
@@ -90,14 +94,14 @@ export function loadConfig(
   const number = (
     name: string,
     dflt: number,
-    range: { min: number; max: number; integer: boolean },
+    range: { min: number; max: number; integer: boolean; zero?: string },
   ): number => {
     const raw = env[name];
     if (raw === undefined || raw === '') return dflt;
     const n = Number(raw);
-    const { min, max, integer } = range;
+    const { min, max, integer, zero } = range;
     if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
-      const what = `${integer ? 'a whole number' : 'a number'} from ${min}${min === 0 ? ' (no client-side limit)' : ''} to ${max}`;
+      const what = `${integer ? 'a whole number' : 'a number'} from ${min}${min === 0 && zero ? ` (${zero})` : ''} to ${max}`;
       problems.push(`${name}=${JSON.stringify(raw)} must be ${what}`);
       return dflt;
     }
@@ -163,9 +167,20 @@ export function loadConfig(
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,
     veleroNamespace: env.VELERO_NAMESPACE || 'velero',
-    kubeApiQps: number('KUBE_API_QPS', DEFAULT_QPS, { min: 0, max: 100_000, integer: false }),
+    kubeApiQps: number('KUBE_API_QPS', DEFAULT_QPS, {
+      min: 0,
+      max: 100_000,
+      integer: false,
+      zero: 'no client-side limit',
+    }),
     kubeApiBurst: number('KUBE_API_BURST', DEFAULT_BURST, { min: 1, max: 100_000, integer: true }),
     workers,
+    admissionAccessCacheSeconds: number('ADMISSION_ACCESS_CACHE_SECONDS', DEFAULT_ACCESS_CACHE_SECONDS, {
+      min: 0,
+      max: 300,
+      integer: true,
+      zero: 'none kept',
+    }),
     ...(env.RELATED_IMAGE_HELM ? { helmImage: env.RELATED_IMAGE_HELM } : {}),
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };

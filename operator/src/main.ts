@@ -8,13 +8,16 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { AccessCache } from './admission/access-cache.ts';
 import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
+import { APPLICATION_INSTANCE } from './api/constants.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { type ControllerName, loadConfig, type OperatorConfig } from './config.ts';
 import { adapterFor } from './engines/index.ts';
 import { createInstanceController } from './instance/controller.ts';
 import { createOperationController } from './operation/controller.ts';
+import { realClock } from './runtime/clock.ts';
 import {
   createLogger,
   EventLoopMonitor,
@@ -27,6 +30,7 @@ import {
   RestMapper,
   RuntimeMetrics,
 } from './runtime/index.ts';
+import { scopedTo } from './runtime/multi-namespace.ts';
 import { createCronController } from './schedule/cron-controller.ts';
 import { createWatchController } from './schedule/watch-controller.ts';
 
@@ -108,6 +112,15 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   manager.addController(crons.controller);
   const watches = createWatchController(controllerDeps('watchoperation'));
   manager.addController(watches.controller);
+  // The webhook reads targets from the same shared ApplicationInstance informer the controllers use.
+  const instanceCache = informers.informer(
+    {
+      group: APPLICATION_INSTANCE.group,
+      version: APPLICATION_INSTANCE.version,
+      plural: APPLICATION_INSTANCE.plural,
+    },
+    scopedTo(namespaces),
+  );
   // Started on every replica; readiness waits for their first sync. Shared ones are added once.
   for (const c of [instances, operations, crons, watches])
     for (const i of c.informers) manager.addInformer(i);
@@ -128,6 +141,8 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
           certDir: config.webhookCertDir,
           handlers: createAdmissionHandlers({
             client: admissionClient,
+            instances: instanceCache,
+            accessCache: new AccessCache(config.admissionAccessCacheSeconds, realClock),
             templates: catalog,
             self: operatorIdentity(admissionClient),
             watchNamespaces: namespaces,

@@ -17,12 +17,12 @@
 // velero.io/v1 Restore: "" → New → InProgress → Finalizing → Completed | PartiallyFailed | Failed,
 //   New → FailedValidation; pkg/controller/restore_controller.go.
 // velero.io/v1 DeleteBackupRequest: "" → Processed. Deletes the named Backup unless it is InProgress,
-//   in which case it records the error "backup is still in progress", as
+//   in which case it records the error "backup deletion failed: backup is still in progress", as
 //   pkg/controller/backup_deletion_controller.go does (Velero cannot cancel a running backup).
 // argoproj.io/v1alpha1 Workflow   (no status subresource)
 //   "" → Running (a Steps root node and one Pod node Running) → Succeeded | Failed | Error, the Pod
-//   node carrying the phase and message; `spec.shutdown: Terminate` → Failed with Argo's message
-//   "Stopped with strategy 'Terminate'". workflow/controller/operator.go.
+//   node carrying the phase and message; `spec.shutdown: Stop | Terminate` → Failed with Argo's message
+//   "Stopped with strategy '<strategy>'" (no exit handler is simulated). workflow/controller/operator.go.
 // volsync.backube/v1alpha1 ReplicationSource / ReplicationDestination   (status subresource)
 //   trigger.manual ≠ status.lastManualSync → Synchronizing=True/SyncInProgress → lastManualSync =
 //   trigger, latestMoverStatus.result Successful, Synchronizing=False/WaitingForManual. With outcome
@@ -138,13 +138,15 @@ function workflowStep(obj: Obj, outcome: string | undefined, now: string): Step 
     },
   });
   if (phase === 'Succeeded' || phase === 'Failed' || phase === 'Error') return NONE;
-  if (obj.spec?.shutdown === 'Terminate' && phase === 'Running') {
+  const shutdown = str(obj.spec?.shutdown);
+  if (shutdown && phase === 'Running') {
+    const stopped = `Stopped with strategy '${shutdown}'`;
     return status({
       ...s,
       phase: 'Failed',
       finishedAt: now,
-      message: "Stopped with strategy 'Terminate'",
-      nodes: nodes('Failed', 'Failed', "Stopped with strategy 'Terminate'"),
+      message: stopped,
+      nodes: nodes('Failed', 'Failed', stopped),
     });
   }
   if (phase === '' || phase === 'Pending') {
@@ -392,7 +394,7 @@ export class EngineSimulator {
     try {
       const backup = await this.#client.request<Obj>({ method: 'GET', path });
       if (backup.status?.phase === 'InProgress') {
-        step.status = { phase: 'Processed', errors: ['backup is still in progress'] };
+        step.status = { phase: 'Processed', errors: ['backup deletion failed: backup is still in progress'] };
         return;
       }
       await this.#client.request({ method: 'DELETE', path });

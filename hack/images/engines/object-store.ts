@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
 import type { BuiltImage } from '../build.ts';
 import { fileEntry, NONROOT, userlandEntries } from '../contents.ts';
-import { image, pinned } from '../node-images.ts';
+import { engineLayerCache, image, pinned } from '../node-images.ts';
 
 /** MinIO's pin is a pseudo-version (v0.0.0-<date>-<commit>): a valid tag as it is. */
 export function minioImage(registry: string, epoch?: string): BuiltImage {
@@ -15,5 +15,6 @@ export function minioImage(registry: string, epoch?: string): BuiltImage {
     [fileEntry(join(ROOT, 'bin/minio'), 'minio', 0o755), ...userlandEntries()],
     { user: `${NONROOT}:${NONROOT}`, entrypoint: ['/minio'], env: ['HOME=/tmp'], exposedPorts: ['9000/tcp'] },
     epoch,
+    engineLayerCache(),
   );
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
 import type { BuiltImage } from '../build.ts';
 import { fileEntry, NONROOT, userlandEntries } from '../contents.ts';
-import { image, pinned } from '../node-images.ts';
+import { engineLayerCache, image, pinned } from '../node-images.ts';
 
 export function localPathProvisionerImage(registry: string, epoch?: string): BuiltImage {
   return image(
@@ -18,5 +18,6 @@ export function localPathProvisionerImage(registry: string, epoch?: string): Bui
     ],
     { user: `${NONROOT}:${NONROOT}`, env: ['PATH=/bin'], entrypoint: ['/bin/local-path-provisioner'] },
     epoch,
+    engineLayerCache(),
   );
 }

@@ -5,6 +5,7 @@
 // landed there with list(), over S3 from this process (the Service's ClusterIP is reachable from the
 // host through kube-proxy's rules).
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { minioImage } from '../../images/engines/object-store.ts';
 import type { RealNode } from '../real-node.ts';
 import { createBucket, listKeys, type S3Credentials } from './s3.ts';
@@ -107,6 +108,20 @@ export function objectStoreObjects(opts: {
   ];
 }
 
+async function waitReachable(url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await fetch(url).then(
+      (r) => String(r.status),
+      (err: unknown) => String((err as { cause?: { code?: string } }).cause?.code ?? err),
+    );
+    if (status === '200') return;
+    if (Date.now() > deadline)
+      throw new Error(`${url} not reachable within ${timeoutMs / 1000} s: ${status}`);
+    await sleep(250);
+  }
+}
+
 export const ensureObjectStore: (node: RealNode) => Promise<ObjectStore> = perNode(async (node) => {
   const namespace = OBJECT_STORE_NAMESPACE;
   const img = minioImage(node.registryPrefix);
@@ -127,6 +142,8 @@ export const ensureObjectStore: (node: RealNode) => Promise<ObjectStore> = perNo
     path: `/api/v1/namespaces/${namespace}/services/${NAME}`,
   });
   const hostUrl = `http://${svc.spec?.clusterIP}:${PORT}`;
+  // Ready pod, but kube-proxy may not have its endpoint in the rules yet (it rejects until then).
+  await waitReachable(`${hostUrl}/minio/health/ready`);
   return {
     namespace,
     serviceUrl: `http://${NAME}.${namespace}.svc.cluster.local:${PORT}`,

@@ -1,14 +1,17 @@
 // The thin I/O layer of the admission webhook: for each request, look up exactly the facts the pure
-// decision asks for (the target ApplicationInstance, read with the operator's identity; the
-// requester's SubjectAccessReviews; the templates from the catalog store), then decide. A failed
+// decision asks for (the target ApplicationInstance, from the operator's cache or else read with its
+// identity; the requester's SubjectAccessReviews, an allowing one kept a few seconds; the templates from
+// the catalog store), then decide. A failed
 // lookup is passed on as such and the decision denies with "retry": with failurePolicy Fail nothing
 // is ever admitted on a guess. Every lookup is a read, so the webhooks are sideEffects: None and
 // `--dry-run=server` gets the same answer.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { APPLICATION_INSTANCE, OPERATION, OPS_GROUP, VERSION_V1ALPHA1 } from '../api/constants.ts';
 import type { Operation } from '../api/operation.ts';
 import type { Template } from '../catalog/index.ts';
 import { isDryRun } from '../operation/history.ts';
 import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
+import type { AccessCache } from './access-cache.ts';
 import {
   type AccessResult,
   accessKey,
@@ -49,6 +52,13 @@ export interface AdmissionDeps {
   watchNamespaces?: readonly string[];
   /** The operator's own user name (operatorIdentity); undefined: unknown, nothing is trusted as its. */
   self?: () => Promise<string | undefined>;
+  /**
+   * The operator's ApplicationInstance cache (its shared informer): a target found there is not read
+   * again from the API server; one not found there (created a moment ago) is.
+   */
+  instances?: { get(name: string, namespace?: string): KubernetesObject | undefined };
+  /** SubjectAccessReviews that allowed, kept for a few seconds (access-cache.ts); unset: none kept. */
+  accessCache?: AccessCache;
 }
 
 /**
@@ -96,16 +106,26 @@ async function readOptional<T>(
   }
 }
 
-function readTarget(client: KubeClient, namespace: string, name: string) {
+/** What the checks read of an ApplicationInstance. */
+function targetView(name: string, obj: unknown): TargetInstance {
+  const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
+  const labels = stringMap(meta.labels);
+  const annotations = stringMap(meta.annotations);
+  return { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
+}
+
+/** The target from the operator's cache when it holds it, else from the API server. */
+async function readTarget(
+  deps: AdmissionDeps,
+  namespace: string,
+  name: string,
+): Promise<Lookup<TargetInstance | undefined>> {
+  const cached = deps.instances?.get(name, namespace);
+  if (cached) return { ok: true, value: targetView(name, cached) };
   return readOptional<TargetInstance>(
-    client,
+    deps.client,
     resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
-    (obj) => {
-      const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
-      const labels = stringMap(meta.labels);
-      const annotations = stringMap(meta.annotations);
-      return { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
-    },
+    (obj) => targetView(name, obj),
   );
 }
 
@@ -132,12 +152,10 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
   const names = needs.operations ?? [];
   const claim = needs.scheduledBy;
   const [target, sources, owner, ...access] = await Promise.all([
-    needs.target !== undefined
-      ? readTarget(deps.client, namespace, needs.target)
-      : Promise.resolve(undefined),
+    needs.target !== undefined ? readTarget(deps, namespace, needs.target) : Promise.resolve(undefined),
     Promise.all(names.map((n) => readSource(deps.client, namespace, n))),
     claim ? readScheduler(deps.client, namespace, claim) : Promise.resolve(undefined),
-    ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c)),
+    ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c, deps.accessCache)),
   ]);
   const byKey: Record<string, Lookup<AccessResult>> = {};
   needs.access.forEach((c, i) => {

@@ -6,6 +6,7 @@
 // Needs `create subjectaccessreviews` (authorization.k8s.io) in the operator's ClusterRole.
 import { APPS_GROUP, OPERATION, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
+import type { AccessCache } from './access-cache.ts';
 import type { AccessCheck, AccessResult, Lookup } from './decision.ts';
 import type { UserInfo } from './review.ts';
 
@@ -65,19 +66,26 @@ export async function reviewAccess(
   user: UserInfo,
   namespace: string,
   check: AccessCheck,
+  cache?: AccessCache,
 ): Promise<Lookup<AccessResult>> {
+  const review = subjectAccessReview(user, namespace, check);
+  const key = cache ? JSON.stringify(review.spec) : '';
+  const kept = cache?.get(key);
+  if (kept) return { ok: true, value: kept };
   try {
     const res = await client.request<SubjectAccessReview>({
       method: 'POST',
       path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-      body: subjectAccessReview(user, namespace, check),
+      body: review,
       timeoutMs: 5_000,
     });
     const s = res?.status ?? {};
     // RBAC reports unresolvable role references as evaluationError next to a plain "no"; a "no" stays a
     // "no" (the RBAC authorizer never allows on error), with the error as the reason when there is no other.
     const reason = s.reason || s.evaluationError;
-    return { ok: true, value: { allowed: s.allowed === true, ...(reason ? { reason } : {}) } };
+    const value: AccessResult = { allowed: s.allowed === true, ...(reason ? { reason } : {}) };
+    cache?.remember(key, value);
+    return { ok: true, value };
   } catch (err) {
     return {
       ok: false,

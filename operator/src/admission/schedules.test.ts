@@ -252,7 +252,7 @@ describe('spec.parametersFromTrigger', () => {
       {
         field: 'spec.parametersFromTrigger[0].parameter',
         message: expect.stringContaining(
-          'template helm-upgrade declares no parameter verison (it declares version, timeout, serviceAccountName)',
+          'template helm-upgrade declares no parameter verison (it declares version, timeout, values, serviceAccountName)',
         ),
       },
     ]);

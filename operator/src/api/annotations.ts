@@ -86,6 +86,10 @@ export const ANNOTATION_ATTEMPT = `${OPS_GROUP}/attempt`;
  * annotation, not a label: PVC names may be longer than a label value).
  */
 export const ANNOTATION_PVC = `${OPS_GROUP}/pvc`;
+/** On helmHookJob children made from a Helm hook: the hook's name in the release record (the chart's Job name). */
+export const ANNOTATION_HELM_HOOK = `${OPS_GROUP}/helm-hook`;
+/** On helmHookJob children made from a Helm hook: `<step>/<steps>`, the place in the hook-weight order. */
+export const ANNOTATION_HELM_HOOK_STEP = `${OPS_GROUP}/helm-hook-step`;
 /** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */
 export const LABEL_QUIESCE = `${OPS_GROUP}/quiesce`;
 /** On every generated RBAC profile ClusterRole: the profile id. */
@@ -96,3 +100,8 @@ export const MANAGED_BY = 'vworkspace-operator';
 
 /** The label engines select release objects by (Velero label selector, PVC lookup). */
 export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';
+/**
+ * On an argoproj.io Workflow child: how cancel stops it (`Stop` or `Terminate`, Argo's spec.shutdown),
+ * from the template's workflowShutdown when the Workflow was created.
+ */
+export const ANNOTATION_SHUTDOWN = `${OPS_GROUP}/shutdown`;

@@ -3,7 +3,12 @@ import { PRECONDITIONS } from '../api/enums.ts';
 import { describeFilter } from './flow.ts';
 import { allowedServiceAccounts } from './grants.ts';
 import type { JsonSchema } from './schema-validation.ts';
-import { capabilitySelectors, type Template } from './template.ts';
+import {
+  capabilitySelectors,
+  DEFAULT_WORKFLOW_SHUTDOWN,
+  type Template,
+  type WorkflowShutdown,
+} from './template.ts';
 
 function cell(text: string): string {
   return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
@@ -65,6 +70,13 @@ function grantsLine(t: Template): string | undefined {
   return parts.length > 0 ? `grants: ${parts.join('; ')}` : undefined;
 }
 
+/** What stopping a workflow Operation does (the template's workflowShutdown). */
+function shutdownLine(s: WorkflowShutdown): string {
+  return s === 'Stop'
+    ? "`spec.shutdown: Stop` (running steps stop; the Workflow's exit handler still runs)"
+    : '`spec.shutdown: Terminate` (running steps stop; the exit handler does not run)';
+}
+
 export function renderTemplateReference(t: Template): string {
   const caps = capabilitySelectors(t)
     .map((c) => `\`ops.vworkspace.io/${c.verb}: ${c.engine}\``)
@@ -98,6 +110,9 @@ export function renderTemplateReference(t: Template): string {
     ...sources,
     ...deps,
     ...(reach ? [`- ${reach}`] : []),
+    ...(t.engine === 'workflow'
+      ? [`- cancel: ${shutdownLine(t.workflowShutdown ?? DEFAULT_WORKFLOW_SHUTDOWN)}`]
+      : []),
     '',
     '| Parameter | Type | Required | Default | Description |',
     '|---|---|---|---|---|',

@@ -21,6 +21,15 @@ function OneOf<const T extends readonly string[]>(values: T, description: string
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], description });
 }
 
+/** Argo's spec.shutdown strategies a template may choose for stopping its Workflows (workflowShutdown). */
+export const WORKFLOW_SHUTDOWN_STRATEGIES = ['Stop', 'Terminate'] as const;
+export type WorkflowShutdown = (typeof WORKFLOW_SHUTDOWN_STRATEGIES)[number];
+/**
+ * Unless the template says otherwise: Stop, so the WorkflowTemplate's exit handler (its cleanup) still
+ * runs, as a deleted pod still gets its grace period (ADR 0018).
+ */
+export const DEFAULT_WORKFLOW_SHUTDOWN: WorkflowShutdown = 'Stop';
+
 /** Go duration as written in Kubernetes (e.g. 4h, 90m, 1h30m). */
 export const GO_DURATION_PATTERN = '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$';
 
@@ -274,6 +283,12 @@ export const TemplateSchema = Type.Object(
         description:
           'workflow engine: true lets spec.parameters.workflowTemplateRef.clusterScope name a ClusterWorkflowTemplate. Default false: only WorkflowTemplates of the namespace.',
       }),
+    ),
+    workflowShutdown: Type.Optional(
+      OneOf(
+        WORKFLOW_SHUTDOWN_STRATEGIES,
+        "workflow engine: how stopping an Operation (spec.cancel, or policy.activeDeadlineSeconds passing) shuts its Workflow down, as Argo's spec.shutdown. Stop (default): no new steps start, running steps are stopped, and the Workflow's exit handler (spec.onExit) still runs, so the WorkflowTemplate's cleanup happens. Terminate: running steps are stopped and the exit handler does not run. Recorded on the Workflow when it is created (annotation ops.vworkspace.io/shutdown).",
+      ),
     ),
     allowClusterResources: Type.Optional(
       Type.Boolean({

@@ -42,12 +42,13 @@ const allowingChartAccount = builtinWith('Migration', 'helmHookJob', {
   allowedServiceAccounts: ['vworkspace-runner', 'nextcloud'],
 });
 
+/** The ConfigMap source: parameters.configMapName names it, env.migrationJob is what it holds. */
 const input = (
   migrationJob?: Record<string, unknown>,
   env: Record<string, unknown> = {},
   /** null: the built-in template. */
   template: EffectiveTemplate | null = allowingChartAccount,
-  parameters?: Record<string, unknown>,
+  parameters: Record<string, unknown> = { configMapName: 'nextcloud-team-a-vworkspace-migration' },
 ) =>
   anInput({
     name: 'migrate-30',
@@ -55,7 +56,7 @@ const input = (
     engine: 'helmHookJob',
     env: { ...(migrationJob ? { migrationJob } : {}), ...env },
     ...(template ? { template } : {}),
-    ...(parameters ? { parameters } : {}),
+    parameters,
   });
 
 /** The chart's Job with `edit` applied to its pod template (a hostile ConfigMap writer's changes). */
@@ -172,7 +173,7 @@ describe('helmHookJob materialize', () => {
     expect(childOf(input(chartJob(), env)).pod.automountServiceAccountToken).toBe(false);
   });
 
-  it('fails with CapabilityMissing when the chart ships no migration Job, or something else', () => {
+  it('fails with CapabilityMissing when the ConfigMap holds no migration Job, or something else', () => {
     const missing = helmHookJobAdapter.materialize(input());
     expect(missing).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
     if (!missing.ok) expect(missing.message).toContain('nextcloud-team-a-vworkspace-migration');

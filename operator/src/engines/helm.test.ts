@@ -39,10 +39,36 @@ describe('helm materialize', () => {
       '--wait',
       '--timeout',
       '10m',
-      '--reuse-values',
+      '--reset-then-reuse-values',
       '--namespace',
       'team-a',
     ]);
+  });
+
+  it('passes parameters.values as one --set-json per top-level key, sorted, before --namespace', () => {
+    const c = containerOf(
+      input({ parameters: { version: '6.7.0', values: { replicas: 2, config: { a: 'x,y', b: null } } } }),
+    );
+    expect(c.args.slice(c.args.indexOf('--reset-then-reuse-values'))).toEqual([
+      '--reset-then-reuse-values',
+      '--set-json',
+      'config={"a":"x,y","b":null}',
+      '--set-json',
+      'replicas=2',
+      '--namespace',
+      'team-a',
+    ]);
+  });
+
+  it('refuses values keys helm would read as paths (InvalidParameters), also past the schema', () => {
+    const i = input();
+    i.parameters = { ...i.parameters, values: { 'a.b': 1, ok: 2 } };
+    const r = helmAdapter.materialize(i);
+    expect(r).toMatchObject({ ok: false, reason: 'InvalidParameters' });
+    if (!r.ok) expect(r.message).toContain('"a.b"');
+    expect(() => input({ parameters: { version: '6.7.0', values: { 'a.b': 1 } } })).toThrow(
+      /spec.parameters.values/,
+    );
   });
 
   it('uses --repo for a classic chart repository and passes the timeout', () => {
@@ -81,6 +107,31 @@ describe('helm materialize', () => {
 });
 
 describe('helm observe', () => {
+  it("reads the helm container's outcome: a failed upgrade's condition carries helm's own error", () => {
+    expect(helmAdapter.podOutcomeContainer).toBe('helm');
+    const [child] = materialized(helmAdapter.materialize(input()));
+    const obs = helmAdapter.observe(
+      [withStatus(child!, { conditions: [jobCondition('Failed', 'BackoffLimitExceeded')] })],
+      {
+        ...input(),
+        pods: [
+          {
+            pod: 'u-1',
+            container: 'helm',
+            exitCode: 1,
+            reason: 'Error',
+            logTail:
+              'Error: UPGRADE FAILED: release x failed, and has been rolled back due to atomic being set',
+          },
+        ],
+      },
+    );
+    expect(obs).toMatchObject({ phase: 'Failed', reason: 'HelmUpgradeFailed' });
+    expect(obs.message).toContain(
+      'container helm of pod u-1 exited with code 1 (Error); last log lines: Error: UPGRADE FAILED: release x failed, and has been rolled back due to atomic being set',
+    );
+  });
+
   const [job] = materialized(helmAdapter.materialize(input()));
   if (!job) throw new Error('no child');
   it.each([

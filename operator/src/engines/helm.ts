@@ -1,15 +1,45 @@
 // helm engine (Upgrade): a batch/v1 Job running the helm CLI image: `helm upgrade --atomic --wait` to
 // parameters.version, as the runner ServiceAccount the namespace admin binds (never the operator's).
+// The release keeps the values set before (--reset-then-reuse-values: the new chart's defaults, then the
+// release's own values, then parameters.values); the reconciler reads the helm container's exit code and
+// log tail, so a failed upgrade's condition carries helm's own error.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { DEFAULT_RUNNER_SERVICE_ACCOUNT } from '../catalog/templates/fragments.ts';
+import { DEFAULT_RUNNER_SERVICE_ACCOUNT, VALUES_KEY_PATTERN } from '../catalog/templates/fragments.ts';
 import { refuseUngranted } from './grants.ts';
 import { releaseOf } from './names.ts';
-import { str } from './object.ts';
+import { isRecord, str } from './object.ts';
 import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
-import type { EngineAdapter, MaterializeInput, MaterializeResult, Observation } from './types.ts';
+import type {
+  EngineAdapter,
+  MaterializeInput,
+  MaterializeResult,
+  Observation,
+  ObserveInput,
+} from './types.ts';
 
 export const DEFAULT_HELM_TIMEOUT = '10m';
+
+/** The helm CLI's container in the runner Job's pod (its exit code and log tail end up in the condition). */
+export const HELM_CONTAINER = 'helm';
+
+/**
+ * parameters.values as helm arguments: one `--set-json <key>=<JSON>` per top-level key, sorted, so the
+ * values are data (never a shell or a file) and the Job is the same for the same values. A key that is
+ * not a plain name (helm would read `a.b` as a path) is refused.
+ */
+export function valuesArgs(values: unknown): { args: string[] } | { error: string } {
+  if (values === undefined) return { args: [] };
+  if (!isRecord(values)) return { error: 'parameters.values must be an object of chart values' };
+  const keys = Object.keys(values).sort();
+  const bad = keys.filter((k) => !new RegExp(VALUES_KEY_PATTERN).test(k));
+  if (bad.length > 0) {
+    return {
+      error: `parameters.values keys must be plain names (${VALUES_KEY_PATTERN}); nest instead of using paths: ${bad.map((k) => JSON.stringify(k)).join(', ')}`,
+    };
+  }
+  return { args: keys.flatMap((k) => ['--set-json', `${k}=${JSON.stringify(values[k])}`]) };
+}
 
 /** The chart arguments of `helm upgrade`: an OCI reference, or the chart name plus `--repo <url>`. */
 export function chartArgs(target: ApplicationInstance): string[] | undefined {
@@ -46,6 +76,8 @@ function materialize(input: MaterializeInput): MaterializeResult {
       reason: 'InvalidParameters',
       message: 'parameters.version (the chart version to upgrade to) is required',
     };
+  const values = valuesArgs(parameters.values);
+  if ('error' in values) return { ok: false, reason: 'InvalidParameters', message: values.error };
   const release = releaseOf(target);
   const args = [
     'upgrade',
@@ -57,7 +89,10 @@ function materialize(input: MaterializeInput): MaterializeResult {
     '--wait',
     '--timeout',
     str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT,
-    '--reuse-values',
+    // Not --reuse-values: that renders the new chart with the OLD chart's defaults (helm replaces
+    // chart.Values), so a value the new version adds or changes would be missing.
+    '--reset-then-reuse-values',
+    ...values.args,
     '--namespace',
     release.namespace,
   ];
@@ -66,7 +101,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
     template,
     env,
     attempt,
-    containerName: 'helm',
+    containerName: HELM_CONTAINER,
     image: env.helmImage,
     command: ['helm'],
     args,
@@ -86,11 +121,13 @@ export const helmAdapter: EngineAdapter = {
   types: ['Upgrade'],
   childKinds: [{ apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' }],
   materialize,
-  observe: (children: readonly KubernetesObject[]): Observation =>
+  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation =>
     observeJob(
       children,
       { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
       'helm upgrade',
+      input.pods,
     ),
   cancel: cancelJobs,
+  podOutcomeContainer: HELM_CONTAINER,
 };

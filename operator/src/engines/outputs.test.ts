@@ -6,7 +6,15 @@ import { declaresOutput } from '../catalog/flow.ts';
 import { validateWithSchema } from '../catalog/schema-validation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { ADAPTERS } from './index.ts';
-import { anInput, aVeleroBackup, jobCondition, materialized, withStatus } from './testing.ts';
+import {
+  aHookJob,
+  anInput,
+  aReleaseHook,
+  aVeleroBackup,
+  jobCondition,
+  materialized,
+  withStatus,
+} from './testing.ts';
 import type { ChildManifest } from './types.ts';
 
 const PARAMETERS: Record<string, Record<string, unknown>> = {
@@ -48,13 +56,10 @@ describe('built-in outputSchemas', () => {
           veleroBackup: aVeleroBackup('nightly-abcde'),
           helmImage:
             'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000',
-          migrationJob: {
-            apiVersion: 'batch/v1',
-            kind: 'Job',
-            metadata: { name: 'migrate' },
-            spec: {
-              template: { spec: { containers: [{ name: 'm', image: 'app:1', command: ['migrate'] }] } },
-            },
+          // Two hook Jobs: the sequence's outputs (jobName and jobNames).
+          releaseHooks: {
+            revision: 1,
+            hooks: [aReleaseHook(aHookJob('prepare'), { weight: -1 }), aReleaseHook(aHookJob('migrate'))],
           },
         },
       });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { jobAdapter, RUN_CONTAINER } from './job.ts';
 import {
+  ANY_CONTAINER,
+  decisiveJob,
   describeOutcomes,
   jobFinished,
   LOG_TAIL_CHARS,
@@ -57,6 +59,39 @@ describe('pod outcomes of a finished Job', () => {
       describeOutcomes([{ pod: 'p', container: 'run', exitCode: 3, reason: 'Error', logTail: 'boom' }]),
     ).toBe('container run of pod p exited with code 3 (Error); last log lines: boom');
     expect(describeOutcomes([{ pod: 'p', container: 'run' }])).toBe('container run of pod p ended');
+  });
+
+  it('ANY_CONTAINER: the container that exited non-zero, else the first that terminated', () => {
+    const pod = {
+      metadata: { name: 'h' },
+      status: {
+        containerStatuses: [
+          { name: 'sidecar', state: { terminated: { exitCode: 0, reason: 'Completed' } } },
+          { name: 'migrate', state: { terminated: { exitCode: 4, reason: 'Error' } } },
+          { name: 'waiting', state: { waiting: {} } },
+        ],
+      },
+    };
+    expect(podOutcome(pod, ANY_CONTAINER)).toEqual({
+      pod: 'h',
+      container: 'migrate',
+      exitCode: 4,
+      reason: 'Error',
+    });
+    expect(podOutcome(aTerminatedPod('p', 'only', 0), ANY_CONTAINER)).toMatchObject({ container: 'only' });
+    expect(podOutcome({ metadata: { name: 'r' } }, ANY_CONTAINER)).toBeUndefined();
+  });
+
+  it('the deciding Job of several: the first that failed, else the last once all finished, else none', () => {
+    const done = job({ conditions: [jobCondition('Complete')] });
+    const named = (n: string, j = done) => ({ ...j, metadata: { ...j.metadata, name: n } });
+    const broke = named('b', job({ conditions: [jobCondition('FailureTarget')] }));
+    const busy = named('c', job({ active: 1 }));
+    expect(decisiveJob([named('a'), broke, busy])?.metadata?.name).toBe('b');
+    expect(decisiveJob([named('a'), busy])).toBeUndefined();
+    expect(decisiveJob([named('a'), named('z')])?.metadata?.name).toBe('z');
+    expect(decisiveJob([busy])).toBeUndefined();
+    expect(decisiveJob([])).toBeUndefined();
   });
 
   it('a Job is finished once any terminal condition is True', () => {

@@ -107,16 +107,32 @@ export function logTail(log: string): string {
   return tail.length > LOG_TAIL_CHARS ? `…${tail.slice(-LOG_TAIL_CHARS + 1)}` : tail;
 }
 
-/** A pod's container status ⇒ its outcome, when the container has terminated. Pure. */
+/**
+ * podOutcomeContainer for Jobs whose containers the engine does not name (a chart's hook Job): the
+ * container that exited non-zero, else the first that terminated.
+ */
+export const ANY_CONTAINER = '*';
+
+function terminatedOf(status: unknown): Json | undefined {
+  const t = at(status, 'state', 'terminated') ?? at(status, 'lastState', 'terminated');
+  return isRecord(t) ? t : undefined;
+}
+
+/** A pod's container status ⇒ its outcome, when the container (or, for ANY_CONTAINER, one) has terminated. Pure. */
 export function podOutcome(pod: KubernetesObject, container: string): PodOutcome | undefined {
-  const status = arr(at(pod, 'status', 'containerStatuses')).find((c) => isRecord(c) && c.name === container);
-  const terminated = at(status, 'state', 'terminated') ?? at(status, 'lastState', 'terminated');
-  if (!isRecord(terminated)) return undefined;
+  const statuses = arr(at(pod, 'status', 'containerStatuses')).filter(isRecord);
+  const ended = statuses.filter((c) => terminatedOf(c) !== undefined);
+  const status =
+    container === ANY_CONTAINER
+      ? (ended.find((c) => num(terminatedOf(c)?.exitCode) !== 0) ?? ended[0])
+      : statuses.find((c) => c.name === container);
+  const terminated = terminatedOf(status);
+  if (!terminated) return undefined;
   const exitCode = num(terminated.exitCode);
   const reason = str(terminated.reason);
   return {
     pod: pod.metadata?.name ?? '',
-    container,
+    container: str(status?.name) ?? container,
     ...(exitCode === undefined ? {} : { exitCode }),
     ...(reason ? { reason } : {}),
   };
@@ -181,6 +197,23 @@ export function observeJob(
 /** Whether a Job has finished either way (the reconciler reads its pods' outcomes then). Pure. */
 export function jobFinished(job: KubernetesObject): boolean {
   return ['Complete', 'Failed', 'SuccessCriteriaMet', 'FailureTarget'].some((t) => conditionTrue(job, t));
+}
+
+/** Whether a Job has failed (Failed, or FailureTarget before the pods are gone). Pure. */
+export function jobFailed(job: KubernetesObject): boolean {
+  return ['Failed', 'FailureTarget'].some((t) => conditionTrue(job, t));
+}
+
+/**
+ * The child Job whose pods tell how the Operation ended, in the children's order (a helmHookJob
+ * sequence: their step order): the first that failed, else the last once every one has finished; none
+ * while any still runs. For a single Job: that Job once it has finished. Pure.
+ */
+export function decisiveJob(children: readonly KubernetesObject[]): KubernetesObject | undefined {
+  const jobs = children.filter((c) => (c.kind ?? 'Job') === 'Job');
+  const failedJob = jobs.find(jobFailed);
+  if (failedJob) return failedJob;
+  return jobs.length > 0 && jobs.every(jobFinished) ? jobs.at(-1) : undefined;
 }
 
 /** Cancel for Job children: delete in the foreground so the pods go first and nothing keeps running. */

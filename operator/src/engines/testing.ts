@@ -1,6 +1,7 @@
 // Test-object builders for engine tests (unit and integration): Operations, ApplicationInstances,
 // the built-in templates, materialize inputs, and children with a given status.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import YAML from 'yaml';
 import { LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
@@ -9,6 +10,7 @@ import type { Operation, OperationSpec } from '../api/operation.ts';
 import { validateParameters } from '../catalog/parameters.ts';
 import type { EffectiveTemplate, Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import type { ReleaseHook } from '../instance/helm-release.ts';
 import type { ChildManifest, EngineEnvironment, MaterializeInput } from './types.ts';
 
 export interface OperationOptions {
@@ -186,4 +188,39 @@ export function builtinWith(
   fields: Partial<Template>,
 ): EffectiveTemplate {
   return { ...builtinTemplate(type, engine), ...fields, name: `custom-${engine}`, source: 'test' };
+}
+
+/** A batch/v1 Job as a chart renders a migration hook, with `pod` merged into its pod spec. */
+export function aHookJob(name: string, pod: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, annotations: { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-weight': '0' } },
+    spec: {
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'migrate', image: 'app:1', command: ['migrate'] }],
+          ...pod,
+        },
+      },
+    },
+  };
+}
+
+/** A hook as the release record stores it (Helm's release.Hook), its manifest rendered from `object`. */
+export function aReleaseHook(
+  object: Record<string, unknown>,
+  o: { events?: string[]; weight?: number; deletePolicies?: string[]; path?: string } = {},
+): ReleaseHook {
+  const meta = (object.metadata ?? {}) as { name?: string };
+  return {
+    name: meta.name ?? '',
+    kind: String(object.kind ?? ''),
+    path: o.path ?? 'app/templates/hooks.yaml',
+    manifest: YAML.stringify(object),
+    events: o.events ?? ['pre-upgrade'],
+    weight: o.weight ?? 0,
+    deletePolicies: o.deletePolicies ?? [],
+  };
 }

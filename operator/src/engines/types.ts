@@ -7,6 +7,7 @@ import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { Engine, OperationType } from '../api/enums.ts';
 import type { Operation } from '../api/operation.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
+import type { ReleaseHook } from '../instance/helm-release.ts';
 
 /** A child object exactly as it will be created (apiVersion, kind, metadata.name/namespace set). */
 export type ChildManifest = KubernetesObject & {
@@ -29,8 +30,13 @@ export interface EngineEnvironment {
   helmImage?: string;
   /** PVC names of the target's Helm release (label app.kubernetes.io/instance=<release>), sorted. */
   pvcs?: readonly string[];
-  /** The chart-provided migration Job template (ConfigMap parameters.configMapName, else `<release>-vworkspace-migration`; key job.yaml), parsed. */
+  /** helmHookJob with parameters.configMapName: the Job that ConfigMap holds (key job.yaml), parsed. */
   migrationJob?: Record<string, unknown>;
+  /**
+   * helmHookJob without parameters.configMapName: the hooks of the newest release record of the
+   * target's release, read (by name, only that Secret) when a child may be materialized.
+   */
+  releaseHooks?: ReleaseHooks;
   /** Restore: the velero.io Backup parameters.backupName names, as read from the Velero namespace; absent when there is none. */
   veleroBackup?: { name: string; labels: Record<string, string> };
   /**
@@ -38,6 +44,16 @@ export interface EngineEnvironment {
    * account get automountServiceAccountToken: false, so the operator's token never reaches a runner.
    */
   operatorServiceAccount?: { namespace: string; name: string };
+}
+
+/** What the reconciler read of a release record for the helmHookJob engine. */
+export interface ReleaseHooks {
+  /** The newest revision; undefined when the release has no record. */
+  revision?: number;
+  /** Its hooks, in the order Helm stored them (manifests rendered with the release's values). */
+  hooks: readonly ReleaseHook[];
+  /** Why the record could not be read (names the Secret, never its content). */
+  problem?: string;
 }
 
 export interface MaterializeInput {
@@ -68,14 +84,24 @@ export interface Observation {
   outputs?: Record<string, string>;
   /** true when a failure may succeed on retry (policy.retryLimit applies); false = permanent. */
   retryable?: boolean;
+  /**
+   * Running only: what the reconciler does to the children now, e.g. resume the next suspended Job of a
+   * sequence (helmHookJob). Performed like cancel actions; must be idempotent (the next observe of a
+   * stale cache asks again).
+   */
+  actions?: ChildAction[];
 }
 
-/** What to do to stop a running child gracefully. */
+/** What to do to a child: stop it gracefully (cancel), or move a sequence on (Observation.actions). */
 export type CancelAction =
   | { kind: 'patch'; child: ChildManifest; patch: Record<string, unknown> } // e.g. Argo spec.shutdown
   | { kind: 'delete'; child: ChildManifest; propagationPolicy?: 'Foreground' | 'Background' }
   | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest
-  | { kind: 'none' };
+  | { kind: 'none' }
+  // Nothing the engine allows yet (a velero Backup in flight cannot be deleted): the Operation keeps
+  // cancelling, says `message`, and asks again when the child changes.
+  | { kind: 'wait'; message: string };
+export type ChildAction = CancelAction;
 
 /**
  * How a finished Job's container ended, read by the reconciler from the Job's pod (adapters that set
@@ -113,8 +139,9 @@ export interface EngineAdapter {
   /** Pure: how to stop these children gracefully (cancel, deadline). */
   cancel(children: readonly KubernetesObject[]): CancelAction[];
   /**
-   * The container whose exit code and log tail the reconciler reads from a finished child Job's pod
-   * (pods and pods/log in the engine's RBAC profile) and passes to observe as `pods`.
+   * The container whose exit code and log tail the reconciler reads from the pod of the child Job that
+   * decided the outcome (runner-pod.ts decisiveJob; pods and pods/log in the engine's RBAC profile) and
+   * passes to observe as `pods`. ANY_CONTAINER ('*'): the one that exited non-zero, else the first.
    */
   podOutcomeContainer?: string;
 }

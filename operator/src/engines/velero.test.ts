@@ -160,6 +160,8 @@ describe('velero observe', () => {
     ['WaitingForPluginOperations', 'Running', 'VeleroBackupInProgress'],
     ['WaitingForPluginOperationsPartiallyFailed', 'Running', 'VeleroBackupInProgress'],
     ['Finalizing', 'Running', 'VeleroBackupInProgress'],
+    ['Queued', 'Running', 'VeleroBackupInProgress'],
+    ['ReadyToStart', 'Running', 'VeleroBackupInProgress'],
     ['FinalizingPartiallyFailed', 'Running', 'VeleroBackupInProgress'],
     ['Completed', 'Succeeded', 'VeleroBackupCompleted'],
     ['PartiallyFailed', 'Failed', 'VeleroBackupPartiallyFailed'],
@@ -214,6 +216,11 @@ describe('velero observe', () => {
     );
   });
 
+  it("says a queued Backup's place in Velero's queue", () => {
+    const o = veleroAdapter.observe([backupWith({ phase: 'Queued', queuePosition: 2 })], backupInput());
+    expect(o.message).toMatch(/is Queued \(position 2 in Velero's backup queue\)$/);
+  });
+
   it('is Running while the child is not visible yet', () => {
     expect(veleroAdapter.observe([], backupInput()).reason).toBe('VeleroBackupInProgress');
     expect(veleroAdapter.observe([], restoreInput()).reason).toBe('VeleroRestoreInProgress');
@@ -221,21 +228,76 @@ describe('velero observe', () => {
 });
 
 describe('velero cancel', () => {
-  it('files a DeleteBackupRequest for a Backup (Velero has no in-flight cancel)', () => {
-    const b = backupWith({ phase: 'InProgress' });
-    const [action] = veleroAdapter.cancel([b]);
-    expect(action).toMatchObject({
-      kind: 'create',
-      object: {
-        apiVersion: 'velero.io/v1',
-        kind: 'DeleteBackupRequest',
-        metadata: {
-          namespace: 'velero',
-          labels: { 'velero.io/backup-name': b.metadata?.name, 'velero.io/backup-uid': 'child-uid' },
-        },
-        spec: { backupName: b.metadata?.name },
-      },
+  const cancelling = () => {
+    const input = backupInput();
+    return { ...input, op: { ...input.op, spec: { ...input.op.spec, cancel: true } } };
+  };
+
+  it.each([
+    'ReadyToStart',
+    'InProgress',
+    'WaitingForPluginOperations',
+    'Finalizing',
+    'FinalizingPartiallyFailed',
+  ])('waits while the Backup is %s: Velero can neither stop nor delete it then', (phase) => {
+    const b = backupWith({ phase, progress: { itemsBackedUp: 3, totalItems: 7 } });
+    const actions = veleroAdapter.cancel([b]);
+    expect(actions).toEqual([{ kind: 'wait', message: expect.stringContaining(`is ${phase} (3/7 items)`) }]);
+    expect(actions[0]).toMatchObject({
+      message: expect.stringMatching(/^Velero cannot stop a Backup in flight/),
     });
+  });
+
+  it.each([
+    ['Completed', 'Completed before it could be stopped'],
+    ['PartiallyFailed', 'PartiallyFailed before it could be stopped'],
+    ['Failed', 'Failed before it could be stopped'],
+    ['', 'had not started (New)'],
+    ['New', 'had not started (New)'],
+    ['Queued', 'had not started (Queued)'],
+  ])(
+    'files a DeleteBackupRequest for a Backup that is %j (Velero deletes it with its files)',
+    (phase, says) => {
+      const b = backupWith(phase ? { phase } : {});
+      const [create, wait] = veleroAdapter.cancel([b]);
+      expect(create).toMatchObject({
+        kind: 'create',
+        object: {
+          apiVersion: 'velero.io/v1',
+          kind: 'DeleteBackupRequest',
+          metadata: {
+            name: `${b.metadata?.name}-cancel`,
+            namespace: 'velero',
+            labels: { 'velero.io/backup-name': b.metadata?.name, 'velero.io/backup-uid': 'child-uid' },
+          },
+          spec: { backupName: b.metadata?.name },
+        },
+      });
+      expect(wait).toEqual({ kind: 'wait', message: expect.stringContaining(says) });
+    },
+  );
+
+  it('waits while Velero deletes the Backup', () => {
+    expect(veleroAdapter.cancel([backupWith({ phase: 'Deleting' })])).toEqual([
+      {
+        kind: 'wait',
+        message: expect.stringMatching(
+          /^Velero is deleting velero\.io Backup velero\/pre-upgrade-\S+ and its files$/,
+        ),
+      },
+    ]);
+  });
+
+  it('while cancelling, a finished or deleting Backup is not the end: Running until it is gone', () => {
+    for (const phase of ['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation', 'Deleting']) {
+      const o = veleroAdapter.observe([backupWith({ phase })], cancelling());
+      expect(o).toMatchObject({ phase: 'Running', reason: 'VeleroBackupInProgress' });
+      expect(o.message).toMatch(/after spec\.cancel$/);
+    }
+    // Without a cancel the same phases finish the Operation.
+    expect(veleroAdapter.observe([backupWith({ phase: 'Completed' })], backupInput()).phase).toBe(
+      'Succeeded',
+    );
   });
 
   it('deletes a Restore', () => {

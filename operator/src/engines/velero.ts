@@ -135,15 +135,22 @@ function materialize(input: MaterializeInput): MaterializeResult {
   return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Backup', metadata, spec }] };
 }
 
-const IN_PROGRESS = new Set([
-  '',
-  'New',
+/** Not picked up yet: Velero (v1.17+) queues Backups before it starts them (Queued, with a position). */
+const NOT_STARTED = new Set(['', 'New', 'Queued']);
+/**
+ * In Velero's hands: it cannot stop them, and refuses a DeleteBackupRequest for a Backup in these
+ * phases ("backup deletion failed: backup is still in progress"; the request ends Processed and is never retried).
+ */
+const IN_FLIGHT = new Set([
+  'ReadyToStart',
   'InProgress',
   'WaitingForPluginOperations',
   'WaitingForPluginOperationsPartiallyFailed',
   'Finalizing',
   'FinalizingPartiallyFailed',
 ]);
+const IN_PROGRESS = new Set([...NOT_STARTED, ...IN_FLIGHT]);
+const FINISHED = new Set(['Completed', 'PartiallyFailed', 'Failed', 'FailedValidation']);
 
 function reasonsFor(kind: Kind): Record<'progress' | 'completed' | 'partial' | 'failed', Reason> {
   return kind === 'Backup'
@@ -193,9 +200,20 @@ function observe(
   const phase = str(at(child, 'status', 'phase')) ?? '';
   const what = `velero.io ${kind} ${ns}/${name}`;
   const cli = `velero ${kind.toLowerCase()} describe ${name} --details`;
+  if (kind === 'Backup' && input.op.spec.cancel && (FINISHED.has(phase) || phase === 'Deleting')) {
+    // Cancelling: a Backup that finished before it could be stopped is deleted with its files (cancel
+    // files the request); the Operation ends Cancelled once it is gone.
+    return running(
+      r.progress,
+      `${what} ${phase === 'Deleting' ? 'is being deleted' : `${phase}${counts(child)}`} after spec.cancel`,
+      outputs,
+    );
+  }
   if (IN_PROGRESS.has(phase)) {
     const partial = phase.endsWith('PartiallyFailed') ? ' (some items already failed)' : '';
-    return running(r.progress, `${what} is ${phase || 'New'}${progress(child)}${partial}`, outputs);
+    const position = num(at(child, 'status', 'queuePosition'));
+    const queued = phase === 'Queued' && position ? ` (position ${position} in Velero's backup queue)` : '';
+    return running(r.progress, `${what} is ${phase || 'New'}${queued}${progress(child)}${partial}`, outputs);
   }
   if (phase === 'Completed') return succeeded(r.completed, `${what} Completed${counts(child)}`, outputs);
   if (phase === 'PartiallyFailed') {
@@ -242,23 +260,47 @@ function observe(
 }
 
 /**
- * Velero cannot stop a Backup in flight. Cancel files a DeleteBackupRequest, which Velero carries out
- * once the Backup is no longer InProgress (it refuses it while InProgress), removing the backup and its
- * data. A Restore is deleted (Velero stops tracking it; objects already restored stay).
+ * Velero cannot stop a Backup in flight, and refuses to delete one (a DeleteBackupRequest then ends
+ * Processed with "backup deletion failed: backup is still in progress" and is never retried). So cancel waits while the Backup
+ * is in flight, and files a DeleteBackupRequest once Velero would carry it out: before the Backup
+ * started, or after it finished; Velero then deletes the Backup with its files in the bucket (and its
+ * volume snapshots). The Operation ends Cancelled when the Backup is gone. A Restore is deleted (Velero
+ * stops tracking it; objects already restored stay).
  */
 function cancel(children: readonly KubernetesObject[]): CancelAction[] {
   const actions: CancelAction[] = [];
   for (const b of ofKind(children, 'Backup')) {
     const name = b.metadata?.name ?? '';
+    const ns = b.metadata?.namespace ?? '';
+    const what = `velero.io Backup ${ns}/${name}`;
+    const phase = str(at(b, 'status', 'phase')) ?? '';
+    const requestName = `${name}-cancel`;
+    if (IN_FLIGHT.has(phase)) {
+      actions.push({
+        kind: 'wait',
+        message: `Velero cannot stop a Backup in flight, nor delete one before it finished: ${what} is ${phase}${progress(b)}; once it finished, it is deleted with its files (DeleteBackupRequest ${ns}/${requestName})`,
+      });
+      continue;
+    }
+    if (phase === 'Deleting') {
+      actions.push({ kind: 'wait', message: `Velero is deleting ${what} and its files` });
+      continue;
+    }
     const labels: Record<string, string> = { ...b.metadata?.labels, 'velero.io/backup-name': name };
     if (b.metadata?.uid) labels['velero.io/backup-uid'] = b.metadata.uid;
     const request: ChildManifest = {
       apiVersion: VELERO_API_VERSION,
       kind: 'DeleteBackupRequest',
-      metadata: { name: `${name}-cancel`, namespace: b.metadata?.namespace ?? '', labels },
+      metadata: { name: requestName, namespace: ns, labels },
       spec: { backupName: name },
     };
     actions.push({ kind: 'create', object: request });
+    actions.push({
+      kind: 'wait',
+      message: NOT_STARTED.has(phase)
+        ? `${what} had not started (${phase || 'New'}); deleting it (DeleteBackupRequest ${ns}/${requestName})`
+        : `${what} ${phase} before it could be stopped (Velero cannot stop a Backup in flight); deleting it with its files (DeleteBackupRequest ${ns}/${requestName})`,
+    });
   }
   for (const r of ofKind(children, 'Restore'))
     actions.push({ kind: 'delete', child: asManifest(r), propagationPolicy: 'Background' });

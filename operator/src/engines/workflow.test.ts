@@ -126,9 +126,52 @@ describe('workflow observe', () => {
 });
 
 describe('workflow cancel', () => {
-  it('terminates the Workflow with spec.shutdown', () => {
-    expect(workflowAdapter.cancel([workflowWith({ phase: 'Running' })])).toMatchObject([
+  const created = (template?: EffectiveTemplate) => {
+    const [wf] = materialized(workflowAdapter.materialize(input(undefined, template)));
+    if (!wf) throw new Error('no child');
+    return withStatus(wf, { phase: 'Running' });
+  };
+
+  it("stops the Workflow with spec.shutdown: Stop by default, so the WorkflowTemplate's exit handler runs", () => {
+    const wf = created();
+    expect(wf.metadata?.annotations?.['ops.vworkspace.io/shutdown']).toBe('Stop');
+    expect(workflowAdapter.cancel([wf])).toMatchObject([
+      {
+        kind: 'patch',
+        child: { metadata: { name: wf.metadata?.name } },
+        patch: { spec: { shutdown: 'Stop' } },
+      },
+    ]);
+  });
+
+  it('terminates it (no exit handler) when the template says workflowShutdown: Terminate', () => {
+    const wf = created(builtinWith('Runbook', 'workflow', { workflowShutdown: 'Terminate' }));
+    expect(wf.metadata?.annotations?.['ops.vworkspace.io/shutdown']).toBe('Terminate');
+    expect(workflowAdapter.cancel([wf])).toMatchObject([
       { kind: 'patch', patch: { spec: { shutdown: 'Terminate' } } },
     ]);
+  });
+
+  it('follows what the Workflow recorded at creation, not the template of today', () => {
+    const stop = created(builtinWith('Runbook', 'workflow', { workflowShutdown: 'Stop' }));
+    expect(workflowAdapter.cancel([stop])).toMatchObject([{ patch: { spec: { shutdown: 'Stop' } } }]);
+    // Created before templates chose (no annotation), or the annotation is not a strategy: Terminate,
+    // what cancel did then.
+    const old = created();
+    delete old.metadata?.annotations?.['ops.vworkspace.io/shutdown'];
+    expect(workflowAdapter.cancel([old])).toMatchObject([{ patch: { spec: { shutdown: 'Terminate' } } }]);
+    const odd = created();
+    odd.metadata = { ...odd.metadata, annotations: { 'ops.vworkspace.io/shutdown': 'Kill' } };
+    expect(workflowAdapter.cancel([odd])).toMatchObject([{ patch: { spec: { shutdown: 'Terminate' } } }]);
+  });
+
+  it('keeps the strategy of a Workflow already shutting down (the patch repeats until it has stopped)', () => {
+    const wf = created();
+    const terminating = { ...wf, spec: { ...(wf as { spec?: object }).spec, shutdown: 'Terminate' } };
+    expect(workflowAdapter.cancel([terminating])).toMatchObject([
+      { kind: 'patch', patch: { spec: { shutdown: 'Terminate' } } },
+    ]);
+    const stopping = { ...wf, spec: { ...(wf as { spec?: object }).spec, shutdown: 'Stop' } };
+    expect(workflowAdapter.cancel([stopping])).toMatchObject([{ patch: { spec: { shutdown: 'Stop' } } }]);
   });
 });

@@ -1,6 +1,12 @@
 // workflow engine: an argoproj.io/v1alpha1 Workflow in the Operation's namespace that runs a
 // WorkflowTemplate (or ClusterWorkflowTemplate); the Operation's arguments become its parameters.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { ANNOTATION_SHUTDOWN } from '../api/annotations.ts';
+import {
+  DEFAULT_WORKFLOW_SHUTDOWN,
+  WORKFLOW_SHUTDOWN_STRATEGIES,
+  type WorkflowShutdown,
+} from '../catalog/template.ts';
 import { refuseUngranted } from './grants.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, isRecord, type Json, ofKind, str } from './object.ts';
@@ -14,6 +20,12 @@ import type {
 } from './types.ts';
 
 export const ARGO_API_VERSION = 'argoproj.io/v1alpha1';
+
+/**
+ * A Workflow without the annotation was created before templates chose: it is stopped the way cancel
+ * worked then.
+ */
+const UNRECORDED_WORKFLOW_SHUTDOWN: WorkflowShutdown = 'Terminate';
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, parameters, attempt } = input;
@@ -40,7 +52,11 @@ function materialize(input: MaterializeInput): MaterializeResult {
       ? { serviceAccountName: parameters.serviceAccountName }
       : {}),
   };
-  const metadata = childMetadata(op, { name: childName(op, attempt, NAME_LIMITS.workflow), attempt });
+  const metadata = childMetadata(op, {
+    name: childName(op, attempt, NAME_LIMITS.workflow),
+    attempt,
+    annotations: { [ANNOTATION_SHUTDOWN]: input.template.workflowShutdown ?? DEFAULT_WORKFLOW_SHUTDOWN },
+  });
   return { ok: true, children: [{ apiVersion: ARGO_API_VERSION, kind: 'Workflow', metadata, spec }] };
 }
 
@@ -107,13 +123,22 @@ function observe(children: readonly KubernetesObject[]): Observation {
   );
 }
 
-/** Argo's own stop: `spec.shutdown: Terminate` ends running steps at once (Stop would still run exit handlers). */
+/** The strategy recorded on the Workflow when it was created (see UNRECORDED_WORKFLOW_SHUTDOWN). */
+function shutdownOf(wf: KubernetesObject): WorkflowShutdown {
+  const recorded = wf.metadata?.annotations?.[ANNOTATION_SHUTDOWN];
+  return WORKFLOW_SHUTDOWN_STRATEGIES.find((s) => s === recorded) ?? UNRECORDED_WORKFLOW_SHUTDOWN;
+}
+
+/**
+ * Argo's own stop, `spec.shutdown`: Stop lets the exit handler run, Terminate does not; both stop the
+ * running steps. Repeated on every pass until the Workflow has stopped (the patch is idempotent); one
+ * already shutting down keeps the strategy it has.
+ */
 function cancel(children: readonly KubernetesObject[]): CancelAction[] {
-  return ofKind(children, 'Workflow').map((wf) => ({
-    kind: 'patch',
-    child: asManifest(wf),
-    patch: { spec: { shutdown: 'Terminate' } },
-  }));
+  return ofKind(children, 'Workflow').map((wf) => {
+    const current = WORKFLOW_SHUTDOWN_STRATEGIES.find((s) => s === at(wf, 'spec', 'shutdown'));
+    return { kind: 'patch', child: asManifest(wf), patch: { spec: { shutdown: current ?? shutdownOf(wf) } } };
+  });
 }
 
 export const workflowAdapter: EngineAdapter = {

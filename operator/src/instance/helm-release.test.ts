@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
+  decodeReleaseHooks,
   decodeReleaseSecret,
   HELM_RELEASE_SECRET_TYPE,
   latestRelease,
@@ -14,7 +15,13 @@ function releaseSecret(
   release: string,
   revision: number,
   status: string,
-  opts: { gzip?: boolean; chartVersion?: string; annotations?: Record<string, string>; ns?: string } = {},
+  opts: {
+    gzip?: boolean;
+    chartVersion?: string;
+    annotations?: Record<string, string>;
+    ns?: string;
+    hooks?: unknown;
+  } = {},
 ): SecretLike {
   const record = {
     name: release,
@@ -29,6 +36,7 @@ function releaseSecret(
         annotations: opts.annotations ?? {},
       },
     },
+    ...(opts.hooks === undefined ? {} : { hooks: opts.hooks }),
   };
   const json = Buffer.from(JSON.stringify(record));
   const helmEncoded = ((opts.gzip ?? true) ? gzipSync(json) : json).toString('base64');
@@ -73,6 +81,59 @@ describe('decodeReleaseSecret', () => {
     expect(() =>
       decodeReleaseSecret({ metadata: { name: 'x', namespace: 'n' }, type: HELM_RELEASE_SECRET_TYPE }),
     ).toThrow('has no data.release');
+  });
+});
+
+describe('decodeReleaseHooks', () => {
+  it("returns the record's hooks as Helm stored them: rendered manifest, events, weight, delete policies", () => {
+    const manifest = 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: web-migrate\n';
+    const hooks = decodeReleaseHooks(
+      releaseSecret('web', 2, 'deployed', {
+        hooks: [
+          {
+            name: 'web-migrate',
+            kind: 'Job',
+            path: 'tiny/templates/migration.yaml',
+            manifest,
+            events: ['pre-upgrade'],
+            last_run: { started_at: '', completed_at: '', phase: '' },
+            weight: -1,
+            delete_policies: ['before-hook-creation', 'hook-succeeded'],
+          },
+          { name: 'sa', kind: 'ServiceAccount', events: ['pre-install'] },
+          'garbage',
+        ],
+      }),
+    );
+    expect(hooks).toEqual([
+      {
+        name: 'web-migrate',
+        kind: 'Job',
+        path: 'tiny/templates/migration.yaml',
+        manifest,
+        events: ['pre-upgrade'],
+        weight: -1,
+        deletePolicies: ['before-hook-creation', 'hook-succeeded'],
+      },
+      {
+        name: 'sa',
+        kind: 'ServiceAccount',
+        path: '',
+        manifest: '',
+        events: ['pre-install'],
+        weight: 0,
+        deletePolicies: [],
+      },
+    ]);
+  });
+
+  it('a record without hooks has none; a broken record says which Secret', () => {
+    expect(decodeReleaseHooks(releaseSecret('web', 1, 'deployed'))).toEqual([]);
+    const broken = releaseSecret('web', 1, 'deployed');
+    broken.data = {};
+    expect(() => decodeReleaseHooks(broken)).toThrow(
+      'Helm release Secret apps/sh.helm.release.v1.web.v1 has no data.release',
+    );
   });
 });
 

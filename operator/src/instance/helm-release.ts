@@ -40,12 +40,47 @@ interface RawRelease {
   chart?: {
     metadata?: { name?: string; version?: string; appVersion?: string; annotations?: Record<string, string> };
   };
+  hooks?: unknown;
+}
+
+/**
+ * One Helm hook as the release record stores it (Helm's release.Hook): the object a template annotated
+ * `helm.sh/hook` rendered into, with the release's values applied, never applied by `helm install`
+ * itself but run by Helm at its events.
+ */
+export interface ReleaseHook {
+  /** metadata.name of the rendered object. */
+  name: string;
+  kind: string;
+  /** The chart template it came from, e.g. tiny/templates/migration-job.yaml. */
+  path: string;
+  /** The rendered manifest (one YAML document). */
+  manifest: string;
+  /** Helm events it runs at: pre-install, post-install, pre-upgrade, …, test. */
+  events: string[];
+  /** helm.sh/hook-weight (0 when unset or not a number). */
+  weight: number;
+  /** helm.sh/hook-delete-policy entries; Helm treats none as [before-hook-creation]. */
+  deletePolicies: string[];
+}
+
+interface RawHook {
+  name?: unknown;
+  kind?: unknown;
+  path?: unknown;
+  manifest?: unknown;
+  events?: unknown;
+  weight?: unknown;
+  delete_policies?: unknown;
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 
-/** Decodes one release Secret; throws an Error that says what is wrong with the record. */
-export function decodeReleaseSecret(secret: SecretLike): ReleaseRecord {
+const strings = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+
+/** The release JSON inside a release Secret; throws an Error that says what is wrong with the record. */
+function decodePayload(secret: SecretLike): RawRelease {
   const id = `${secret.metadata?.namespace ?? ''}/${secret.metadata?.name ?? ''}`;
   if (secret.type !== HELM_RELEASE_SECRET_TYPE)
     throw new Error(`Secret ${id} is not a Helm release record (type ${secret.type ?? 'unset'})`);
@@ -54,12 +89,37 @@ export function decodeReleaseSecret(secret: SecretLike): ReleaseRecord {
   // Secret data is base64; inside it Helm wrote base64 of (usually gzipped) JSON.
   const inner = Buffer.from(Buffer.from(encoded, 'base64').toString('utf8'), 'base64');
   const bytes = inner[0] === GZIP_MAGIC[0] && inner[1] === GZIP_MAGIC[1] ? gunzipSync(inner) : inner;
-  let raw: RawRelease;
   try {
-    raw = JSON.parse(bytes.toString('utf8')) as RawRelease;
+    return JSON.parse(bytes.toString('utf8')) as RawRelease;
   } catch {
     throw new Error(`Helm release Secret ${id} does not hold a JSON release record`);
   }
+}
+
+/**
+ * The hooks of one release record, in the order Helm stored them (by kind, as Helm installs them).
+ * Throws like decodeReleaseSecret. Pure; the caller drops the payload once it has what it runs.
+ */
+export function decodeReleaseHooks(secret: SecretLike): ReleaseHook[] {
+  const raw = decodePayload(secret);
+  const hooks = Array.isArray(raw.hooks) ? (raw.hooks as RawHook[]) : [];
+  return hooks
+    .filter((h) => h !== null && typeof h === 'object')
+    .map((h) => ({
+      name: typeof h.name === 'string' ? h.name : '',
+      kind: typeof h.kind === 'string' ? h.kind : '',
+      path: typeof h.path === 'string' ? h.path : '',
+      manifest: typeof h.manifest === 'string' ? h.manifest : '',
+      events: strings(h.events),
+      weight: typeof h.weight === 'number' && Number.isInteger(h.weight) ? h.weight : 0,
+      deletePolicies: strings(h.delete_policies),
+    }));
+}
+
+/** Decodes one release Secret; throws an Error that says what is wrong with the record. */
+export function decodeReleaseSecret(secret: SecretLike): ReleaseRecord {
+  const id = `${secret.metadata?.namespace ?? ''}/${secret.metadata?.name ?? ''}`;
+  const raw = decodePayload(secret);
   const labels = secret.metadata?.labels ?? {};
   const revision = raw.version ?? Number(labels.version);
   if (!Number.isInteger(revision)) throw new Error(`Helm release Secret ${id} has no revision`);

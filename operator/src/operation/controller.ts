@@ -70,6 +70,7 @@ import {
   type Decision,
   decide,
   isTerminalPhase,
+  mayMaterialize,
   needsPreconditions,
   refOf,
 } from './decide.ts';
@@ -78,6 +79,7 @@ import { OperationMetrics } from './metrics.ts';
 import { type OwnWrite, withOwnWrites } from './own-writes.ts';
 import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
+import { readReleaseHooks } from './release-hooks.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
@@ -250,7 +252,12 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     }
   }
 
-  async function environment(op: Operation, target: ApplicationInstance | undefined, signal: AbortSignal) {
+  async function environment(
+    op: Operation,
+    target: ApplicationInstance | undefined,
+    children: readonly KubernetesObject[],
+    signal: AbortSignal,
+  ) {
     const env: EngineEnvironment = {
       veleroNamespace,
       ...(deps.helmImage ? { helmImage: deps.helmImage } : {}),
@@ -267,14 +274,20 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       });
       env.pvcs = (list.items ?? []).map((p) => p.metadata?.name ?? '').sort();
     }
-    if (op.spec.engine === 'helmHookJob') {
-      const name = migrationConfigMapName({ target, parameters: parametersOf(op) });
-      const cm = await readOptional<{ data?: Record<string, string> }>(
-        resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }, name),
-        signal,
-      );
-      const text = cm?.data?.[MIGRATION_CONFIGMAP_KEY];
-      if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
+    // What the Migration runs is read only when a child may be made (not started yet, or a retry):
+    // the release record is a Secret, and a running sequence needs nothing more from it.
+    if (op.spec.engine === 'helmHookJob' && mayMaterialize(op, children)) {
+      const name = migrationConfigMapName({ parameters: parametersOf(op) });
+      if (name) {
+        const cm = await readOptional<{ data?: Record<string, string> }>(
+          resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }, name),
+          signal,
+        );
+        const text = cm?.data?.[MIGRATION_CONFIGMAP_KEY];
+        if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
+      } else if (release.namespace === ns) {
+        env.releaseHooks = await readReleaseHooks(deps.client, ns, release.name, signal);
+      }
     }
     const backupName = parametersOf(op).backupName;
     if (op.spec.engine === 'velero' && op.spec.type === 'Restore' && typeof backupName === 'string') {
@@ -432,7 +445,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     });
   }
 
-  async function performCancel(actions: readonly CancelAction[], signal: AbortSignal) {
+  async function performActions(actions: readonly CancelAction[], signal: AbortSignal) {
     for (const a of actions) {
       try {
         if (a.kind === 'patch') await deps.writer.mergePatch(a.child as never, a.patch, { signal });
@@ -538,13 +551,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       : await readChildren(op, adapter, ctx.signal);
     const pods =
       adapter?.podOutcomeContainer && !isTerminalPhase(op.status?.phase)
-        ? await readPodOutcomes(deps.client, children[0], adapter.podOutcomeContainer, ctx.signal)
+        ? await readPodOutcomes(deps.client, children, adapter.podOutcomeContainer, ctx.signal)
         : undefined;
     const attemptKey = `${uid}/${op.status?.attempts ?? 0}`;
     const env =
       (isTerminalPhase(op.status?.phase) && !facts) || paused
         ? { veleroNamespace }
-        : await environment(op, target, ctx.signal);
+        : await environment(op, target, children, ctx.signal);
     const seen = failureSeen.get(attemptKey);
     let d: Decision = decide({
       op,
@@ -581,7 +594,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
         d = { ...d, events: [{ type: 'Warning', reason: 'InvalidParameters', note: message }] };
       }
     }
-    if (d.cancel && d.cancel.length > 0) await performCancel(d.cancel, ctx.signal);
+    if (d.cancel && d.cancel.length > 0) await performActions(d.cancel, ctx.signal);
+    if (d.actions && d.actions.length > 0) await performActions(d.actions, ctx.signal);
     if (d.deleteOperation) {
       ctx.log.info('ttlSecondsAfterFinished passed: deleting the Operation');
       await deleteOperation(op, ctx.signal);

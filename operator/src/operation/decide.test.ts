@@ -2,13 +2,14 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { Operation } from '../api/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
-import type { ChildManifest } from '../engines/types.ts';
+import type { ChildManifest, EngineAdapter } from '../engines/types.ts';
 import { FakeClock } from '../runtime/clock.ts';
 import {
   ANNOTATION_RECONCILE_HANDLED,
   type DecideInput,
   type Decision,
   decide,
+  mayMaterialize,
   retryBackoffMs,
 } from './decide.ts';
 import type { PreconditionFacts } from './preconditions.ts';
@@ -145,6 +146,44 @@ describe('decide: the happy path', () => {
     // Terminal: nothing more happens.
     expect(h.step()).toMatchObject({ events: [] });
     expect(h.last.create).toBeUndefined();
+  });
+
+  it("a running child's actions (e.g. resume the next Job of a sequence) are passed on, only while it runs", () => {
+    const h = new Harness(operation('b'));
+    h.step();
+    const resume = (c: KubernetesObject) => ({
+      kind: 'patch' as const,
+      child: c as ChildManifest,
+      patch: { spec: { suspend: false } },
+    });
+    const acting = {
+      ...adapter,
+      observe: (cs: readonly KubernetesObject[], i: Parameters<typeof adapter.observe>[1]) => ({
+        ...adapter.observe(cs, i),
+        actions: [resume(cs[0]!), { kind: 'none' as const }],
+      }),
+    };
+    const d = h.step({ adapter: acting });
+    expect(d.actions).toEqual([resume(h.child())]);
+    expect(d.cancel).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Running');
+    h.setChild({ phase: 'Succeeded' });
+    expect(h.step({ adapter: acting }).actions).toBeUndefined();
+  });
+
+  it('mayMaterialize: before the start and when a retry may follow, not while the attempt runs', () => {
+    const h = new Harness(operation('b'));
+    expect(mayMaterialize(h.op, [])).toBe(true);
+    h.step();
+    const child = h.child();
+    expect(mayMaterialize(h.op, [child])).toBe(false);
+    expect(mayMaterialize(h.op, [])).toBe(true); // deleted: ChildDeleted may retry
+    const failedJob = {
+      ...child,
+      kind: 'Job',
+      status: { conditions: [{ type: 'Failed', status: 'True' }] },
+    };
+    expect(mayMaterialize(h.op, [failedJob])).toBe(true);
   });
 
   it('lastTransitionTime moves only when a condition status changes', () => {
@@ -295,6 +334,61 @@ describe('decide: policies', () => {
     running.step();
     expect(running.op.status?.phase).toBe('Cancelled');
     expect(running.last.events).toEqual([expect.objectContaining({ reason: 'Cancelled' })]);
+  });
+
+  it('cancel: an engine that cannot act yet says why and keeps cancelling until the child is gone', () => {
+    const waiting: EngineAdapter = {
+      ...adapter,
+      cancel: () => [{ kind: 'wait', message: 'the backup cannot be deleted while it runs' }],
+    };
+    const h = new Harness(operation('w'));
+    h.step();
+    h.op = { ...h.op, spec: { ...h.op.spec, cancel: true } };
+    const d = h.step({ adapter: waiting });
+    expect(d.cancel).toEqual([]);
+    expect(h.op.status?.phase).toBe('Running');
+    expect(h.cond('Running')?.message).toBe('spec.cancel: the backup cannot be deleted while it runs');
+    expect(d.events).toEqual([expect.objectContaining({ reason: 'Cancelling' })]);
+    // Asked again, the same answer: no second event.
+    expect(h.step({ adapter: waiting }).events).toEqual([]);
+    // Actions and waits together: the actions are carried out, the waits are what it says.
+    const both: EngineAdapter = {
+      ...adapter,
+      cancel: (children) => [
+        { kind: 'delete', child: children[0] as ChildManifest },
+        { kind: 'wait', message: 'deleting it' },
+      ],
+    };
+    expect(h.step({ adapter: both }).cancel).toEqual([expect.objectContaining({ kind: 'delete' })]);
+    expect(h.cond('Running')?.message).toBe('spec.cancel: deleting it');
+    h.children.clear();
+    h.step({ adapter: waiting });
+    expect(h.op.status?.phase).toBe('Cancelled');
+    expect(h.cond('Succeeded')?.message).toMatch(/^spec\.cancel: ConfigMap \S+ deleted$/);
+  });
+
+  it('cancel: a child that finished before it could be stopped is said to have finished', () => {
+    const h = new Harness(operation('f'));
+    h.step();
+    h.setChild({ phase: 'Succeeded' });
+    h.op = { ...h.op, spec: { ...h.op.spec, cancel: true } };
+    const d = h.step();
+    expect(d.cancel).toBeUndefined();
+    expect(h.op.status?.phase).toBe('Cancelled');
+    expect(h.cond('Succeeded')?.message).toMatch(
+      /^spec\.cancel: ConfigMap \S+ finished \(JobSucceeded\) before it could be stopped$/,
+    );
+  });
+
+  it('activeDeadlineSeconds with an engine that cannot stop the child now: says so, nothing to carry out', () => {
+    const waiting: EngineAdapter = { ...adapter, cancel: () => [{ kind: 'wait', message: 'in flight' }] };
+    const h = new Harness(operation('d', { policy: { activeDeadlineSeconds: 60 } }));
+    h.step();
+    h.clock.advanceSync(60_000);
+    const d = h.step({ adapter: waiting });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'DeadlineExceeded' });
+    expect(h.cond('Succeeded')?.message).toMatch(/cannot stop \S+ \S+ now; it may still finish on its own/);
+    expect(d.cancel).toEqual([]);
   });
 
   it('ttlSecondsAfterFinished: requeue until then, then delete the Operation', () => {

@@ -34,6 +34,7 @@ import {
 } from '../api/reasons.ts';
 import { preconditionDeadlineSeconds, ttlSecondsFor } from '../catalog/policy.ts';
 import type { Template } from '../catalog/template.ts';
+import { jobFailed } from '../engines/runner-pod.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -116,6 +117,8 @@ export interface Decision {
   /** Create these (server-side apply), then record their uids in status.childRefs. */
   create?: ChildManifest[];
   cancel?: CancelAction[];
+  /** While running: what the adapter asks done to the children (Observation.actions), e.g. resume a Job. */
+  actions?: CancelAction[];
   /** ttlSecondsAfterFinished elapsed: delete the Operation (and its cross-namespace children). */
   deleteOperation?: boolean;
   requeueAfterMs?: number;
@@ -143,6 +146,16 @@ export function needsPreconditions(op: Operation): boolean {
   const phase = op.status?.phase;
   if (phase === undefined || phase === 'Pending' || phase === 'Blocked') return true;
   return isTerminalPhase(phase) && pendingReconcileRequest(op) !== undefined;
+}
+
+/**
+ * Whether this reconcile may materialize children (and so needs what the adapter reads from the
+ * environment): the Operation has not started, or its current attempt failed or lost a child (a retry).
+ */
+export function mayMaterialize(op: Operation, children: readonly KubernetesObject[]): boolean {
+  const refs = childRefsOf(op.status);
+  if (op.status?.phase !== 'Running' || refs.length === 0) return true;
+  return children.length < refs.length || children.some(jobFailed);
 }
 
 /** A new ops.vworkspace.io/reconcile value not acted on yet. */
@@ -567,17 +580,25 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
     .join(', ');
   if (!obs || obs.phase !== 'Running') {
-    const message = `spec.cancel: ${names} stopped${obs ? ` (${obs.reason})` : ' (deleted)'}`;
+    // Say what happened, not that it was stopped: gone, or finished on its own first.
+    const message = obs
+      ? `spec.cancel: ${names} finished (${obs.reason}) before it could be stopped`
+      : `spec.cancel: ${names} deleted`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
-  const actions = adapter!.cancel(input.children).filter((a) => a.kind !== 'none');
-  if (actions.length === 0) {
+  const all = adapter!.cancel(input.children);
+  const actions = actionable(all);
+  const waits = all.flatMap((a) => (a.kind === 'wait' ? [a.message] : []));
+  if (actions.length === 0 && waits.length === 0) {
     const message = `spec.cancel: engine ${op.spec.engine} cannot stop ${names}; it may still finish on its own`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
-  const message = `spec.cancel: stopping ${names}; waiting for it to stop`;
+  const message =
+    waits.length > 0
+      ? `spec.cancel: ${waits.join('; ')}`
+      : `spec.cancel: stopping ${names}; waiting for it to stop`;
   b.cond(CONDITION_RUNNING, 'True', obs.reason, message);
   b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, message);
   const announce = findCondition(
@@ -589,6 +610,11 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     cancel: actions,
     events: announce === message ? [] : [{ type: 'Normal', reason: 'Cancelling', note: message }],
   };
+}
+
+/** What the controller carries out: `none` and `wait` only shape the message. */
+function actionable(actions: readonly CancelAction[]): CancelAction[] {
+  return actions.filter((a) => a.kind !== 'none' && a.kind !== 'wait');
 }
 
 function attemptOf(op: Operation): { op: Operation; attempt: number } {
@@ -608,12 +634,16 @@ function decideRunning(input: DecideInput): Decision {
   const deadline = deadlineAt(input, b.status);
   if (deadline !== undefined && now >= deadline) {
     const seconds = (deadline - Date.parse(b.status.startedAt ?? '')) / 1000;
-    const message = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed; ${names} was stopped. Raise the deadline on a new Operation if the work needs longer`;
+    const cancel = actionable(adapter && input.children.length > 0 ? adapter.cancel(input.children) : []);
+    const stopped =
+      cancel.length > 0 || input.children.length === 0
+        ? `${names} was stopped`
+        : `engine ${op.spec.engine} cannot stop ${names} now; it may still finish on its own`;
+    const message = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed; ${stopped}. Raise the deadline on a new Operation if the work needs longer`;
     b.finish('Failed', 'DeadlineExceeded', message);
-    const cancel = adapter && input.children.length > 0 ? adapter.cancel(input.children) : [];
     return {
       status: b.status,
-      cancel: cancel.filter((a) => a.kind !== 'none'),
+      cancel,
       events: phaseEvent('Running', b.status, 'DeadlineExceeded', message),
       ...ttl({ ...input, op: { ...op, status: b.status } }),
     };
@@ -638,7 +668,13 @@ function decideRunning(input: DecideInput): Decision {
   if (obs.phase === 'Running') {
     b.cond(CONDITION_RUNNING, 'True', obs.reason, obs.message);
     b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, obs.message);
-    return { status: b.status, events: [], ...deadlineRequeue(input, b.status) };
+    const actions = actionable(obs.actions ?? []);
+    return {
+      status: b.status,
+      events: [],
+      ...(actions.length > 0 ? { actions } : {}),
+      ...deadlineRequeue(input, b.status),
+    };
   }
   if (obs.phase === 'Succeeded') {
     b.finish('Succeeded', obs.reason, obs.message);

@@ -1,11 +1,12 @@
 // How a finished child Job's pods ended, for adapters that ask (EngineAdapter.podOutcomeContainer: the
-// job engine): the container's terminated state from the pod and the tail of its log, read once the
-// Job has finished and handed to observe (decide.ts). The engine's RBAC profile grants pods and
-// pods/log (runCommand.job); without them, or when the pod is already gone (a deadline or a cancel
-// deletes it), the Operation's message simply has no outcome. The log tail is never written to the
-// operator's own log: it goes, bounded and cleaned (logTail), into the Operation's condition only.
+// job, helm and helmHookJob engines): the container's terminated state from the pod and the tail of its
+// log, read once the deciding Job has finished (decisiveJob: the first failed child Job, else the last
+// once all have finished) and handed to observe (decide.ts). The engine's RBAC profile grants pods and
+// pods/log; without them, or when the pod is already gone (a deadline or a cancel deletes it), the
+// Operation's message simply has no outcome. The log tail is never written to the operator's own log:
+// it goes, bounded and cleaned (logTail), into the Operation's condition only.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { jobFinished, logTail, podOutcome } from '../engines/runner-pod.ts';
+import { decisiveJob, logTail, podOutcome } from '../engines/runner-pod.ts';
 import type { PodOutcome } from '../engines/types.ts';
 import type { KubeClient } from '../runtime/index.ts';
 
@@ -15,13 +16,14 @@ const LIMIT_BYTES = 8192;
 
 export async function readPodOutcomes(
   client: KubeClient,
-  job: KubernetesObject | undefined,
+  children: readonly KubernetesObject[],
   container: string,
   signal: AbortSignal,
 ): Promise<PodOutcome[] | undefined> {
+  const job = decisiveJob(children);
   const ns = job?.metadata?.namespace;
   const uid = job?.metadata?.uid;
-  if (!job || !ns || !uid || !jobFinished(job)) return undefined;
+  if (!job || !ns || !uid) return undefined;
   const pods = await client
     .request<{ items?: KubernetesObject[] }>({
       method: 'GET',
@@ -41,7 +43,7 @@ export async function readPodOutcomes(
       .request<unknown>({
         method: 'GET',
         path: `/api/v1/namespaces/${ns}/pods/${outcome.pod}/log`,
-        query: { container, tailLines: TAIL_LINES, limitBytes: LIMIT_BYTES },
+        query: { container: outcome.container, tailLines: TAIL_LINES, limitBytes: LIMIT_BYTES },
         signal,
       })
       // The client parses a body that happens to be JSON ("3"); a log is text either way.

@@ -31,6 +31,15 @@ describe('RBAC profiles', () => {
       resource: 'backups',
       verb: 'get',
     });
+    // Cancelling a velero Backup files a DeleteBackupRequest by server-side apply.
+    const backup = profileChecks(rbacProfile('backup.velero')!, { target: 'team', velero: 'velero' });
+    for (const verb of ['create', 'patch'])
+      expect(backup).toContainEqual({
+        namespace: 'velero',
+        group: 'velero.io',
+        resource: 'deletebackuprequests',
+        verb,
+      });
     const pvc = profileChecks(rbacProfile('backup.snapshot')!, { target: 'team', velero: 'velero' });
     expect(pvc).toContainEqual({
       namespace: 'team',
@@ -54,7 +63,9 @@ describe('RBAC profiles', () => {
         resources: ['jobs'],
         verbs: ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'],
       },
-      { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+      // Rules of one core resource set with equal verbs are merged: configmaps and pods/log (get).
+      { apiGroups: [''], resources: ['configmaps', 'pods/log'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
     ]);
   });
 });

@@ -43,12 +43,19 @@ const rule = (apiGroup: string, resource: string, verbs: readonly string[], scop
 });
 
 const PVC_READ = rule('', 'persistentvolumeclaims', ['get', 'list']);
+/** A finished child Job's pod: its exit code (pods) and log tail (pods/log), for the condition. */
+const POD_OUTCOME = [rule('', 'pods', ['get', 'list']), rule('', 'pods/log', ['get'])];
 
 export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacProfile>> = {
   'backup.velero': {
     id: 'backup.velero',
-    description: 'Create and follow velero.io Backups in the Velero namespace.',
-    rules: [rule('velero.io', 'backups', WRITE, 'velero')],
+    description:
+      'Create and follow velero.io Backups in the Velero namespace; on cancel, delete a Backup with a DeleteBackupRequest.',
+    rules: [
+      rule('velero.io', 'backups', WRITE, 'velero'),
+      // cancel files a DeleteBackupRequest by server-side apply (patch, and create when it is new).
+      rule('velero.io', 'deletebackuprequests', ['get', 'create', 'patch'], 'velero'),
+    ],
   },
   'restore.velero': {
     id: 'restore.velero',
@@ -57,19 +64,21 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
   },
   'upgrade.helm': {
     id: 'upgrade.helm',
-    description: 'Run the helm CLI runner Job (as the namespace runner ServiceAccount) in the namespace.',
-    rules: [rule('batch', 'jobs', WRITE)],
+    description:
+      "Run the helm CLI runner Job (as the namespace runner ServiceAccount) in the namespace; read its pod's exit code and log tail (helm's error).",
+    rules: [rule('batch', 'jobs', WRITE), ...POD_OUTCOME],
   },
   'migration.helmHookJob': {
     id: 'migration.helmHookJob',
-    description: 'Run the chart-provided migration Job, read from its ConfigMap, in the namespace.',
-    rules: [rule('batch', 'jobs', WRITE), rule('', 'configmaps', ['get'])],
+    description:
+      "Run the chart's Helm hook Jobs (from the release record) or a ConfigMap's Job in the namespace; read their pods' exit code and log tail.",
+    rules: [rule('batch', 'jobs', WRITE), rule('', 'configmaps', ['get']), ...POD_OUTCOME],
   },
   'runCommand.job': {
     id: 'runCommand.job',
     description:
       "Run a command Job (allowlisted image, runner ServiceAccount) in the namespace; read its pod's exit code and log tail.",
-    rules: [rule('batch', 'jobs', WRITE), rule('', 'pods', ['get', 'list']), rule('', 'pods/log', ['get'])],
+    rules: [rule('batch', 'jobs', WRITE), ...POD_OUTCOME],
   },
   'runbook.workflow': {
     id: 'runbook.workflow',

@@ -5,6 +5,10 @@
 // templates and the real adapters; the engines' controllers run as pods from images built here.
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
+import { argoJourney } from './argo.ts';
+import { helmJourney } from './helm.ts';
+import { snapshotJourney } from './snapshot.ts';
+import { veleroJourney } from './velero.ts';
 import { volsyncJourney } from './volsync.ts';
 
 describe('real engines on a real node', () => {
@@ -25,5 +29,9 @@ describe('real engines on a real node', () => {
   });
 
   // Journeys, in order (one line each): <engine>Journey(theNode, say);
+  helmJourney(theNode, say);
+  snapshotJourney(theNode, say);
+  veleroJourney(theNode, say);
+  argoJourney(theNode, say);
   volsyncJourney(theNode, say);
 });

@@ -9,6 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { makeServingCert } from '../../../hack/lib/certs.ts';
+import { AccessCache, DEFAULT_ACCESS_CACHE_SECONDS } from '../../../operator/src/admission/access-cache.ts';
 import { ANNOTATION_CREATED_BY } from '../../../operator/src/admission/approval.ts';
 import { createAdmissionHandlers, WEBHOOK_PATHS } from '../../../operator/src/admission/handlers.ts';
 import { startWebhookServer, type WebhookServer } from '../../../operator/src/admission/server.ts';
@@ -17,6 +18,7 @@ import {
   CatalogStore,
   createCatalogInformer,
 } from '../../../operator/src/catalog/store.ts';
+import { realClock } from '../../../operator/src/runtime/clock.ts';
 import { EventRecorder } from '../../../operator/src/runtime/events.ts';
 import { KubeApiError, type KubeStatus, type RestClient } from '../../../operator/src/runtime/kube-client.ts';
 import { testClient } from '../../support/clients.ts';
@@ -186,7 +188,12 @@ describe('admission webhooks', () => {
       host: '127.0.0.1',
       certDir,
       log: quietLog,
-      handlers: createAdmissionHandlers({ client, templates: store }),
+      // The operator's defaults: allowing reviews kept for 10 s, denials never.
+      handlers: createAdmissionHandlers({
+        client,
+        templates: store,
+        accessCache: new AccessCache(DEFAULT_ACCESS_CACHE_SECONDS, realClock),
+      }),
     });
     for (const [name, annotations] of [
       ['shop', { 'ops.vworkspace.io/backup': 'velero' }],
@@ -252,6 +259,49 @@ describe('admission webhooks', () => {
     );
     const ok = await create(alice, 'operations', operation('by-alice', {}));
     expect(ok.metadata.annotations?.[ANNOTATION_CREATED_BY]).toBe('alice');
+  });
+
+  it('asks again after a denial: a grant given after it works at once', async () => {
+    const carol = impersonating(admin, 'carol');
+    await rbac('carol', 'carol', [
+      { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create', 'get'] },
+    ]);
+    const denied = await failure(create(carol, 'operations', operation('by-carol', {})));
+    expect(denied.message).toContain('user "carol" may not backup');
+    await rbac('carol-backup', 'carol', [
+      {
+        apiGroups: ['apps.vworkspace.io'],
+        resources: ['applicationinstances'],
+        resourceNames: ['shop'],
+        verbs: ['backup'],
+      },
+    ]);
+    // The API server's RBAC sees the grant (its own cache follows a watch), then ONE create must pass:
+    // a denial the webhook had kept would refuse it.
+    await eventually("the API server to see carol's grant", async () => {
+      const review = await client.request<{ status?: { allowed?: boolean } }>({
+        method: 'POST',
+        path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: 'carol',
+            groups: ['system:authenticated'],
+            resourceAttributes: {
+              namespace: ns,
+              verb: 'backup',
+              group: 'apps.vworkspace.io',
+              resource: 'applicationinstances',
+              name: 'shop',
+            },
+          },
+        },
+      });
+      return review.status?.allowed === true;
+    });
+    const ok = await create(carol, 'operations', operation('by-carol', {}));
+    expect(ok.metadata.annotations?.[ANNOTATION_CREATED_BY]).toBe('carol');
   });
 
   it.each([

@@ -8,7 +8,13 @@ import { OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
 import type { EffectiveTemplate } from '../../../operator/src/catalog/template.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { anInput, aVeleroBackup, builtinWith, materialized } from '../../../operator/src/engines/testing.ts';
+import {
+  anInput,
+  aReleaseHook,
+  aVeleroBackup,
+  builtinWith,
+  materialized,
+} from '../../../operator/src/engines/testing.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -232,14 +238,27 @@ describe('velero children on the real CRDs', () => {
     });
   });
 
-  it('cancel of a running Backup files a DeleteBackupRequest that Velero refuses while InProgress', async () => {
+  it('cancel of a running Backup waits: Velero refuses a DeleteBackupRequest while InProgress', async () => {
     const r = await run('Backup', 'velero', {}, { outcome: HOLD });
     await eventually('the Backup to be InProgress', async () => {
       const [b] = await current(r);
       return (b as { status?: { phase?: string } }).status?.phase === 'InProgress';
     });
-    const [action] = adapterFor('velero').cancel(await current(r));
-    if (action?.kind !== 'create') throw new Error('expected a DeleteBackupRequest');
+    const [b] = await current(r);
+    expect(adapterFor('velero').cancel([b!])).toEqual([
+      { kind: 'wait', message: expect.stringContaining('Velero cannot stop a Backup in flight') },
+    ]);
+    // What a request filed now would get (test/e2e/engines/velero.ts shows the same of Velero itself).
+    const name = b!.metadata!.name!;
+    const action = {
+      kind: 'create',
+      object: {
+        apiVersion: 'velero.io/v1',
+        kind: 'DeleteBackupRequest',
+        metadata: { name: `${name}-probe`, namespace: b!.metadata!.namespace! },
+        spec: { backupName: name },
+      },
+    } as const;
     await perform(action);
     const dbr = await eventually('the request to be processed', async () => {
       const o = await client.request<{ status?: { phase?: string; errors?: string[] } }>({
@@ -248,7 +267,7 @@ describe('velero children on the real CRDs', () => {
       });
       return o.status?.phase === 'Processed' ? o : undefined;
     });
-    expect(dbr.status?.errors).toEqual(['backup is still in progress']);
+    expect(dbr.status?.errors).toEqual(['backup deletion failed: backup is still in progress']);
     expect((await current(r)).length).toBe(1);
   });
 
@@ -284,11 +303,11 @@ describe('workflow children on the real CRD', () => {
     expect((await until(r, 'WorkflowNodeFailed')).message).toContain('node main failed');
   });
 
-  it('cancel terminates it through spec.shutdown', async () => {
+  it("cancel stops it through spec.shutdown (the template's default: Stop)", async () => {
     const r = await run('Runbook', 'workflow', params, { outcome: HOLD, template });
     await until(r, 'WorkflowRunning');
     for (const a of adapterFor('workflow').cancel(await current(r))) await perform(a);
-    expect((await until(r, 'WorkflowNodeFailed')).message).toContain("Stopped with strategy 'Terminate'");
+    expect((await until(r, 'WorkflowNodeFailed')).message).toContain("Stopped with strategy 'Stop'");
   });
 });
 
@@ -355,25 +374,38 @@ describe('Job children are valid batch/v1 Jobs', () => {
       { version: '6.7.0' },
       { env: { helmImage: 'docker.io/alpine/helm:3.19.0' } },
     );
+    const hookJob = (name: string) => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name, annotations: { 'helm.sh/hook': 'pre-upgrade' } },
+      spec: {
+        template: {
+          spec: { containers: [{ name: 'migrate', image: 'busybox:1.37.0', command: ['true'] }] },
+        },
+      },
+    });
     const hook = await run(
+      'Migration',
+      'helmHookJob',
+      {},
+      { env: { releaseHooks: { revision: 1, hooks: [aReleaseHook(hookJob('migrate'))] } } },
+    );
+    // A sequence: the later hook Job is accepted suspended, as materialized.
+    const sequence = await run(
       'Migration',
       'helmHookJob',
       {},
       {
         env: {
-          migrationJob: {
-            apiVersion: 'batch/v1',
-            kind: 'Job',
-            metadata: { name: 'migrate', annotations: { 'helm.sh/hook': 'pre-upgrade' } },
-            spec: {
-              template: {
-                spec: { containers: [{ name: 'migrate', image: 'busybox:1.37.0', command: ['true'] }] },
-              },
-            },
+          releaseHooks: {
+            revision: 1,
+            hooks: [aReleaseHook(hookJob('prepare'), { weight: -1 }), aReleaseHook(hookJob('migrate'))],
           },
         },
       },
     );
+    const steps = (await current(sequence)) as (KubernetesObject & { spec?: { suspend?: boolean } })[];
+    expect(steps.map((j) => j.spec?.suspend ?? false)).toEqual([false, true]);
     for (const r of [job, helm, hook]) {
       const [created] = await current(r);
       expect(created).toMatchObject({ kind: 'Job', spec: { backoffLimit: 0 } });

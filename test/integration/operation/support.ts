@@ -57,6 +57,8 @@ export function startController(
     engineRecheckMs?: number;
     clock?: Clock;
     templates?: TemplateSource;
+    /** The helm CLI runner image (RELATED_IMAGE_HELM) for the helm engine. */
+    helmImage?: string;
   } = {},
 ): RunningController {
   const client = testClient(kc);
@@ -77,6 +79,7 @@ export function startController(
     ...(opts.veleroNamespace ? { veleroNamespace: opts.veleroNamespace } : {}),
     ...(opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}),
     ...(opts.engineRecheckMs !== undefined ? { engineRecheckMs: opts.engineRecheckMs } : {}),
+    ...(opts.helmImage ? { helmImage: opts.helmImage } : {}),
   });
   for (const i of ctl.informers) manager.addInformer(i);
   manager.addController(ctl.controller);

@@ -1,8 +1,9 @@
-// Item 1 of the threat model: the helmHookJob engine runs the Job a namespace ConfigMap holds. A tenant
-// with only ConfigMap write and the `migration` verb must not get a pod with host access, privilege,
-// root or a cluster-admin ServiceAccount through the operator: the spec is untrusted, refused with a
-// condition naming the field, and what runs is forced to the restricted standard and a ServiceAccount the
-// template allows. parameters.configMapName names the ConfigMap actually read.
+// Item 1 of the threat model: the helmHookJob engine runs the Job a namespace ConfigMap holds when
+// parameters.configMapName names it (else the release's Helm hooks, ADR 0017). A tenant with only
+// ConfigMap write and the `migration` verb must not get a pod with host access, privilege, root or a
+// cluster-admin ServiceAccount through the operator: the spec is untrusted, refused with a condition
+// naming the field, and what runs is forced to the restricted standard and a ServiceAccount the template
+// allows. A ConfigMap no Operation names is never read.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,7 +98,7 @@ describe('migration: the Job in the namespace ConfigMap is untrusted', () => {
 
   it('refuses host namespaces, host paths, privilege, capabilities and root with UnsafePodSpec, and creates no Job', async () => {
     await writeConfigMap('shop-vworkspace-migration', HOSTILE);
-    await migrate('take-the-node');
+    await migrate('take-the-node', { configMapName: 'shop-vworkspace-migration' });
     const out = await settled(w, ns, 'take-the-node');
     expect(out.op.status?.phase).toBe('Failed');
     expect(out.accepted).toMatchObject({ status: 'False', reason: 'UnsafePodSpec' });
@@ -114,6 +115,16 @@ describe('migration: the Job in the namespace ConfigMap is untrusted', () => {
     }
     expect(out.accepted?.message).toContain('ConfigMap shop-vworkspace-migration');
     expect(await childrenOf(w, jobsIn(ns), 'take-the-node')).toEqual([]);
+  });
+
+  it("never runs a ConfigMap no Operation names: without configMapName only the release's Helm hooks run", async () => {
+    // The hostile ConfigMap of the first test still holds the old default name.
+    await migrate('unnamed');
+    const out = await settled(w, ns, 'unnamed');
+    expect(out.op.status?.phase).toBe('Failed');
+    expect(out.accepted).toMatchObject({ status: 'False', reason: 'CapabilityMissing' });
+    expect(out.accepted?.message).toContain('Helm release shop has no release record');
+    expect(await childrenOf(w, jobsIn(ns), 'unnamed')).toEqual([]);
   });
 
   it('refuses a ServiceAccount the template does not allow, with NotAllowedByTemplate, and creates no Job', async () => {

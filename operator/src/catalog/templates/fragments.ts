@@ -5,6 +5,23 @@ import { GO_DURATION_PATTERN } from '../template.ts';
 /** The runner ServiceAccount the namespace admin creates and binds (DESIGN §4: job, helm). */
 export const DEFAULT_RUNNER_SERVICE_ACCOUNT = 'vworkspace-runner';
 
+/** Top-level keys of helm-upgrade's `values`: plain names, so helm's --set-json reads each as one key (no path). */
+export const VALUES_KEY_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_-]*$';
+
+/**
+ * The Helm events whose hooks a Migration (helmHookJob) may run. Not pre-/post-delete (an uninstall's
+ * clean-up) nor test (a test suite): neither is a migration of the running release.
+ */
+export const MIGRATION_HOOK_EVENTS = [
+  'pre-upgrade',
+  'post-upgrade',
+  'pre-install',
+  'post-install',
+  'pre-rollback',
+  'post-rollback',
+] as const;
+export const DEFAULT_MIGRATION_HOOK_EVENT = 'pre-upgrade';
+
 export function serviceAccountName(what: string) {
   return {
     type: 'string',

@@ -6,7 +6,7 @@ import { objectName, outputSchema } from './fragments.ts';
 export const workflowRunbook: Template = {
   name: 'workflow-runbook',
   description:
-    'Runs an Argo WorkflowTemplate of the Operation namespace (a ClusterWorkflowTemplate only where the template sets allowClusterWorkflowTemplates) as a Workflow there; arguments become its parameters. Cancel terminates the Workflow.',
+    'Runs an Argo WorkflowTemplate of the Operation namespace (a ClusterWorkflowTemplate only where the template sets allowClusterWorkflowTemplates) as a Workflow there; arguments become its parameters. Cancel stops the Workflow (spec.shutdown: Stop, so its exit handler still runs).',
   type: 'Runbook',
   engine: 'workflow',
   inputSchema: {
