@@ -107,7 +107,9 @@ export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void
         },
         timeoutMs,
         500,
-      );
+      ).catch(async (err: Error) => {
+        throw new Error(`${err.message}\n${await state()}`);
+      });
     const expectSucceeded = (op: Operation) => {
       expect(op.status?.phase, JSON.stringify(op.status)).toBe('Succeeded');
       expect(cond(op, 'Succeeded')).toMatchObject({ status: 'True', reason: 'VolSyncSyncCompleted' });
@@ -319,9 +321,7 @@ export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void
       const source = String(running.status?.outputs?.replicationSources ?? '');
       expect(source).toMatch(/^wrong-password-/);
       await api.patchOperation(ns, 'wrong-password', { spec: { cancel: true } });
-      const op = await finished('wrong-password', 120_000).catch(async (err: Error) => {
-        throw new Error(`${err.message}\n${await state()}`);
-      });
+      const op = await finished('wrong-password', 120_000);
       expect(op.status?.phase).toBe('Cancelled');
       say('wrong password: Operation Cancelled');
       await eventually(
