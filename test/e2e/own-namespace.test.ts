@@ -1,7 +1,8 @@
 // Journey 5 (issue 14): the OwnNamespace install mode, beside journeys 1-3's AllNamespaces installs.
 //
 // A namespace `team-own` with an OperatorGroup that targets only itself, and the Subscription there:
-// OLM installs our bundle and its dependencies' provider bundles into that namespace. What OLM then
+// OLM installs our bundle and its dependencies' provider bundles into that namespace (VolSync's own
+// bundle supports only AllNamespaces, so OLM fails its CSV there: UnsupportedOperatorGroup). What OLM then
 // does with an OwnNamespace install, checked as it happens: the CSV's `permissions` become Roles in
 // team-own (in an AllNamespaces install OLM lifts them to ClusterRoles), its `clusterPermissions`
 // stay the only cluster-wide grant, the webhook configurations select the OperatorGroup's namespaces
@@ -14,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect } from 'vitest';
 import { SERVICE_ACCOUNT, TARGET_NAMESPACES_ANNOTATION } from '../../hack/packaging/csv.ts';
 import { resourcePath } from '../../operator/src/runtime/index.ts';
+import { eventually } from '../support/eventually.ts';
 import {
   APP,
   BUSYBOX,
@@ -28,8 +30,9 @@ import {
   watchToEnd,
 } from './support/app.ts';
 import { CURRENT_VERSION, csvName, installOperator, ownNamespaceGroup } from './support/install.ts';
-import { list } from './support/olm-api.ts';
+import { type Csv, csvsPath, getOrUndefined, list } from './support/olm-api.ts';
 import { OperatorPods, reportAndStopPods } from './support/operator-pods.ts';
+import { PROVIDERS, providerCsvName } from './support/providers.ts';
 import { grantProfile, serviceAccountCan } from './support/rbac.ts';
 import { Journey } from './support/world.ts';
 
@@ -65,6 +68,36 @@ describe('journey 5: an OwnNamespace install watches and admits only its namespa
         ),
       });
       expect(d.spec.template.metadata.annotations?.[TARGET_NAMESPACES_ANNOTATION]).toBe(OWN);
+    },
+  );
+
+  journey.step(
+    `the dependencies in ${OWN}: the stand-ins run; VolSync's own bundle (AllNamespaces only) is refused there`,
+    async (world) => {
+      const { client } = world;
+      for (const p of PROVIDERS) {
+        const name = providerCsvName(p);
+        // VolSync's upstream CSV supports only the AllNamespaces install mode: OLM still resolves it into
+        // this namespace (dependencies resolve per namespace) and then fails it for this OperatorGroup.
+        const refused = p.upstreamBundle !== undefined;
+        const csv = await eventually(
+          `CSV ${name} in ${OWN} ${refused ? 'Failed' : 'Succeeded'}`,
+          async () => {
+            const c = await getOrUndefined<Csv>(client, csvsPath(OWN, name));
+            return c?.status?.phase === (refused ? 'Failed' : 'Succeeded') ? c : undefined;
+          },
+          120_000,
+          500,
+        );
+        if (refused)
+          expect(csv.status).toMatchObject({
+            reason: 'UnsupportedOperatorGroup',
+            message: expect.stringContaining('OwnNamespace InstallModeType not supported'),
+          });
+        world.say(
+          `dependency ${name} in ${OWN}: ${csv.status?.phase} (${csv.status?.reason}: ${csv.status?.message})`,
+        );
+      }
     },
   );
 

@@ -126,7 +126,36 @@ describe('volsync observe', () => {
     expect(o.message).toContain('Fatal: wrong password');
   });
 
-  it('cancels by deleting every child', () => {
-    expect(volsyncAdapter.cancel(synced(undefined, 0))).toHaveLength(2);
+  it('says the last line of the mover log as VolSync records it (restic mover, wrong password)', () => {
+    // The log of VolSync v0.14.0's restic mover (entry.sh) after a wrong RESTIC_PASSWORD, as the real node
+    // journey (test/e2e/engines/volsync.ts) saw it; VolSync copies a failed pod's lines into the status.
+    const logs = [
+      'Starting container',
+      'VolSync restic container version: unknown',
+      'backup',
+      'restic 0.18.0 compiled with go1.26.8 on linux/amd64',
+      'Testing mandatory env variables',
+      '== Checking directory for content ===',
+      '=== Check for dir initialized ===',
+      'Fatal: wrong password or no key found',
+      'ERROR: failure connecting to repository, incorrect password',
+      '',
+    ].join('\n');
+    const [c] = materialized(volsyncAdapter.materialize(backup({ pvcs: ['data'] })));
+    if (!c) throw new Error('no child');
+    const o = volsyncAdapter.observe(
+      [withStatus(c, { latestMoverStatus: { result: 'Failed', logs } })],
+      backup(),
+    );
+    expect(o).toMatchObject({ phase: 'Failed', reason: 'VolSyncSyncFailed' });
+    expect(o.message).toMatch(
+      /\(PVC data\) failed to sync: ERROR: failure connecting to repository, incorrect password; see the mover Job's logs$/,
+    );
+  });
+
+  it('cancels by deleting every child in the background (VolSync recreates dependents a foreground deletion waits for)', () => {
+    const actions = volsyncAdapter.cancel(synced(undefined, 0));
+    expect(actions).toHaveLength(2);
+    for (const a of actions) expect(a).toMatchObject({ kind: 'delete', propagationPolicy: 'Background' });
   });
 });

@@ -150,12 +150,18 @@ function lastLine(logs: string): string {
   return (lines[lines.length - 1] ?? '').slice(0, 512);
 }
 
-/** Deleting a ReplicationSource/Destination makes VolSync delete its mover Job and temporary copies. */
+/**
+ * Deleting a ReplicationSource/Destination stops its sync: the garbage collector then removes what VolSync
+ * made for it (mover Job and pods, cache PVC, ServiceAccount, Role). In the background, not Foreground:
+ * VolSync's reconciler does not look at deletionTimestamp, so while a foreground deletion waits for the
+ * Job it keeps recreating the Job and cache PVC, and the owner can stay in deletion for minutes (seen with
+ * VolSync v0.14.0, docs/adr/0020-volsync-on-the-real-node.md). Once the owner is gone, VolSync stops.
+ */
 function cancel(children: readonly KubernetesObject[]): CancelAction[] {
   return [...ofKind(children, SOURCE), ...ofKind(children, DESTINATION)].map((c) => ({
     kind: 'delete',
     child: asManifest(c),
-    propagationPolicy: 'Foreground',
+    propagationPolicy: 'Background',
   }));
 }
 

@@ -9,6 +9,7 @@ import { argoJourney } from './argo.ts';
 import { helmJourney } from './helm.ts';
 import { snapshotJourney } from './snapshot.ts';
 import { veleroJourney } from './velero.ts';
+import { volsyncJourney } from './volsync.ts';
 
 describe('real engines on a real node', () => {
   let node: RealNode | undefined;
@@ -32,4 +33,5 @@ describe('real engines on a real node', () => {
   snapshotJourney(theNode, say);
   veleroJourney(theNode, say);
   argoJourney(theNode, say);
+  volsyncJourney(theNode, say);
 });

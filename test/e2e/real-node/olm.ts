@@ -26,6 +26,7 @@ import { eventually } from '../../support/eventually.ts';
 import { createOperation, refusal, veleroBackup } from '../support/app.ts';
 import { CURRENT_VERSION, type OlmUser, waitCsvSucceeded, waitInstallPlanFor } from '../support/install.ts';
 import { olmReport, subscribe } from '../support/olm-api.ts';
+import { PROVIDERS, providerCsvName } from '../support/providers.ts';
 import { CATALOG_SOURCE } from '../support/world.ts';
 import { buildOlmImages, type OlmImages } from './olm-images.ts';
 
@@ -176,6 +177,9 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
       );
       expect(unpack.length, 'an unpack pod ran the bundle image').toBeGreaterThan(0);
       await waitCsvSucceeded(world, csvName(OLDER), 600_000);
+      // The dependencies' Deployments really run too (their containers run the node's busybox), VolSync's
+      // own bundle among them: its CSV reaches Succeeded only when its pod is ready.
+      for (const p of PROVIDERS) await waitCsvSucceeded(world, providerCsvName(p), 300_000);
       const [pod] = await eventually(
         'the operator pods Running and ready',
         async () => {

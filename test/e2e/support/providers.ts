@@ -1,12 +1,19 @@
-// Test-only provider bundles for the APIs our bundle depends on (bundle/metadata/dependencies.yaml:
-// olm.gvk velero.io/v1 Backup, argoproj.io/v1alpha1 Workflow, volsync.backube/v1alpha1
-// ReplicationSource). OLM counts an olm.gvk dependency as met only when a catalog bundle provides the
-// API, so the e2e catalog carries one small package per engine, standing in for the OperatorHub
-// operators that provide them on a real cluster (OADP for Velero, Argo Workflows, VolSync). Each owns
-// the REAL upstream CRDs of the pinned module (bin/crds, hack/fetch-crds.sh) at the pinned version,
-// and installs a one-replica Deployment whose kwok pod becomes Ready, so its CSV reaches Succeeded.
-// Nothing runs in it: the engine simulator (test/support/simulator.ts) plays the controllers.
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// Provider bundles for the APIs our bundle depends on (bundle/metadata/dependencies.yaml: olm.gvk
+// velero.io/v1 Backup, argoproj.io/v1alpha1 Workflow, volsync.backube/v1alpha1 ReplicationSource). OLM
+// counts an olm.gvk dependency as met only when a catalog bundle provides the API, so the e2e catalog
+// carries one package per engine:
+//
+// - VolSync: the REAL upstream bundle (package `volsync`, its own CSV, CRDs, RBAC and metrics Service),
+//   copied from the pinned Go module at build time (`hack/build-tools.sh volsync-bundle` → bin/). On kwok
+//   its pods are faked, so its images (quay.io) are never pulled.
+// - Velero and Argo Workflows: no Go module served here carries an OLM bundle for them (OADP's
+//   github.com/openshift/oadp-operator is refused by the module proxy; Argo's module and Velero's have
+//   none), so a small stand-in does, for dependency resolution only: it owns the REAL upstream CRDs of the
+//   pinned module (bin/crds, hack/fetch-crds.sh) at the pinned version and installs a one-replica
+//   Deployment whose kwok pod becomes Ready, so its CSV reaches Succeeded. Nothing runs in it.
+//
+// The real controllers run in the engine journeys on the real node (test/e2e/engines/), not here.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { toYaml } from '../../../hack/bundle.ts';
@@ -20,8 +27,13 @@ export interface Provider {
   standsFor: string;
   /** hack/versions.env variable whose pin is both the CRDs' module version and this bundle's version. */
   versionPin: string;
-  /** Files under bin/crds/. */
+  /** Files under bin/crds/ (a stand-in's CRDs). */
   crdFiles: readonly string[];
+  /**
+   * The upstream operator's own bundle directory under bin/ (manifests/, metadata/), copied from its Go
+   * module at build time: served as it is instead of a stand-in; `package` must be its package name.
+   */
+  upstreamBundle?: string;
 }
 
 export const PROVIDERS: readonly Provider[] = [
@@ -48,11 +60,12 @@ export const PROVIDERS: readonly Provider[] = [
     crdFiles: ['argo-minimal/argoproj.io_workflows.yaml', 'argo-minimal/argoproj.io_workflowtemplates.yaml'],
   },
   {
-    package: 'e2e-volsync',
-    displayName: 'VolSync (e2e provider)',
+    package: 'volsync',
+    displayName: 'VolSync',
     standsFor: 'VolSync operator',
     versionPin: 'VOLSYNC_VERSION',
-    crdFiles: ['volsync.backube_replicationsources.yaml', 'volsync.backube_replicationdestinations.yaml'],
+    crdFiles: [],
+    upstreamBundle: 'volsync-bundle',
   },
 ];
 
@@ -66,7 +79,64 @@ export function providerVersion(p: Provider): string {
   return m[1];
 }
 
-export const providerCsvName = (p: Provider) => `${p.package}.v${providerVersion(p)}`;
+/** The pod-level part of the restricted Pod Security Standard, as the nonroot user. */
+const RESTRICTED_POD = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
+/** An upstream bundle's directory; says how to get it when it is missing. */
+export function upstreamBundleDir(p: Provider): string | undefined {
+  if (!p.upstreamBundle) return undefined;
+  const dir = join(BIN, p.upstreamBundle);
+  if (!existsSync(join(dir, 'manifests')))
+    throw new Error(`${dir} is missing: run \`hack/build-tools.sh ${p.upstreamBundle}\` (or make tools)`);
+  return dir;
+}
+
+interface UpstreamCsv {
+  metadata: { name: string };
+  spec: {
+    version: string;
+    install: { spec: { deployments: { spec: { template: { spec: Record<string, unknown> } } }[] } };
+  };
+}
+
+function manifests(dir: string): { file: string; doc: Record<string, unknown> }[] {
+  return readdirSync(join(dir, 'manifests'))
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => ({
+      file: join(dir, 'manifests', f),
+      doc: parse(readFileSync(join(dir, 'manifests', f), 'utf8')),
+    }));
+}
+
+function upstreamCsv(dir: string): UpstreamCsv {
+  const csv = manifests(dir).find((m) => m.doc.kind === 'ClusterServiceVersion');
+  if (!csv) throw new Error(`${dir}/manifests has no ClusterServiceVersion`);
+  return csv.doc as unknown as UpstreamCsv;
+}
+
+/** The provider's CSV name: the upstream bundle's own, or `<package>.v<pin>` for a stand-in. */
+export function providerCsvName(p: Provider): string {
+  const dir = upstreamBundleDir(p);
+  if (!dir) return `${p.package}.v${providerVersion(p)}`;
+  const csv = upstreamCsv(dir);
+  const annotations = parse(readFileSync(join(dir, 'metadata/annotations.yaml'), 'utf8')) as {
+    annotations: Record<string, string>;
+  };
+  const pkg = annotations.annotations['operators.operatorframework.io.bundle.package.v1'];
+  // A bin/ copy left from another pin, or a provider entry naming the wrong package, would resolve
+  // differently from what the tests expect: say so instead.
+  if (csv.spec.version !== providerVersion(p) || pkg !== p.package)
+    throw new Error(
+      `${dir} holds ${pkg} ${csv.spec.version}, not ${p.package} ${providerVersion(p)} (${p.versionPin}): run \`hack/build-tools.sh ${p.upstreamBundle}\``,
+    );
+  return csv.metadata.name;
+}
 
 interface Crd {
   metadata: { name: string };
@@ -78,7 +148,31 @@ interface Crd {
 }
 
 export function providerCrds(p: Provider): Crd[] {
+  const dir = upstreamBundleDir(p);
+  if (dir)
+    return manifests(dir)
+      .filter((m) => m.doc.kind === 'CustomResourceDefinition')
+      .map((m) => m.doc as unknown as Crd);
   return p.crdFiles.map((f) => parse(readFileSync(join(BIN, 'crds', f), 'utf8')) as Crd);
+}
+
+/**
+ * An upstream CSV whose Deployments run `container` instead of their images (the real node pulls only
+ * from its own registry): every container gets the image and command, loses its args and probes (the
+ * stand-in process serves none), and the pod runs restricted as the nonroot user (upstream pods demand
+ * runAsNonRoot; busybox's image names no user). Pure.
+ */
+export function withContainer<T extends UpstreamCsv>(csv: T, container: ProviderContainer): T {
+  const copy = structuredClone(csv);
+  for (const d of copy.spec.install.spec.deployments) {
+    const pod = d.spec.template.spec;
+    pod.securityContext = { ...(pod.securityContext as object), ...RESTRICTED_POD };
+    pod.containers = (pod.containers as Record<string, unknown>[]).map((c) => {
+      const { args: _a, livenessProbe: _l, readinessProbe: _r, startupProbe: _s, ...rest } = c;
+      return { ...rest, image: container.image, command: container.command };
+    });
+  }
+  return copy;
 }
 
 /** The provider's CSV: owns its CRDs, AllNamespaces, one Deployment, read/write on its own kinds. */
@@ -148,6 +242,9 @@ export function providerCsv(p: Provider, container?: ProviderContainer): Record<
                   metadata: { labels },
                   spec: {
                     serviceAccountName: p.package,
+                    // Restricted, as an operator's pod should be: the real node's operators namespace
+                    // enforces it (busybox's image names no user, hence the uid).
+                    securityContext: RESTRICTED_POD,
                     containers: [
                       {
                         name: 'manager',
@@ -155,6 +252,7 @@ export function providerCsv(p: Provider, container?: ProviderContainer): Record<
                         image: container?.image ?? `registry.invalid/vworkspace-e2e/${p.package}:v${version}`,
                         ...(container ? { command: container.command } : {}),
                         resources: { requests: { cpu: '10m', memory: '16Mi' } },
+                        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
                       },
                     ],
                   },
@@ -172,6 +270,18 @@ export function providerCsv(p: Provider, container?: ProviderContainer): Record<
 export function writeProviderBundle(p: Provider, dir: string, container?: ProviderContainer): void {
   mkdirSync(join(dir, 'manifests'), { recursive: true });
   mkdirSync(join(dir, 'metadata'), { recursive: true });
+  const upstream = upstreamBundleDir(p);
+  if (upstream) {
+    for (const m of manifests(upstream)) {
+      const out = join(dir, 'manifests', basename(m.file));
+      if (container && m.doc.kind === 'ClusterServiceVersion')
+        writeFileSync(out, toYaml(withContainer(m.doc as unknown as UpstreamCsv, container)));
+      else copyFileSync(m.file, out);
+    }
+    for (const f of readdirSync(join(upstream, 'metadata')))
+      copyFileSync(join(upstream, 'metadata', f), join(dir, 'metadata', f));
+    return;
+  }
   writeFileSync(
     join(dir, 'manifests', `${p.package}.clusterserviceversion.yaml`),
     toYaml(providerCsv(p, container)),
