@@ -6,7 +6,7 @@
 // processes on the host, the exit handler's pod.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installArgo, workflowRunnerObjects } from '../../../hack/lib/engines/argo.ts';
+import { ARGO_NAMESPACE, installArgo, workflowRunnerObjects } from '../../../hack/lib/engines/argo.ts';
 import { apply, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import type { Template } from '../../../operator/src/catalog/template.ts';
@@ -156,7 +156,46 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
         },
         240_000,
         500,
+      ).catch(async (err: unknown) => {
+        throw new Error(`${err instanceof Error ? err.message : String(err)}\n${await whatArgoSays(name)}`);
+      });
+    /** For a timed-out Operation: its conditions, its Workflow's nodes, their pods, the controller's lines. */
+    const whatArgoSays = async (name: string): Promise<string> => {
+      const lines: string[] = [];
+      const op = await api.getOperation(ns, name).catch(() => undefined);
+      lines.push(`Operation ${name}: ${JSON.stringify(op?.status?.conditions ?? [])}`);
+      const wf = op ? workflowOf(op) : '';
+      const w = wf ? await workflow(wf).catch(() => undefined) : undefined;
+      lines.push(
+        `Workflow ${wf}: spec.shutdown=${String(w?.spec?.shutdown)} ${w?.status?.phase} ${w?.status?.message ?? ''}`,
       );
+      for (const n of Object.values(w?.status?.nodes ?? {}))
+        lines.push(`  node ${String(n.displayName)}: ${String(n.phase)} ${String(n.message ?? '')}`);
+      for (const [node, pod] of wf ? await podsOf(wf) : [])
+        lines.push(
+          `  pod ${pod.metadata?.name} (${node}): ${JSON.stringify((pod as { status?: { containerStatuses?: unknown } }).status?.containerStatuses ?? [])}`,
+        );
+      const pods = await api.client
+        .request<{ items: KubernetesObject[] }>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${ARGO_NAMESPACE}/pods`,
+        })
+        .catch(() => ({ items: [] }));
+      for (const p of pods.items) {
+        const log = await api.client
+          .request<string>({
+            method: 'GET',
+            path: `/api/v1/namespaces/${ARGO_NAMESPACE}/pods/${p.metadata?.name}/log`,
+            query: { tailLines: '400' },
+          })
+          .catch((e: unknown) => String(e));
+        const mine = String(log)
+          .split('\n')
+          .filter((l) => !wf || l.includes(wf));
+        lines.push(`--- ${p.metadata?.name} (lines naming ${wf}) ---`, ...mine.slice(-40));
+      }
+      return lines.join('\n');
+    };
     const runbook = (
       name: string,
       workflowTemplate: string,
