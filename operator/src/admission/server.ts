@@ -126,12 +126,15 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       const started = process.hrtime.bigint();
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       const reply = (code: number, body: unknown) => {
+        const payload = Buffer.from(JSON.stringify(body));
         res.writeHead(code, {
           'content-type': 'application/json',
+          // A known length: headers and body leave in one write, without chunked framing.
+          'content-length': payload.length,
           // A refused body may still be arriving: this connection is not reused.
           ...(code === 413 ? { connection: 'close' } : {}),
         });
-        res.end(JSON.stringify(body));
+        res.end(payload);
         opts.observe?.(path, code, Number(process.hrtime.bigint() - started) / 1e9);
       };
       const handler = opts.handlers[path];
