@@ -148,15 +148,7 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
     });
 
     const finished = (name: string) =>
-      eventually(
-        `Operation ${name} finished`,
-        async () => {
-          const op = await api.getOperation(ns, name);
-          return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
-        },
-        240_000,
-        500,
-      ).catch(async (err: unknown) => {
+      api.finished(ns, name).catch(async (err: unknown) => {
         throw new Error(`${err instanceof Error ? err.message : String(err)}\n${await whatArgoSays(name)}`);
       });
     /** For a timed-out Operation: its conditions, its Workflow's nodes, their pods, the controller's lines. */

@@ -25,19 +25,15 @@ import {
 import { apply, POD_CIDR, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { createInstanceController } from '../../../operator/src/instance/controller.ts';
+import { resourcePath } from '../../../operator/src/runtime/index.ts';
 import {
-  EventRecorder,
-  Manager,
-  ObjectWriter,
-  RestMapper,
-  RuntimeMetrics,
-  resourcePath,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import { Api, cond, type RunningController, startController } from '../../integration/operation/support.ts';
+  Api,
+  cond,
+  type RunningController,
+  startController,
+  startInstanceController,
+} from '../../integration/operation/support.ts';
 import { createNamespace } from '../../integration/support/kube.ts';
-import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 
 const run = promisify(execFile);
@@ -47,30 +43,6 @@ interface HistoryEntry {
   status: string;
   chart: string;
   description: string;
-}
-
-/** The ApplicationInstance controller in this process: Ready and status.release from the real records. */
-function startInstanceController(node: RealNode): { stop(): Promise<void> } {
-  const client = testClient(node.kc);
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const { controller, informers } = createInstanceController({
-    kc: node.kc,
-    client,
-    writer: new ObjectWriter(client, new RestMapper(client)),
-    events: new EventRecorder({ client }),
-    logger: silentLogger,
-    metrics,
-  });
-  for (const i of informers) manager.addInformer(i);
-  manager.addController(controller);
-  const running = manager.start();
-  return {
-    async stop() {
-      await manager.stop();
-      await running;
-    },
-  };
 }
 
 /** The helm journeys on the node `theNode()` returns once the shared beforeAll has started it. */
@@ -168,16 +140,7 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
       );
     }
 
-    const finished = (ns: string, name: string, timeoutMs = 240_000) =>
-      eventually(
-        `Operation ${ns}/${name} finished`,
-        async () => {
-          const op = await api.getOperation(ns, name);
-          return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
-        },
-        timeoutMs,
-        500,
-      );
+    const finished = (ns: string, name: string, timeoutMs = 240_000) => api.finished(ns, name, timeoutMs);
     const explain = (op: Operation) => JSON.stringify(op.status?.conditions);
 
     beforeAll(async () => {
@@ -185,7 +148,7 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
       api = new Api(node.kc);
       engine = await installHelm(node, say);
       operations = startController(node.kc, adapterFor, { helmImage: engine.helmImage });
-      instances = startInstanceController(node);
+      instances = startInstanceController(node.kc);
     });
 
     afterAll(async () => {

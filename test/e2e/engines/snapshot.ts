@@ -76,16 +76,7 @@ export function snapshotJourney(theNode: () => RealNode, say: (m: string) => voi
       );
       return get<Pv>(`/api/v1/persistentvolumes/${c.spec.volumeName}`);
     };
-    const finished = (name: string, timeoutMs = 180_000) =>
-      eventually(
-        `Operation ${name} finished`,
-        async () => {
-          const op = await api.getOperation(ns, name);
-          return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
-        },
-        timeoutMs,
-        500,
-      );
+    const finished = (name: string, timeoutMs = 180_000) => api.finished(ns, name, timeoutMs);
     const report = async (op?: Operation) => `${JSON.stringify(op?.status)}\n${await csi.logs()}`;
 
     /** Runs `script` in a busybox pod with `claim` at /data; returns its log once it Succeeded. */

@@ -81,16 +81,7 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
       await controller?.stop();
     });
 
-    const finished = (name: string, timeoutMs = 240_000) =>
-      eventually(
-        `Operation ${name} finished`,
-        async () => {
-          const op = await api.getOperation(ns, name);
-          return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
-        },
-        timeoutMs,
-        500,
-      );
+    const finished = (name: string, timeoutMs = 240_000) => api.finished(ns, name, timeoutMs);
     const veleroPath = (plural: string, name = '') =>
       `/apis/velero.io/v1/namespaces/${velero.namespace}/${plural}${name ? `/${name}` : ''}`;
     const getBackup = (name: string) =>

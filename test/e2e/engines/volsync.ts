@@ -11,7 +11,7 @@
 // fails with restic's error, VolSync retries (its Job has backoffLimit 8, so VolSyncSyncFailed would
 // come only after ~16 min of Kubernetes' pod backoff), and cancel stops it.
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureObjectStore, type ObjectStore } from '../../../hack/lib/engines/object-store.ts';
 import { ensureStorage } from '../../../hack/lib/engines/storage.ts';
@@ -19,19 +19,15 @@ import { ensureVolSync } from '../../../hack/lib/engines/volsync.ts';
 import { deleteIfExists, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { createInstanceController } from '../../../operator/src/instance/controller.ts';
+import { isNotFound } from '../../../operator/src/runtime/index.ts';
 import {
-  EventRecorder,
-  isNotFound,
-  Manager,
-  ObjectWriter,
-  RestMapper,
-  RuntimeMetrics,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import { Api, cond, type RunningController, startController } from '../../integration/operation/support.ts';
+  Api,
+  cond,
+  type RunningController,
+  startController,
+  startInstanceController,
+} from '../../integration/operation/support.ts';
 import { createNamespace } from '../../integration/support/kube.ts';
-import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_APP_REF, TINY_CHART } from '../../support/helm.ts';
 import { runWithVolume } from './pods.ts';
@@ -59,30 +55,6 @@ interface Pod extends KubernetesObject {
   status?: { phase?: string };
 }
 
-/** The ApplicationInstance controller in this process: Ready from the release record helm wrote. */
-function startInstanceController(kc: KubeConfig): { stop(): Promise<void> } {
-  const client = testClient(kc);
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const { controller, informers } = createInstanceController({
-    kc,
-    client,
-    writer: new ObjectWriter(client, new RestMapper(client)),
-    events: new EventRecorder({ client }),
-    logger: silentLogger,
-    metrics,
-  });
-  for (const i of informers) manager.addInformer(i);
-  manager.addController(controller);
-  const running = manager.start();
-  return {
-    async stop() {
-      await manager.stop();
-      await running;
-    },
-  };
-}
-
 export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void): void {
   describe('VolSync backs up and restores a PVC with its real controller and restic mover', () => {
     let node: RealNode;
@@ -99,15 +71,7 @@ export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void
     const get = <T>(path: string) => api.client.request<T>({ method: 'GET', path });
     const pvcPath = () => `/api/v1/namespaces/${ns}/persistentvolumeclaims/${PVC}`;
     const finished = (name: string, timeoutMs = 300_000) =>
-      eventually(
-        `Operation ${name} finished`,
-        async () => {
-          const op = await api.getOperation(ns, name);
-          return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
-        },
-        timeoutMs,
-        500,
-      ).catch(async (err: Error) => {
+      api.finished(ns, name, timeoutMs).catch(async (err: Error) => {
         throw new Error(`${err.message}\n${await state()}`);
       });
     const expectSucceeded = (op: Operation) => {

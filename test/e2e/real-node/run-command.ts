@@ -37,16 +37,7 @@ export function runCommandJourney(theNode: () => RealNode): void {
       await controller?.stop();
     });
 
-    const finished = (name: string, timeoutMs = 180_000) =>
-      eventually(
-        `Operation ${name} finished`,
-        async () => {
-          const op = await api.getOperation(ns, name);
-          return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
-        },
-        timeoutMs,
-        500,
-      );
+    const finished = (name: string, timeoutMs = 180_000) => api.finished(ns, name, timeoutMs);
     const run = (name: string, script: string, policy?: Record<string, unknown>) =>
       api.createOperation(ns, name, {
         type: 'RunCommand',

@@ -8,6 +8,7 @@ import type { Operation, OperationSpec } from '../../../operator/src/api/operati
 import { standardPreconditions, type Template } from '../../../operator/src/catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
+import { createInstanceController } from '../../../operator/src/instance/controller.ts';
 import {
   createOperationController,
   type TemplateSource,
@@ -27,7 +28,9 @@ import {
 } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
 
-export { eventually } from '../runtime/support.ts';
+import { eventually } from '../runtime/support.ts';
+
+export { eventually };
 
 /** Test templates: <type>/workflow for every type but Runbook (the built-in covers it). */
 export const FAKE_TEMPLATES: Template[] = (['Backup', 'Restore', 'Upgrade'] as OperationType[]).map(
@@ -96,10 +99,47 @@ export function startController(
   };
 }
 
+/** The ApplicationInstance controller in this process (Ready and status.release from the real release records). */
+export function startInstanceController(kc: KubeConfig): { stop(): Promise<void> } {
+  const client = testClient(kc);
+  const metrics = new RuntimeMetrics();
+  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
+  const { controller, informers } = createInstanceController({
+    kc,
+    client,
+    writer: new ObjectWriter(client, new RestMapper(client)),
+    events: new EventRecorder({ client }),
+    logger: silentLogger,
+    metrics,
+  });
+  for (const i of informers) manager.addInformer(i);
+  manager.addController(controller);
+  const running = manager.start();
+  return {
+    async stop() {
+      await manager.stop();
+      await running;
+    },
+  };
+}
+
 export class Api {
   readonly client: KubeClient;
   constructor(kc: KubeConfig) {
     this.client = testClient(kc);
+  }
+
+  /** The Operation once it ended (Succeeded, Failed or Cancelled), polled every 500 ms. */
+  finished(ns: string, name: string, timeoutMs = 240_000): Promise<Operation> {
+    return eventually(
+      `Operation ${name} finished`,
+      async () => {
+        const op = await this.getOperation(ns, name);
+        return ['Succeeded', 'Failed', 'Cancelled'].includes(op.status?.phase ?? '') ? op : undefined;
+      },
+      timeoutMs,
+      500,
+    );
   }
 
   opPath(ns: string, name?: string, sub?: string) {
