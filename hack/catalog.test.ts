@@ -137,15 +137,21 @@ describe('rendering', () => {
   /** The committed template rendered offline, from the bundle directories of its pinned images. */
   function renderPinned(t = template): { dir: string; fbc: ReturnType<typeof parseFbc> } {
     const dir = mkdtempSync(join(tmpdir(), 'vws-catalog-'));
-    const bundleDirs: Record<string, string> = {};
-    const refs: Record<string, string> = {};
-    for (const v of templateVersions(t)) {
-      bundleDirs[v] = join(dir, `bundle-${v}`);
-      refs[v] = versionBundle(RELEASE_REGISTRY, v, pinnedImages(v), bundleDirs[v]).ref;
+    try {
+      const bundleDirs: Record<string, string> = {};
+      const refs: Record<string, string> = {};
+      for (const v of templateVersions(t)) {
+        bundleDirs[v] = join(dir, `bundle-${v}`);
+        refs[v] = versionBundle(RELEASE_REGISTRY, v, pinnedImages(v), bundleDirs[v]).ref;
+      }
+      const configs = join(dir, 'configs');
+      renderCatalogFor(configs, withImages(t, refs), bundleDirs);
+      return { dir, fbc: parseFbc(readFileSync(join(configs, PKG, 'catalog.yaml'), 'utf8')) };
+    } catch (err) {
+      // A render that throws (the two-heads test expects it) leaves no directory behind.
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
     }
-    const configs = join(dir, 'configs');
-    renderCatalogFor(configs, withImages(t, refs), bundleDirs);
-    return { dir, fbc: parseFbc(readFileSync(join(configs, PKG, 'catalog.yaml'), 'utf8')) };
   }
 
   it('renders to a catalog opm validates, bundles by image with olm.csv.metadata and no olm.bundle.object', () => {

@@ -29,10 +29,13 @@ function report(files: [string, string, string[]][]) {
 }
 
 describe('test-summary', () => {
-  let dir = '';
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
   const summarize = (reports: Record<string, unknown>, ...args: string[]) => {
-    dir = mkdtempSync(join(tmpdir(), 'summary-'));
+    const dir = mkdtempSync(join(tmpdir(), 'vws-summary-'));
+    dirs.push(dir);
     for (const [n, r] of Object.entries(reports)) writeFileSync(join(dir, `${n}.json`), JSON.stringify(r));
     const r = spawnSync(process.execPath, [SCRIPT, dir, ...args], { encoding: 'utf8' });
     return { status: r.status, last: r.stdout.trim().split('\n').at(-1), out: r.stdout };

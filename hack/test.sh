@@ -5,7 +5,8 @@
 #
 # Stages: static checks (biome, tsc, generated files: each counted as one test), tool build
 # (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
-# vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the real node's leak check.
+# vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the leak checks (the real
+# node's leftovers, the tests' temporary files).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -76,6 +77,7 @@ engines_ready() {
 KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**' --exclude 'test/e2e/engines/**')
 NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/engines/ test/e2e/real-node/killed-run.test.ts)
 
+hack/lib/temp-leaks.sh snapshot "$OUT/tmp-before.txt"
 run_vitest unit --project unit
 if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
   if [ -n "${VWS_TEST_SERIAL:-}" ]; then
@@ -103,6 +105,7 @@ wait "$engines_build" 2>/dev/null
 
 # After every test: nothing a real node (test/e2e/real-node/) started may be left on this machine.
 check "real node left nothing behind (hack/lib/real-node-leaks.sh)" hack/lib/real-node-leaks.sh
+check "tests left no temporary files (hack/lib/temp-leaks.sh)" hack/lib/temp-leaks.sh check "$OUT/tmp-before.txt"
 
 stage "summary"
 node hack/test-summary.ts "$OUT" "$checks_passed" "$checks_failed" "${failed_stages[@]}"

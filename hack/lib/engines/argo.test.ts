@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   ARGO_CONFIGMAP,
   argoClusterRole,
@@ -17,6 +17,17 @@ type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourc
 const rules = (o: Record<string, unknown>) => o.rules as Rule[];
 const allows = (rs: Rule[], group: string, resource: string, verb: string) =>
   rs.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
+
+/** Temporary directories of the test that is running, removed after it. */
+const dirs: string[] = [];
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vws-argo-crds-'));
+  dirs.push(dir);
+  return dir;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 
 describe('Argo install manifests', () => {
   it("the controller's cluster role: workflow pods (and exec, to signal them), templates read-only, task results listed", () => {
@@ -88,7 +99,7 @@ describe('Argo install manifests', () => {
   });
 
   it('reads the full CRDs hack/build-tools.sh copied, and says how to get them when there are none', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'argo-crds-'));
+    const dir = tempDir();
     expect(() => argoCrdFiles(dir)).toThrow(/hack\/build-tools\.sh argo/);
     expect(() => argoCrdFiles(join(dir, 'missing'))).toThrow(/holds no CRDs/);
     writeFileSync(join(dir, 'argoproj.io_workflows.yaml'), '');
@@ -101,7 +112,7 @@ describe('Argo install manifests', () => {
   });
 
   it('sends only the CRDs the API server does not already serve from an identical file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'argo-crds-'));
+    const dir = tempDir();
     const file = (plural: string, text: string) => {
       const p = join(dir, `argoproj.io_${plural}.yaml`);
       writeFileSync(p, text);

@@ -1,6 +1,6 @@
 // The webhook server behind the real API server: registered by URL on loopback, its denials reach
 // the client verbatim, and a rotated certificate is picked up without a restart.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -88,6 +88,7 @@ describe('admission webhook server', () => {
   afterAll(async () => {
     await admission.deleteValidatingWebhookConfiguration({ name: hookName }).catch(() => {});
     await server?.close();
+    rmSync(certDir, { recursive: true, force: true });
   });
 
   it('relays a denial with its field path through the API server', async () => {

@@ -2,7 +2,7 @@
 // the catalog store watching real ConfigMaps, real SubjectAccessReviews against RBAC Roles, and users
 // played through impersonation. Each denial reaches the client verbatim, server-side dry runs get the
 // same answer, approval is stamped with the real requesting user.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -249,6 +249,7 @@ describe('admission webhooks', () => {
     }
     await server?.close();
     await store?.informer.stop();
+    rmSync(certDir, { recursive: true, force: true });
   });
 
   it('guards the target with a SubjectAccessReview of the requesting user (confused deputy)', async () => {

@@ -9,7 +9,7 @@
 // and stop() removes the configurations before the operator goes, so later files never meet a webhook
 // whose server is gone.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -196,12 +196,15 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
   let operator: OperatorProcess | undefined;
   let operatorKubeconfigPath = '';
   let traffic: RecordingProxy | undefined;
+  // The operator's kubeconfig (a token), certificates and logs: removed once the operator is gone.
+  let dir: string | undefined;
 
   const stop = async () => {
     // Webhooks first: a configuration whose server is gone would refuse every later request it matches.
     for (const p of webhookConfigPaths) await deleteIgnoringMissing(admin, p);
     await operator?.stop();
     await traffic?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
     for (const ns of [operatorNamespace, veleroNamespace, ...namespaces]) {
       await deleteIgnoringMissing(admin, `/api/v1/namespaces/${ns}`);
     }
@@ -291,7 +294,7 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
       });
     }
 
-    const dir = mkdtempSync(join(tmpdir(), `vws-security-${id}-`));
+    dir = mkdtempSync(join(tmpdir(), `vws-security-${id}-`));
     const token = await admin.request<{ status: { token: string } }>({
       method: 'POST',
       path: `/api/v1/namespaces/${operatorNamespace}/serviceaccounts/${operatorServiceAccount}/token`,
