@@ -338,7 +338,8 @@ run_group() {
     core) tool_etcd; tool_kube_apiserver ;;
     cluster) run_group core; tool_kube_cluster; tool_kwok; tool_helm ;;
     olm) tool_opm; tool_operator_sdk ;;
-    e2e) run_group cluster; run_group olm; tool_olm_operators ;;
+    # VolSync's OLM bundle (a copy from its module) is a dependency provider in the OLM journeys on kwok.
+    e2e) run_group cluster; run_group olm; tool_olm_operators; tool_volsync_bundle ;;
     images) tool_crane; tool_registry; tool_grpc_health_probe; tool_skopeo ;;
     node) tool_kube_node; tool_containerd; tool_runc; tool_cni_plugins; tool_iptables; tool_coredns; tool_busybox; tool_pause; tool_olm_cpb ;;
     engines) for t in "${ENGINE_TOOLS[@]}"; do "tool_${t//-/_}"; done ;;

@@ -75,7 +75,10 @@ engines_ready() {
   grep -E 'built$' "$ENGINES_LOG" || true
 }
 KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**' --exclude 'test/e2e/engines/**')
-NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/engines/ test/e2e/real-node/killed-run.test.ts)
+# The real node's own journeys need only the node's tools (the tools stage built them); the engines'
+# journeys wait for the engines' build.
+NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/real-node/killed-run.test.ts)
+ENGINES_E2E=(--project e2e test/e2e/engines/)
 
 hack/lib/temp-leaks.sh snapshot "$OUT/tmp-before.txt"
 run_vitest unit --project unit
@@ -83,18 +86,23 @@ if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
   if [ -n "${VWS_TEST_SERIAL:-}" ]; then
     run_vitest integration --project integration
     run_vitest e2e-kwok "${KWOK_E2E[@]}"
-    if engines_ready; then run_vitest e2e-node "${NODE_E2E[@]}"; else failed_stages+=("tools (engines)"); fi
+    run_vitest e2e-node "${NODE_E2E[@]}"
+    if engines_ready; then run_vitest e2e-engines "${ENGINES_E2E[@]}"; else failed_stages+=("tools (engines)"); fi
   else
     # Three streams side by side, sharing nothing (the integration API server, the kwok clusters and the
     # real node each have their own ports, directories and locks): the integration project (about half a
-    # core), the OLM-on-kwok journeys, and the real node's journeys once the engines' tools are there.
-    # VWS_TEST_SERIAL=1 runs them one after the other.
-    stage "vitest integration, e2e-kwok and e2e-node, side by side"
+    # core), the OLM-on-kwok journeys, and the real node's journeys — its own at once, the engines' once
+    # their tools are there (one node at a time: the node's lock). VWS_TEST_SERIAL=1 runs them one after
+    # the other.
+    stage "vitest integration, e2e-kwok and e2e-node then e2e-engines, side by side"
     run_tagged integration --project integration &
     run_tagged e2e-kwok "${KWOK_E2E[@]}" &
-    { if engines_ready; then run_tagged e2e-node "${NODE_E2E[@]}"; else echo 1 >"$OUT/engines.failed"; fi; } &
+    {
+      run_tagged e2e-node "${NODE_E2E[@]}"
+      if engines_ready; then run_tagged e2e-engines "${ENGINES_E2E[@]}"; else echo 1 >"$OUT/engines.failed"; fi
+    } &
     wait
-    for p in integration e2e-kwok e2e-node; do
+    for p in integration e2e-kwok e2e-node e2e-engines; do
       [ -f "$OUT/$p.rc" ] || continue
       [ "$(cat "$OUT/$p.rc")" = 0 ] || failed_stages+=("vitest $p")
     done

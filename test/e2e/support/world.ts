@@ -11,7 +11,8 @@
 // our bundle does not depend on them).
 //
 // Everything is torn down in stop(); the work directory (OLM, opm and operator logs, catalogs) is
-// kept when a step failed or VWS_KEEP_CLUSTER=1, and its path printed.
+// kept when a step failed (moved to bin/test-results/kept/, so a run leaves nothing in $TMPDIR) or where
+// it is with VWS_KEEP_CLUSTER=1, and its path printed.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,7 @@ import {
 import { tailFile } from '../../../hack/lib/process.ts';
 import type { KubeClient } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
+import { keepInTestResults } from '../../support/kept.ts';
 import { buildCatalog, builtVersions } from './catalog.ts';
 import { olmReport } from './olm-api.ts';
 
@@ -162,7 +164,8 @@ export class World {
     this.say('  opm serve and OLM stopped');
     await this.cluster?.stop();
     await this.route?.release();
-    if (this.failed || process.env.VWS_KEEP_CLUSTER === '1') this.say(`work directory kept: ${this.workdir}`);
+    if (process.env.VWS_KEEP_CLUSTER === '1') this.say(`work directory kept: ${this.workdir}`);
+    else if (this.failed) this.say(`work directory kept: ${await keepInTestResults(this.workdir)}`);
     else await rm(this.workdir, { recursive: true, force: true });
     this.say(`done (wall time of this file ${((Date.now() - this.started) / 1000).toFixed(0)} s)`);
   }

@@ -21,7 +21,7 @@
 // Seeded: CRASH_SEED=<n> replays the plan (the seed is printed); CRASH_KILLS sets the number of kills
 // (14 by default, to keep a warm make test under 20 minutes; the seed varies per run, and
 // CRASH_KILLS=50 is a longer soak). A failed run prints the suspect Operations' status and the last operator log lines
-// and keeps every process's log (its directory is printed); VWS_KEEP_CLUSTER=1 keeps them always.
+// and keeps every process's log (in bin/test-results/kept/, printed); VWS_KEEP_CLUSTER=1 keeps them always.
 import { randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -35,6 +35,7 @@ import { TERMINAL_PHASES } from '../../../operator/src/api/enums.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { typesConflict } from '../../../operator/src/operation/conflicts.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
+import { keepInTestResults } from '../../support/kept.ts';
 import { OperatorProcess, tail } from '../../support/operator-process.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { eventually } from '../operation/support.ts';
@@ -106,7 +107,9 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
     await cluster?.stop();
     if (!logDir) return;
     if (passed && process.env.VWS_KEEP_CLUSTER !== '1') await rm(logDir, { recursive: true, force: true });
-    else console.log(`crash-safety: operator logs kept in ${logDir}`);
+    else if (process.env.VWS_KEEP_CLUSTER === '1')
+      console.log(`crash-safety: operator logs kept in ${logDir}`);
+    else console.log(`crash-safety: operator logs kept in ${await keepInTestResults(logDir)}`);
   }, 120_000);
 
   it(
