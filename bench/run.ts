@@ -5,12 +5,15 @@
 //
 //   node bench/run.ts [--quick] [--only cron,operations,admission,footprint] [--runs N] [--out DIR] [--docs]
 //                     [--env NAME=VALUE ...] [--profile] [--operator-main PATH] [--sizes N,N | I:O:NS,...]
+//   node bench/run.ts --merge DIR/results.json
 //
 // --env sets operator settings (e.g. KUBE_API_QPS=0), --profile writes a CPU profile per operator
 // process (node --cpu-prof) under DIR/profiles, --operator-main runs another checkout's operator (a
 // baseline), --sizes overrides the sizes of the chosen scenarios. --docs merges the results into
-// docs/performance/results.json by scenario and regenerates the table and the plot from it, so
-// scenarios can be re-run one at a time.
+// docs/performance/results.json by scenario, after each scenario, and regenerates the table and the plot
+// from it, so scenarios can be re-run one at a time and a stopped run keeps what it finished. --merge
+// merges an earlier run's results.json (its output directory has one, written after every scenario)
+// without measuring anything.
 //
 // Not part of `make test`: it takes long, and speed is never asserted, only reported against the
 // targets of docs/performance.md. Run it under the shared lock (`flock /tmp/vws-heavy.lock`).
@@ -20,7 +23,7 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '../hack/lib/controlplane.ts';
-import { markdown, plain, type ScenarioResult } from './lib/result.ts';
+import { markdown, plain, resultsJson, type ScenarioResult } from './lib/result.ts';
 import { ecdfPlot, type Panel } from './lib/svg.ts';
 import type { OperatorVariant } from './lib/world.ts';
 import { admission } from './scenarios/admission.ts';
@@ -39,6 +42,7 @@ const { values } = parseArgs({
     profile: { type: 'boolean', default: false },
     'operator-main': { type: 'string' },
     sizes: { type: 'string' },
+    merge: { type: 'string' },
   },
 });
 const quick = values.quick ?? false;
@@ -83,7 +87,8 @@ const record = async (r: ScenarioResult) => {
   say(
     `${r.title}: done in ${r.durationSeconds.toFixed(0)} s${r.notes.length ? `; ${r.notes.join('; ')}` : ''}`,
   );
-  await writeFile(join(out, 'results.json'), `${JSON.stringify(machine(results), null, 2)}\n`);
+  await writeFile(join(out, 'results.json'), resultsJson(machine(results)));
+  if (values.docs) await mergeIntoDocs([r], machine([r]));
 };
 
 function machine(rs: ScenarioResult[]) {
@@ -99,6 +104,13 @@ function machine(rs: ScenarioResult[]) {
     },
     results: rs,
   };
+}
+
+if (values.merge) {
+  // An earlier run's results.json (written after each of its scenarios), merged without measuring.
+  const earlier = JSON.parse(await readFile(values.merge, 'utf8')) as ReturnType<typeof machine>;
+  await mergeIntoDocs(earlier.results, earlier);
+  process.exit(0);
 }
 
 if (only.has('cron')) {
@@ -165,8 +177,15 @@ function lagPlot(rs: readonly ScenarioResult[]): string | undefined {
   );
 }
 
-if (values.docs) {
-  // Merge by scenario: a re-run replaces its own rows and keeps the others'.
+/** Where a run's results were measured: merged into docs/performance/results.json with them. */
+type Stamp = Pick<ReturnType<typeof machine>, 'when' | 'machine' | 'quick' | 'runs'>;
+
+/**
+ * Merges scenarios into docs/performance.md (the table between its markers), results.json and the lag
+ * plot. By scenario: a re-run replaces its own rows and keeps the others'. `make bench` merges each
+ * scenario as it finishes, so a run stopped half-way keeps what it measured.
+ */
+async function mergeIntoDocs(rs: readonly ScenarioResult[], stampOf: Stamp): Promise<void> {
   const resultsPath = join(ROOT, 'docs/performance/results.json');
   const previous = (
     await readFile(resultsPath, 'utf8').then(
@@ -174,10 +193,9 @@ if (values.docs) {
       () => ({ results: [] }),
     )
   ).results;
-  const fresh = machine(results);
-  const stampOf = { when: fresh.when, machine: fresh.machine, quick, runs };
-  const merged = [...previous.filter((p) => !results.some((r) => r.scenario === p.scenario))];
-  for (const r of results) merged.push({ ...r, measured: stampOf });
+  const merged = [...previous.filter((p) => !rs.some((r) => r.scenario === p.scenario))];
+  const { when: at, machine: on, quick: q, runs: n } = stampOf; // the stamp only, never its results
+  for (const r of rs) merged.push({ ...r, measured: { when: at, machine: on, quick: q, runs: n } });
   const order = (x: ScenarioResult) =>
     ['cron', 'operations', 'admission', 'footprint'].findIndex((k) => x.scenario.startsWith(k));
   merged.sort(
@@ -185,7 +203,7 @@ if (values.docs) {
       order(a) - order(b) || String(a.scenario).localeCompare(String(b.scenario), 'en', { numeric: true }),
   );
   await mkdir(join(ROOT, 'docs/performance'), { recursive: true });
-  await writeFile(resultsPath, `${JSON.stringify({ results: merged }, null, 2)}\n`);
+  await writeFile(resultsPath, resultsJson({ results: merged }));
   const doc = join(ROOT, 'docs/performance.md');
   const text = await readFile(doc, 'utf8');
   const begin = '<!-- bench:table:begin -->';
@@ -198,9 +216,9 @@ if (values.docs) {
       merged.map((m) => String((m.measured as { when?: string } | undefined)?.when ?? '').slice(0, 10)),
     ),
   ].sort();
-  const block = `${begin}\nMeasured ${when.join(', ')} on ${fresh.machine.cpus} × ${fresh.machine.cpu} (${fresh.machine.memoryGiB} GiB), Node ${fresh.machine.node}; each scenario's runs are in docs/performance/results.json.\n\n${markdown(merged)}${end}`;
+  const block = `${begin}\nMeasured ${when.join(', ')} on ${stampOf.machine.cpus} × ${stampOf.machine.cpu} (${stampOf.machine.memoryGiB} GiB), Node ${stampOf.machine.node}; each scenario's runs are in docs/performance/results.json.\n\n${markdown(merged)}${end}`;
   await writeFile(doc, text.slice(0, a) + block + text.slice(b + end.length));
   const plot = lagPlot(merged);
   if (plot) await writeFile(join(ROOT, 'docs/performance/cron-lag.svg'), plot);
-  say('docs/performance.md, docs/performance/cron-lag.svg and docs/performance/results.json updated');
+  say(`docs/performance.md, cron-lag.svg and results.json updated (${rs.map((r) => r.scenario).join(', ')})`);
 }

@@ -88,3 +88,14 @@ export function plain(results: readonly ScenarioResult[]): string {
     )
     .join('\n')}\n`;
 }
+
+/**
+ * JSON indented like JSON.stringify(v, null, 2), but a list of numbers stays on one line: a run's lags
+ * are thousands of numbers, one per line they made results.json most of a megabyte.
+ */
+export function resultsJson(value: unknown): string {
+  return `${JSON.stringify(value, null, 2).replace(
+    /\[\n\s+(-?[\d.eE+-]+(?:,\n\s+-?[\d.eE+-]+)*)\n\s+\]/g,
+    (_, items: string) => `[${items.split(/,\n\s+/).join(', ')}]`,
+  )}\n`;
+}

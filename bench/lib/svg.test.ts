@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ecdf, ecdfPlot, niceCeil } from './svg.ts';
+import { ecdf, ecdfPlot, niceCeil, simplify } from './svg.ts';
 
 describe('lag plot', () => {
   it('rounds axis ends up to 1, 2 or 5 × 10^k', () => {
@@ -22,6 +22,34 @@ describe('lag plot', () => {
       [0, 0],
       [5, 0],
     ]);
+  });
+
+  it('keeps only the corners of the step curve: the same line with fewer points', () => {
+    expect(
+      simplify([
+        [0, 0],
+        [1, 0],
+        [1, 0],
+        [2, 0],
+        [2, 1],
+        [2, 2],
+        [2, 3],
+        [3, 3],
+      ]),
+    ).toEqual([
+      [0, 0],
+      [2, 0],
+      [2, 3],
+      [3, 3],
+    ]);
+    // 10,000 lags within 1 s on a 10 s axis drawn at 0.1 px: far fewer points than values.
+    const values = Array.from({ length: 10_000 }, (_, i) => i / 10_000);
+    const pts = simplify(
+      ecdf(values, 10).map(([x, y]) => [Math.round(x * 40) / 10, Math.round(y * 2000) / 10] as const),
+    );
+    expect(pts.length).toBeLessThan(1000);
+    expect(pts[0]).toEqual([0, 0]);
+    expect(pts.at(-1)).toEqual([40, 200]);
   });
 
   it('renders one panel per size with a line per series, labels escaped', () => {

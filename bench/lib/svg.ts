@@ -42,6 +42,23 @@ export function ecdf(values: readonly number[], xMax: number): [number, number][
   return pts;
 }
 
+/**
+ * Drops the points in the middle of a horizontal or vertical run, and repeats: the drawn line is the
+ * same, but thousands of runs become at most about two points per pixel column of the step curve.
+ */
+export function simplify(points: readonly (readonly [number, number])[]): [number, number][] {
+  const out: [number, number][] = [];
+  for (const [x, y] of points) {
+    const last = out.at(-1);
+    if (last && last[0] === x && last[1] === y) continue;
+    const prev = out.at(-2);
+    if (prev && last && ((prev[0] === last[0] && last[0] === x) || (prev[1] === last[1] && last[1] === y)))
+      out[out.length - 1] = [x, y];
+    else out.push([x, y]);
+  }
+  return out;
+}
+
 function panel(p: Panel, offsetX: number): string {
   const all = p.series.flatMap((s) => s.values);
   const xMax = niceCeil(Math.max(1, ...all));
@@ -71,8 +88,8 @@ function panel(p: Panel, offsetX: number): string {
     `<text x="${n(offsetX + M.left + iw / 2)}" y="${H - 6}" text-anchor="middle">lag after the slot (s)</text>`,
   );
   p.series.forEach((s, i) => {
-    const pts = ecdf(s.values, xMax)
-      .map(([x, y]) => `${n(sx(x))},${n(sy(y))}`)
+    const pts = simplify(ecdf(s.values, xMax).map(([x, y]) => [n(sx(x)), n(sy(y))] as const))
+      .map(([x, y]) => `${x},${y}`)
       .join(' ');
     out.push(
       `<polyline points="${pts}" fill="none" stroke="${s.color}" stroke-width="1.8"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`,
