@@ -72,10 +72,12 @@ export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokClus
   const kwokctl = (args: string[]) => run(kwokctlBin, args, { env, maxBuffer: 16 * 1024 * 1024 });
 
   // kwokctl starts the cluster's processes on its own, outside the reaper: a guard deletes the cluster
-  // if this process dies before stop().
+  // if this process dies before stop(), and its work directory unless it is to be kept (a killed
+  // `make bench` left them behind).
+  const keep = opts.keep ?? process.env.VWS_KEEP_CLUSTER === '1';
   const guard = startGuard(
     'kwok cluster guard',
-    '"$KWOKCTL" delete cluster --name "$KWOK_CLUSTER"',
+    `"$KWOKCTL" delete cluster --name "$KWOK_CLUSTER"${keep ? '' : '; rm -rf "$KWOK_WORKDIR"'}`,
     join(workdir, 'guard.log'),
     {
       KWOKCTL: kwokctlBin,
@@ -86,8 +88,7 @@ export async function startKwokCluster(opts: KwokOptions = {}): Promise<KwokClus
   const stop = async () => {
     await kwokctl(['delete', 'cluster', '--name', name]).catch(() => undefined);
     await stopProcess(guard);
-    if (!(opts.keep ?? process.env.VWS_KEEP_CLUSTER === '1'))
-      await rm(workdir, { recursive: true, force: true });
+    if (!keep) await rm(workdir, { recursive: true, force: true });
   };
   try {
     await kwokctl([
