@@ -4,18 +4,9 @@
 // too, on a FakeClock, so the planned time is the one it really plans).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApplicationInstance } from '../../../operator/src/api/index.ts';
-import { createInstanceController } from '../../../operator/src/instance/controller.ts';
-import {
-  EventRecorder,
-  FakeClock,
-  Manager,
-  ObjectWriter,
-  PATCH_TYPES,
-  RestMapper,
-  RuntimeMetrics,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
+import { FakeClock, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
+import { startInstanceController } from '../operation/support.ts';
 import {
   create,
   cronObject,
@@ -32,15 +23,9 @@ import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 describe('ApplicationInstance status.operations and status.nextScheduledRun', () => {
   const kc = adminKubeConfig();
   const client = testClient(kc);
-  const manager = new Manager({
-    leaderElection: false,
-    metricsPort: false,
-    probePort: false,
-    metrics: new RuntimeMetrics(),
-  });
   const clock = new FakeClock(Date.now());
   const schedulers = startSchedulers(kc, clock);
-  let running: Promise<void>;
+  let instances: { stop(): Promise<void> } | undefined;
   let ns: string;
 
   const getInstance = (name: string) => getObject<ApplicationInstance>(client, kinds.instance, ns, name);
@@ -58,23 +43,12 @@ describe('ApplicationInstance status.operations and status.nextScheduledRun', ()
 
   beforeAll(async () => {
     ns = await createNamespace(kc, 'aistatus');
-    const { controller, informers } = createInstanceController({
-      kc,
-      client,
-      writer: new ObjectWriter(client, new RestMapper(client)),
-      events: new EventRecorder({ client }),
-      logger: silentLogger,
-      metrics: new RuntimeMetrics(),
-    });
-    for (const i of informers) manager.addInformer(i);
-    manager.addController(controller);
-    running = manager.start();
+    instances = startInstanceController(kc);
   });
 
   afterAll(async () => {
     await schedulers.stop();
-    await manager.stop();
-    await running;
+    await instances?.stop();
   });
 
   it('shows running and last Operations per type, and the next run a CronOperation plans for it', async () => {
