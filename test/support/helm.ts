@@ -31,16 +31,23 @@ export async function helm(kubeconfig: string, args: string[]): Promise<{ stdout
 }
 
 /**
- * An ApplicationInstance of a release of the tiny chart that advertises Velero backups and Job
- * RunCommands (the chart's own annotations), as the demo and the e2e journeys create it.
+ * An ApplicationInstance of a release of the tiny chart, as the demo and the e2e journeys create it.
+ * `capabilities` (verb → engine, the `ops.vworkspace.io/<verb>` annotations) default to the chart's
+ * own: Velero backups and Job RunCommands.
  */
-export function tinyInstance(release: string, namespace: string): Record<string, unknown> {
+export function tinyInstance(
+  release: string,
+  namespace: string,
+  capabilities: Record<string, string> = { backup: 'velero', runcommand: 'job' },
+): Record<string, unknown> {
   return {
     apiVersion: 'apps.vworkspace.io/v1alpha1',
     kind: 'ApplicationInstance',
     metadata: {
       name: release,
-      annotations: { 'ops.vworkspace.io/backup': 'velero', 'ops.vworkspace.io/runcommand': 'job' },
+      annotations: Object.fromEntries(
+        Object.entries(capabilities).map(([verb, engine]) => [`ops.vworkspace.io/${verb}`, engine]),
+      ),
     },
     spec: {
       appRef: TINY_APP_REF,

@@ -68,9 +68,12 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
         '--set-string',
         `message=${message}`,
       ]);
-      const instance = tinyInstance(RELEASE, ns) as { metadata: { annotations: Record<string, string> } };
-      instance.metadata.annotations['ops.vworkspace.io/restore'] = 'velero';
-      instance.metadata.annotations['ops.vworkspace.io/quiesce'] = 'exec';
+      const instance = tinyInstance(RELEASE, ns, {
+        backup: 'velero',
+        runcommand: 'job',
+        restore: 'velero',
+        quiesce: 'exec',
+      });
       await api.client.request({ method: 'POST', path: api.instancePath(ns), body: instance });
       await api.setReady(ns, RELEASE, true);
       before = await runWithVolume(node, ns, PVC, READ);

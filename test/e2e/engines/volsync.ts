@@ -29,7 +29,7 @@ import {
 } from '../../integration/operation/support.ts';
 import { createNamespace } from '../../integration/support/kube.ts';
 import { eventually } from '../../support/eventually.ts';
-import { helm, TINY_APP_REF, TINY_CHART } from '../../support/helm.ts';
+import { helm, TINY_CHART, tinyInstance } from '../../support/helm.ts';
 import { runWithVolume } from './pods.ts';
 
 const RELEASE = 'app';
@@ -146,15 +146,7 @@ export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void
       await api.client.request({
         method: 'POST',
         path: api.instancePath(ns),
-        body: {
-          apiVersion: 'apps.vworkspace.io/v1alpha1',
-          kind: 'ApplicationInstance',
-          metadata: {
-            name: RELEASE,
-            annotations: { 'ops.vworkspace.io/backup': 'volsync', 'ops.vworkspace.io/restore': 'volsync' },
-          },
-          spec: { appRef: TINY_APP_REF, release: { name: RELEASE, namespace: ns } },
-        },
+        body: tinyInstance(RELEASE, ns, { backup: 'volsync', restore: 'volsync' }),
       });
       const secret = (name: string, resticPassword: string) => ({
         apiVersion: 'v1',
