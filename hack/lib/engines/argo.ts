@@ -14,6 +14,7 @@ import { argoImages } from '../../images/engines/argo.ts';
 import { BIN } from '../controlplane.ts';
 import { installCrds } from '../crds.ts';
 import { apply, type RealNode } from '../real-node.ts';
+import { perNode } from './workloads.ts';
 
 export const ARGO_NAMESPACE = 'argo';
 export const ARGO_CONTROLLER = 'workflow-controller';
@@ -251,17 +252,8 @@ export function crdFilesToInstall(
   });
 }
 
-const installs = new WeakMap<RealNode, Promise<ArgoInstall>>();
-
 /** Installs Argo Workflows on the node once; later calls share the first one's result. */
-export function installArgo(node: RealNode, log: (m: string) => void = () => {}): Promise<ArgoInstall> {
-  let p = installs.get(node);
-  if (!p) {
-    p = install(node, log);
-    installs.set(node, p);
-  }
-  return p;
-}
+export const installArgo = perNode(install);
 
 async function install(node: RealNode, log: (m: string) => void): Promise<ArgoInstall> {
   const files = argoCrdFiles();

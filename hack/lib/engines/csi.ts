@@ -17,6 +17,7 @@ import { NONROOT } from '../../images/contents.ts';
 import { type CsiImages, csiImages } from '../../images/engines/csi.ts';
 import { apply, type RealNode } from '../real-node.ts';
 import { type NodeLayout, paths } from '../real-node-config.ts';
+import { perNode } from './workloads.ts';
 
 export const CSI_DRIVER = 'hostpath.csi.vworkspace.io';
 export const CSI_NAMESPACE = 'vws-csi';
@@ -311,17 +312,8 @@ export interface CsiInstall {
   logs(lines?: number): Promise<string>;
 }
 
-const installs = new WeakMap<RealNode, Promise<CsiInstall>>();
-
 /** Installs the CSI machinery on `node` once; later calls get the same installation. */
-export function installCsi(node: RealNode, log: (line: string) => void): Promise<CsiInstall> {
-  let p = installs.get(node);
-  if (!p) {
-    p = install(node, log);
-    installs.set(node, p);
-  }
-  return p;
-}
+export const installCsi = perNode(install);
 
 interface Pod extends KubernetesObject {
   spec: { containers: { name: string }[] };

@@ -14,7 +14,7 @@ import { parse } from 'yaml';
 import { volsyncImages } from '../../images/engines/volsync.ts';
 import { BIN } from '../controlplane.ts';
 import type { RealNode } from '../real-node.ts';
-import { applyAll, type Obj, pushImages, waitReady } from './workloads.ts';
+import { applyAll, type Obj, perNode, pushImages, waitReady } from './workloads.ts';
 
 export const VOLSYNC_NAMESPACE = 'volsync-system';
 export const VOLSYNC_NAME = 'volsync-controller-manager';
@@ -161,21 +161,11 @@ export function volsyncObjects(install: VolSyncInstall, permissions: VolSyncPerm
   ];
 }
 
-const installs = new WeakMap<RealNode, Promise<VolSyncInstall>>();
-
 /**
- * Installs VolSync on the node once (journeys share it; a failed install is forgotten, as perNode does)
- * and resolves when the controller is ready; `log` hears the first caller's progress.
+ * Installs VolSync on the node once (journeys share it; a failed install is forgotten) and resolves
+ * when the controller is ready; `log` hears the first caller's progress.
  */
-export function ensureVolSync(node: RealNode, log: (m: string) => void = () => {}): Promise<VolSyncInstall> {
-  let p = installs.get(node);
-  if (!p) {
-    p = install(node, log);
-    installs.set(node, p);
-    p.catch(() => installs.delete(node));
-  }
-  return p;
-}
+export const ensureVolSync = perNode(install);
 
 async function install(node: RealNode, log: (m: string) => void): Promise<VolSyncInstall> {
   const images = volsyncImages(node.registryPrefix);

@@ -117,13 +117,18 @@ export async function waitReady(
   }
 }
 
-/** Memoizes `install` per node; a failed install is forgotten, so the next caller tries again. */
-export function perNode<T>(install: (node: RealNode) => Promise<T>): (node: RealNode) => Promise<T> {
+/**
+ * Memoizes `install` per node; a failed install is forgotten, so the next caller tries again. `log`
+ * hears the progress of the call that installs (later callers share its result).
+ */
+export function perNode<T>(
+  install: (node: RealNode, log: (m: string) => void) => Promise<T>,
+): (node: RealNode, log?: (m: string) => void) => Promise<T> {
   const done = new WeakMap<RealNode, Promise<T>>();
-  return (node) => {
+  return (node, log = () => {}) => {
     let p = done.get(node);
     if (!p) {
-      p = install(node);
+      p = install(node, log);
       done.set(node, p);
       p.catch(() => done.delete(node));
     }
