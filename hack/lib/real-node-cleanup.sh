@@ -43,6 +43,17 @@ kill_all() { # kill_all LISTER: TERM, up to 10 s, then KILL
   kill -KILL $pids 2>/dev/null
   sleep 0.5
 }
+# The shims' (namespace, id) from their command lines (-namespace NS -id ID -address W/containerd.sock),
+# read before they die: a shim killed while containerd was deleting its task has no task directory
+# left, but its socket in /run/containerd/s stays (step 4).
+shim_ids() {
+  local p
+  for p in $(pids_naming); do
+    tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | awk '
+      /^-namespace$/ { getline ns } /^-id$/ { getline id } END { if (ns != "" && id != "") print ns "/" id }'
+  done | sort -u
+}
+SHIMS=$(shim_ids)
 kill_all pids_naming
 
 # 2. The pods' processes: everything in the node's cgroup tree, then the tree itself.
@@ -69,12 +80,23 @@ for i in 1 2 3; do
 done
 
 # 4. Shim sockets (containerd names them sha256(<its socket>/<namespace>/<id>)) and log links.
-for t in "$W"/containerd/state/io.containerd.runtime.v2.task/*/*; do
-  ns=$(basename "$(dirname "$t")")
-  id=$(basename "$t")
-  for path in "$W/containerd.sock/$ns/$id" "$W/containerd.sock/$ns/$id/debug"; do
+tasks() {
+  local t
+  for t in "$W"/containerd/state/io.containerd.runtime.v2.task/*/*; do
+    [ -d "$t" ] && echo "$(basename "$(dirname "$t")")/$(basename "$t")"
+  done
+  [ -z "$SHIMS" ] || echo "$SHIMS"
+}
+for task in $(tasks | sort -u); do
+  for path in "$W/containerd.sock/$task" "$W/containerd.sock/$task/debug"; do
     rm -f "/run/containerd/s/$(printf '%s' "$path" | sha256sum | cut -c1-64)"
   done
+done
+# Then any socket there that nothing listens on (not in /proc/net/unix): only a dead shim leaves one,
+# and the node is the only containerd here while it holds the lock (a live one's sockets stay).
+for s in /run/containerd/s/*; do
+  [ -S "$s" ] || continue
+  grep -qF " $s" /proc/net/unix || { say "removing a dead shim's socket $s"; rm -f "$s"; }
 done
 rmdir /run/containerd/s /run/containerd 2>/dev/null
 for l in /var/log/containers/*.log; do
