@@ -15,7 +15,14 @@ function cm(name: string, data: Record<string, string> = {}, namespace = 'ns'): 
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data };
 }
 
-function setup(opts: { resyncPeriodMs?: number; labelSelector?: string; fieldSelector?: string } = {}) {
+function setup(
+  opts: {
+    resyncPeriodMs?: number;
+    labelSelector?: string;
+    fieldSelector?: string;
+    transform?: (o: Obj) => Obj;
+  } = {},
+) {
   const clock = new FakeClock();
   const server = new MemoryResource<Obj>();
   const logLines: Record<string, unknown>[] = [];
@@ -224,6 +231,55 @@ describe('Informer', () => {
     expect(structuredClone(got).data!.v).toBe('1');
     expect(Object.isFrozen(structuredClone(got))).toBe(false);
     await informer.stop();
+  });
+
+  it('keeps of managedFields only who owns which annotation, listed or watched, unless told otherwise', async () => {
+    const owned = (name: string, v: string): Obj => ({
+      ...cm(name, { v }),
+      metadata: {
+        name,
+        namespace: 'ns',
+        annotations: { 'x.io/a': v },
+        managedFields: [
+          {
+            manager: 'kubectl',
+            operation: 'Update',
+            fieldsType: 'FieldsV1',
+            fieldsV1: { 'f:data': { 'f:v': {} } },
+          },
+          {
+            manager: 'gitops',
+            operation: 'Apply',
+            fieldsType: 'FieldsV1',
+            fieldsV1: { 'f:metadata': { 'f:annotations': { 'f:x.io/a': {} } }, 'f:data': {} },
+          },
+        ],
+      },
+    });
+    const lean = [
+      {
+        manager: 'gitops',
+        operation: 'Apply',
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:metadata': { 'f:annotations': { 'f:x.io/a': {} } } },
+      },
+    ];
+    const { server, informer } = setup();
+    server.put(owned('listed', '1'));
+    informer.start();
+    await informer.waitForSync();
+    server.put(owned('watched', '2'));
+    await flushMicrotasks();
+    expect(informer.get('listed', 'ns')!.metadata!.managedFields).toEqual(lean);
+    expect(informer.get('watched', 'ns')!.metadata!.managedFields).toEqual(lean);
+    await informer.stop();
+
+    const whole = setup({ transform: (o) => o });
+    whole.server.put(owned('listed', '1'));
+    whole.informer.start();
+    await whole.informer.waitForSync();
+    expect(whole.informer.get('listed', 'ns')!.metadata!.managedFields).toHaveLength(2);
+    await whole.informer.stop();
   });
 
   it('finds objects by namespace and by custom indexes, kept current through updates, deletes and relists', async () => {
