@@ -7,7 +7,6 @@
 // on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { AccessCache } from './admission/access-cache.ts';
 import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
@@ -30,13 +29,14 @@ import {
   RestMapper,
   RuntimeMetrics,
 } from './runtime/index.ts';
+import { type KubeConfigLike, loadKubeConfig } from './runtime/kubeconfig.ts';
 import { scopedTo } from './runtime/multi-namespace.ts';
 import { createCronController } from './schedule/cron-controller.ts';
 import { createWatchController } from './schedule/watch-controller.ts';
 
 export interface OperatorDeps {
   config: OperatorConfig;
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   log: Logger;
 }
 
@@ -168,8 +168,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger({ level: loaded.config.logLevel });
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
+  const kc = await loadKubeConfig();
   const manager = buildOperator({ config: loaded.config, kc, log });
   manager.installSignalHandlers();
   log.info(

@@ -7,12 +7,13 @@
 //
 // The webhook and the reconcilers read templates from here. Reading is synchronous and cheap: the
 // merged result is computed once per change, never per request.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Lookup } from '../admission/decision.ts';
 import { LABEL_CATALOG } from '../api/annotations.ts';
 import { createInformer, type Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
+import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
 import { validateWindow } from '../schedule/window.ts';
 import { type Catalog, emptyCatalog } from './catalog-schema.ts';
@@ -42,7 +43,7 @@ export interface CatalogStoreOptions {
 }
 
 export function createCatalogInformer(
-  kc: KubeConfig,
+  kc: KubeConfigLike,
   namespace: string,
   opts: { client?: KubeClient; logger?: Logger } = {},
 ): Informer<CatalogConfigMap> {

@@ -19,7 +19,7 @@
 // read is a `list` by name, so no `get` is needed. The payload (rendered values, possibly credentials)
 // must NEVER be logged or put in an Event: name the Secret at most.
 
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   APPLICATION_INSTANCE,
   type ApplicationInstance,
@@ -53,6 +53,7 @@ import {
   resourcePath,
   scopedTo,
 } from '../runtime/index.ts';
+import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { planCapabilities } from './capabilities.ts';
 import {
   HELM_RELEASE_SECRET_TYPE,
@@ -93,7 +94,7 @@ export interface CatalogSource {
 export type HelmSecretMetadata = PartialObjectMetadata;
 
 export interface InstanceControllerDeps {
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   client: KubeClient;
   writer: ObjectWriter;
   events: EventRecorder;

@@ -21,7 +21,7 @@
 //   approval, cancel, reconcile     the Operation's own update events
 // API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
 // the Operation is never failed for them.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
@@ -62,6 +62,7 @@ import {
   scopedTo,
   statusCode,
 } from '../runtime/index.ts';
+import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer } from './access.ts';
 import { childConflict, childConflictStatus } from './adoption.ts';
 import { isRunning, waitingQueue } from './conflicts.ts';
@@ -93,7 +94,7 @@ export interface TemplateSource {
 }
 
 export interface OperationControllerDeps {
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   client: KubeClient;
   writer: ObjectWriter;
   mapper: RestMapper;

@@ -8,12 +8,13 @@
 // NameWatcher: narrow watches (fieldSelector metadata.name=<name>) on the Secrets / ServiceAccounts a
 // Blocked Operation waits for, started while someone waits for them and stopped afterwards. Only existence
 // matters, so they list and watch metadata only (PartialObjectMetadata): Secret data is never sent.
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import { type Clock, realClock } from '../runtime/clock.ts';
 import { Informer, kubeListerWatcher, type ListerWatcher } from '../runtime/informer.ts';
 import { keyOf } from '../runtime/keys.ts';
 import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
+import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
 import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
 import { scopedListerWatcher } from '../runtime/multi-namespace.ts';
@@ -40,7 +41,7 @@ export function operationKeyOfChild(child: KubernetesObject): string | undefined
 }
 
 export interface WatcherDeps {
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   client: KubeClient;
   mapper: RestMapper;
   clock?: Clock;

@@ -13,6 +13,7 @@ export * from './informer-factory.ts';
 export * from './keyed-mutex.ts';
 export * from './keys.ts';
 export * from './kube-client.ts';
+export * from './kubeconfig.ts';
 export * from './leader-election.ts';
 export * from './logger.ts';
 export * from './manager.ts';

@@ -9,15 +9,16 @@
 // for Secrets) select different informers, so a metadata-only cache never serves a full read, nor the
 // other way round. Controllers ask the factory for a kind and never build list/watch paths themselves.
 
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from './clock.ts';
 import { createInformer, type Informer, type KubeInformerOptions } from './informer.ts';
 import type { KubeClient, ResourceRef } from './kube-client.ts';
+import type { KubeConfigLike } from './kubeconfig.ts';
 import type { Logger } from './logger.ts';
 import { createMetadataInformer, type PartialObjectMetadata } from './metadata.ts';
 
 export interface InformerFactoryOptions {
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   client: KubeClient;
   logger?: Logger;
   /** Informers' reconnect backoff clock (not a schedule's clock). */

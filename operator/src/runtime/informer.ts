@@ -18,8 +18,9 @@
 // - guards handlers: a throwing handler or a rejected async handler is logged, never unhandled.
 
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
+import { leanManagedFields } from './cache-transform.ts';
 import { type Clock, realClock, sleep, type TimerHandle } from './clock.ts';
 import { Indexer, type IndexFunc, NAMESPACE_INDEX } from './indexer.ts';
 import { keyOf, objectKey } from './keys.ts';
@@ -29,10 +30,12 @@ import {
   KubeApiError,
   type KubeClient,
   type KubeStatus,
+  type KubeWatcher,
   type ResourceRef,
   RestClient,
   resourcePath,
 } from './kube-client.ts';
+import type { KubeConfigLike } from './kubeconfig.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { scopedListerWatcher } from './multi-namespace.ts';
 import { freezeNormalized } from './normalize.ts';
@@ -87,6 +90,11 @@ export interface InformerOptions<T> {
   listerWatcher: ListerWatcher<T>;
   labelSelector?: string;
   fieldSelector?: string;
+  /**
+   * What the cache keeps of each object, applied in place before it is frozen (controller-runtime's
+   * cache TransformFunc). Default: managedFields reduced to annotation ownership (cache-transform.ts).
+   */
+  transform?: (obj: T) => T;
   /** Fire update(obj, obj) for every cached object this often; 0 or unset = never. */
   resyncPeriodMs?: number;
   clock?: Clock;
@@ -126,6 +134,7 @@ export class Informer<T extends KubernetesObject> {
   readonly #log: Logger;
   readonly #backoff: Backoff;
   readonly #random: () => number;
+  readonly #transform: (obj: T) => T;
 
   readonly #store = new Indexer<T>();
   #rv = '';
@@ -146,6 +155,7 @@ export class Informer<T extends KubernetesObject> {
     this.#clock = opts.clock ?? realClock;
     this.#log = (opts.logger ?? silentLogger).child({ informer: opts.name });
     this.#random = opts.random ?? Math.random;
+    this.#transform = opts.transform ?? leanManagedFields;
     this.#backoff = new Backoff({ random: this.#random, ...opts.backoff });
     this.#syncedPromise = new Promise((resolve) => {
       this.#resolveSynced = resolve;
@@ -302,7 +312,7 @@ export class Informer<T extends KubernetesObject> {
     if (signal.aborted) return;
     const fresh = new Map<string, T>();
     for (const raw of result.items) {
-      const obj = freezeNormalized(raw);
+      const obj = freezeNormalized(this.#transform(raw));
       fresh.set(objectKey(obj), obj);
     }
     const old = this.#store.replace(fresh);
@@ -365,14 +375,14 @@ export class Informer<T extends KubernetesObject> {
     if (!isRecord(raw) || !isRecord(raw.metadata)) return;
     const rv = typeof raw.metadata.resourceVersion === 'string' ? raw.metadata.resourceVersion : '';
     if (type === 'ADDED' || type === 'MODIFIED') {
-      const obj = freezeNormalized(raw as T);
+      const obj = freezeNormalized(this.#transform(raw as T));
       const key = objectKey(obj);
       const old = this.#store.get(key);
       this.#store.set(key, obj);
       if (!old) this.#emitAdd(obj);
       else if (old.metadata?.resourceVersion !== rv) this.#emitUpdate(old, obj);
     } else if (type === 'DELETED') {
-      const obj = freezeNormalized(raw as T);
+      const obj = freezeNormalized(this.#transform(raw as T));
       const key = objectKey(obj);
       if (this.#store.delete(key)) this.#emitDelete(obj);
     } else if (type !== 'BOOKMARK') {
@@ -451,17 +461,23 @@ function isAbort(err: unknown): boolean {
   return isRecord(err) && (err.name === 'AbortError' || err.name === 'TimeoutError');
 }
 
+function isWatcher(c: KubeClient): c is KubeClient & KubeWatcher {
+  return typeof (c as Partial<KubeWatcher>).watch === 'function';
+}
+
 /**
  * List (paginated, 500 a page) and watch `resource` through the API server. The resource's
- * `namespace` scopes both; leave it out for cluster-scoped kinds or all namespaces.
+ * `namespace` scopes both; leave it out for cluster-scoped kinds or all namespaces. Watches go
+ * through `client` when it can stream (a RestClient), else through a RestClient of `kc`.
  */
 export function kubeListerWatcher<T extends KubernetesObject>(
-  kc: KubeConfig,
+  kc: KubeConfigLike,
   resource: ResourceRef,
   client: KubeClient = new RestClient(kc),
+  accept?: { list: string; watch: string },
 ): ListerWatcher<T> {
   const path = resourcePath(resource);
-  const watcher = new Watch(kc);
+  const watcher: KubeWatcher = isWatcher(client) ? client : new RestClient(kc);
   return {
     async list(opts, signal) {
       const items: T[] = [];
@@ -475,6 +491,7 @@ export function kubeListerWatcher<T extends KubernetesObject>(
           query: { ...opts, limit: 500, continue: cont },
           signal,
           timeoutMs: 60_000,
+          ...(accept ? { accept: accept.list } : {}),
         });
         items.push(...(page.items ?? []));
         rv = page.metadata?.resourceVersion ?? '';
@@ -490,31 +507,21 @@ export function kubeListerWatcher<T extends KubernetesObject>(
       return { items, resourceVersion: rv };
     },
 
-    watch(opts, onEvent, signal) {
-      return new Promise<void>((resolve, reject) => {
-        let controller: AbortController | undefined;
-        const onAbort = () => controller?.abort();
-        signal.addEventListener('abort', onAbort, { once: true });
-        const finish = (err: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          // Our own abort, the client's inactivity timeout and a server-side close are clean ends.
-          if (!err || signal.aborted || isAbort(err)) resolve();
-          else reject(err);
-        };
-        const query: Record<string, string | number | boolean> = {
-          resourceVersion: opts.resourceVersion,
-          allowWatchBookmarks: opts.allowWatchBookmarks,
-          timeoutSeconds: opts.timeoutSeconds,
-        };
-        if (opts.labelSelector) query.labelSelector = opts.labelSelector;
-        if (opts.fieldSelector) query.fieldSelector = opts.fieldSelector;
-        watcher
-          .watch(path, query, (type: string, obj: unknown) => onEvent(type, obj), finish)
-          .then((c) => {
-            controller = c;
-            if (signal.aborted) c.abort();
-          }, finish);
-      });
+    async watch(opts, onEvent, signal) {
+      const query: Record<string, string | number | boolean> = {
+        resourceVersion: opts.resourceVersion,
+        allowWatchBookmarks: opts.allowWatchBookmarks,
+        timeoutSeconds: opts.timeoutSeconds,
+      };
+      if (opts.labelSelector) query.labelSelector = opts.labelSelector;
+      if (opts.fieldSelector) query.fieldSelector = opts.fieldSelector;
+      try {
+        await watcher.watch({ path, query, signal, ...(accept ? { accept: accept.watch } : {}) }, onEvent);
+      } catch (err) {
+        // Our own abort and a connection cut while closing are clean ends; anything else is a failure.
+        if (signal.aborted || isAbort(err)) return;
+        throw err;
+      }
     },
   };
 }
@@ -531,7 +538,7 @@ export interface KubeInformerOptions<T> extends Omit<InformerOptions<T>, 'lister
 
 /** An Informer over the API server for `resource` (namespace-scoped if resource.namespace is set). */
 export function createInformer<T extends KubernetesObject>(
-  kc: KubeConfig,
+  kc: KubeConfigLike,
   resource: ResourceRef,
   opts: KubeInformerOptions<T> = {},
 ): Informer<T> {

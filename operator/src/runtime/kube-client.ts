@@ -1,9 +1,9 @@
-// A small JSON REST client over @kubernetes/client-node's config and auth, with its own transport.
+// A small JSON REST client over a kubeconfig's TLS and auth (kubeconfig.ts), with its own transport.
 // The runtime reads and writes raw JSON exactly as the API server sends it: the generated typed
 // clients turn timestamps into Date objects on some paths and not others, cannot reach every
 // subresource with every patch type, and we need the same shapes from list, watch and get.
-// Failures are thrown as KubeApiError, a client-node ApiException, so `err.code` works the same
-// for errors from this client and from the generated ones.
+// Failures are thrown as KubeApiError, with `code` and `body` where client-node's ApiException has
+// them, so the helpers below read errors from this client and from the generated ones alike.
 //
 // Transport, as client-go does it: ONE keep-alive connection pool per client (client-node 2.x builds
 // a new undici Agent, so a new TCP+TLS connection, for every request: several times the latency and
@@ -11,16 +11,10 @@
 // 20/30) so a busy controller queues behind its own budget instead of flooding the API server.
 
 import type { Agent as HttpsAgent, RequestOptions } from 'node:https';
-import {
-  ApiException,
-  HttpMethod,
-  IsomorphicFetchHttpLibrary,
-  type KubeConfig,
-  type KubernetesObject,
-  RequestContext,
-} from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, RequestContext } from '@kubernetes/client-node';
 import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
 import { type Clock, realClock, sleep } from './clock.ts';
+import type { KubeConfigLike } from './kubeconfig.ts';
 import { BucketRateLimiter } from './rate-limiter.ts';
 
 export type QueryValue = string | number | boolean | undefined;
@@ -61,15 +55,21 @@ export interface KubeStatus {
   details?: unknown;
 }
 
-export class KubeApiError extends ApiException<KubeStatus | string | undefined> {
+/**
+ * An error answer of the API server. `code` (the HTTP status) and `body` are where client-node's
+ * ApiException keeps them, so the helpers below read errors of the generated clients the same way.
+ */
+export class KubeApiError extends Error {
+  readonly code: number;
   readonly reason: string;
+  readonly body: KubeStatus | string | undefined;
 
   constructor(code: number, reason: string, message: string, body: KubeStatus | string | undefined) {
-    super(code, message, body, {});
+    super(`${code} ${reason}: ${message}`);
     this.name = 'KubeApiError';
+    this.code = code;
     this.reason = reason;
-    // ApiException's message embeds the whole body and headers; keep log lines short.
-    this.message = `${code} ${reason}: ${message}`;
+    this.body = body;
   }
 }
 
@@ -153,8 +153,9 @@ export interface RestClientOptions {
 export const DEFAULT_QPS = 20;
 export const DEFAULT_BURST = 30;
 
-// Auth headers come from client-node's authenticators (token files, exec plugins, OIDC), which
-// cache and refresh tokens themselves; asking them once a second keeps file reads off the hot path.
+// Auth headers come from the kubeconfig (a token file re-read once a minute, or client-node's
+// authenticators: exec plugins, OIDC, which cache and refresh tokens themselves); asking it once a
+// second keeps file reads off the hot path.
 const HEADER_TTL_MS = 1_000;
 
 interface Transport {
@@ -162,17 +163,38 @@ interface Transport {
   url: string;
 }
 
-export class RestClient implements KubeClient {
-  readonly #kc: KubeConfig;
+/** A watch request: GET `path` with `query` (watch=true is added), streamed event by event. */
+export interface WatchRequest {
+  path: string;
+  query: Record<string, QueryValue>;
+  /** Default application/json; e.g. PARTIAL_OBJECT_METADATA for metadata-only events. */
+  accept?: string;
+  signal: AbortSignal;
+}
+
+/** Streams a watch: resolves when the server ends it or `signal` aborts, rejects on any failure. */
+export interface KubeWatcher {
+  watch(req: WatchRequest, onEvent: (type: string, obj: unknown) => void): Promise<void>;
+}
+
+/** client-node's KubeConfig, for the transport it alone has (HTTP and SOCKS proxies). */
+function clientNodeConfig(kc: KubeConfigLike): KubeConfig {
+  if (!('applySecurityAuthentication' in kc))
+    throw new Error(
+      "a kubeconfig with a proxy-url needs client-node's KubeConfig (loadKubeConfig gives one)",
+    );
+  return kc as KubeConfig;
+}
+
+export class RestClient implements KubeClient, KubeWatcher {
+  readonly #kc: KubeConfigLike;
   readonly #opts: RestClientOptions;
   readonly #clock: Clock;
   readonly #limiter: BucketRateLimiter<undefined> | undefined;
   #transport: Promise<Transport | undefined> | undefined;
   #headers: { at: number; value: Promise<Record<string, string>> } | undefined;
-  // Proxies (HTTP, SOCKS) keep client-node's own transport: rare, and its agents handle them.
-  readonly #fallback = new IsomorphicFetchHttpLibrary();
 
-  constructor(kc: KubeConfig, opts: RestClientOptions = {}) {
+  constructor(kc: KubeConfigLike, opts: RestClientOptions = {}) {
     this.#kc = kc;
     this.#opts = opts;
     this.#clock = opts.clock ?? realClock;
@@ -183,7 +205,7 @@ export class RestClient implements KubeClient {
         : undefined;
   }
 
-  get kubeConfig(): KubeConfig {
+  get kubeConfig(): KubeConfigLike {
     return this.#kc;
   }
 
@@ -197,7 +219,7 @@ export class RestClient implements KubeClient {
     const cluster = this.#kc.getCurrentCluster();
     if (!cluster) throw new Error('kubeconfig has no current cluster');
     const started = performance.now();
-    await this.#throttle(req);
+    await this.#throttle(req.method, req.signal);
     let code = '<error>';
     try {
       const res = await this.#send(cluster.server, req);
@@ -209,25 +231,71 @@ export class RestClient implements KubeClient {
         parsed = res.text;
       }
       if (res.status >= 200 && res.status < 300) return parsed as T;
-      const status = isRecord(parsed) ? (parsed as KubeStatus) : undefined;
-      throw new KubeApiError(
-        res.status,
-        status?.reason ?? 'Unknown',
-        status?.message ?? (typeof parsed === 'string' ? parsed.slice(0, 200) : `${req.method} ${req.path}`),
-        status ?? (typeof parsed === 'string' ? parsed : undefined),
-      );
+      throw apiError(res.status, parsed, `${req.method} ${req.path}`);
     } finally {
       this.#opts.metrics?.request(req.method, code, (performance.now() - started) / 1000);
     }
   }
 
-  async #throttle(req: KubeRequest): Promise<void> {
+  async watch(req: WatchRequest, onEvent: (type: string, obj: unknown) => void): Promise<void> {
+    await this.#throttle('WATCH', req.signal);
+    const transport = await this.#transportOnce();
+    if (!transport) return this.#watchFallback(req, onEvent);
+    const url = new URL(`${transport.url}${req.path}`);
+    url.searchParams.set('watch', 'true');
+    for (const [k, v] of Object.entries(req.query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const started = performance.now();
+    let code = '<error>';
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await undiciRequest(url, {
+        method: 'GET',
+        headers: { ...(await this.#authHeaders()), accept: req.accept ?? 'application/json' },
+        dispatcher: transport.dispatcher,
+        signal: req.signal,
+        headersTimeout: 60_000,
+        // A watch is quiet for as long as nothing changes; the server ends it (timeoutSeconds).
+        bodyTimeout: 0,
+      });
+      code = String(res.statusCode);
+    } finally {
+      this.#opts.metrics?.request('WATCH', code, (performance.now() - started) / 1000);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      const text = await res.body.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // not JSON
+      }
+      throw apiError(res.statusCode, parsed, `watch ${req.path}`);
+    }
+    // One JSON event per line ({"type": …, "object": …}); a line may span chunks.
+    res.body.setEncoding('utf8');
+    let rest = '';
+    for await (const chunk of res.body as AsyncIterable<string>) {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line.trim()) continue;
+        const ev = JSON.parse(line) as { type?: unknown; object?: unknown };
+        onEvent(String(ev.type), ev.object);
+      }
+    }
+    if (rest.trim()) {
+      const ev = JSON.parse(rest) as { type?: unknown; object?: unknown };
+      onEvent(String(ev.type), ev.object);
+    }
+  }
+
+  async #throttle(verb: string, signal: AbortSignal | undefined): Promise<void> {
     if (!this.#limiter) return;
     const wait = this.#limiter.when(undefined);
     if (wait <= 0) return;
-    await sleep(this.#clock, wait, req.signal);
-    this.#opts.metrics?.rateLimited(req.method, wait / 1000);
-    req.signal?.throwIfAborted();
+    await sleep(this.#clock, wait, signal);
+    this.#opts.metrics?.rateLimited(verb, wait / 1000);
+    signal?.throwIfAborted();
   }
 
   async #send(server: string, req: KubeRequest): Promise<{ status: number; text: string }> {
@@ -257,11 +325,16 @@ export class RestClient implements KubeClient {
     return { status: res.statusCode, text: await res.body.text() };
   }
 
+  // Through a proxy: client-node's own transport, imported only then (it is large; see kubeconfig.ts).
   async #sendFallback(
     server: string,
     req: KubeRequest,
     signal: AbortSignal,
   ): Promise<{ status: number; text: string }> {
+    const kc = clientNodeConfig(this.#kc);
+    const { RequestContext, HttpMethod, IsomorphicFetchHttpLibrary } = await import(
+      '@kubernetes/client-node'
+    );
     const ctx = new RequestContext(`${server}${req.path}`, HttpMethod[req.method]);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) ctx.setQueryParam(k, String(v));
@@ -271,19 +344,47 @@ export class RestClient implements KubeClient {
       ctx.setBody(JSON.stringify(req.body));
     }
     ctx.setSignal(signal);
-    await this.#kc.applySecurityAuthentication(ctx);
-    const res = await this.#fallback.send(ctx).toPromise();
+    await kc.applySecurityAuthentication(ctx);
+    const res = await new IsomorphicFetchHttpLibrary().send(ctx).toPromise();
     return { status: res.httpStatusCode, text: await res.body.text() };
   }
 
-  /** The pool, built once from the kubeconfig's TLS settings; undefined: use client-node's transport. */
+  async #watchFallback(req: WatchRequest, onEvent: (type: string, obj: unknown) => void): Promise<void> {
+    const kc = clientNodeConfig(this.#kc);
+    const { Watch } = await import('@kubernetes/client-node');
+    // client-node's Watch has no header option: a derived config sets Accept after authenticating.
+    const derived = Object.create(kc) as KubeConfig;
+    derived.applySecurityAuthentication = async (ctx: RequestContext) => {
+      await kc.applySecurityAuthentication(ctx);
+      if (req.accept) ctx.setHeaderParam('Accept', req.accept);
+    };
+    const query: Record<string, string | number | boolean> = {};
+    for (const [k, v] of Object.entries(req.query)) if (v !== undefined) query[k] = v;
+    return new Promise<void>((resolve, reject) => {
+      let controller: AbortController | undefined;
+      const onAbort = () => controller?.abort();
+      req.signal.addEventListener('abort', onAbort, { once: true });
+      const finish = (err: unknown) => {
+        req.signal.removeEventListener('abort', onAbort);
+        if (err) reject(err);
+        else resolve();
+      };
+      new Watch(derived).watch(req.path, query, onEvent, finish).then((c) => {
+        controller = c;
+        if (req.signal.aborted) c.abort();
+      }, finish);
+    });
+  }
+
+  /** The pool, built once from the kubeconfig's TLS settings; undefined: through a proxy (client-node's transport). */
   #transportOnce(): Promise<Transport | undefined> {
     this.#transport ??= (async () => {
       const cluster = this.#kc.getCurrentCluster();
       if (!cluster) throw new Error('kubeconfig has no current cluster');
+      if (cluster.proxyUrl) return undefined;
       const https: RequestOptions = {};
       await this.#kc.applyToHTTPSOptions(https);
-      const agentOptions: ConstructorParameters<typeof HttpsAgent>[0] = {
+      const tls: ConstructorParameters<typeof HttpsAgent>[0] = {
         ...(https.ca !== undefined ? { ca: https.ca } : {}),
         ...(https.cert !== undefined ? { cert: https.cert } : {}),
         ...(https.key !== undefined ? { key: https.key } : {}),
@@ -292,10 +393,9 @@ export class RestClient implements KubeClient {
         ...(https.rejectUnauthorized !== undefined ? { rejectUnauthorized: https.rejectUnauthorized } : {}),
         ...(https.servername !== undefined ? { servername: https.servername } : {}),
       };
-      const d = this.#kc.createDispatcherOptions(cluster, agentOptions);
-      if (d.type === 'proxy' || d.type === 'socks') return undefined;
       const dispatcher = new Agent({
-        ...(d.type === 'agent' ? { connect: d.connect } : {}),
+        // TCP keep-alive probes after 30 s idle, as client-go (and client-node) set them.
+        connect: { ...tls, keepAlive: true, keepAliveInitialDelay: 30_000 } as Agent.Options['connect'],
         connections: this.#opts.maxConnections ?? 64,
         // Keep idle connections for a minute (undici's default is 4 s), so a quiet controller's next
         // request does not pay a new TLS handshake.
@@ -328,6 +428,16 @@ export class RestClient implements KubeClient {
     }
     return this.#headers.value;
   }
+}
+
+function apiError(status: number, parsed: unknown, what: string): KubeApiError {
+  const body = isRecord(parsed) ? (parsed as KubeStatus) : undefined;
+  return new KubeApiError(
+    status,
+    body?.reason ?? 'Unknown',
+    body?.message ?? (typeof parsed === 'string' && parsed ? parsed.slice(0, 200) : what),
+    body ?? (typeof parsed === 'string' ? parsed : undefined),
+  );
 }
 
 // ---- discovery: apiVersion + kind → plural and scope -------------------------------------------

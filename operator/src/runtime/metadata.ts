@@ -5,9 +5,10 @@
 //
 // RBAC cannot tell the two apart: a metadata-only list or watch needs the same `list`/`watch` verbs as a
 // full one, so this narrows what the operator does, not what its credentials allow.
-import type { KubeConfig, KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import { Informer, type KubeInformerOptions, kubeListerWatcher, type ListerWatcher } from './informer.ts';
 import { type KubeClient, type ResourceRef, RestClient } from './kube-client.ts';
+import type { KubeConfigLike } from './kubeconfig.ts';
 import { scopedListerWatcher } from './multi-namespace.ts';
 
 /** Accept of a metadata-only list (meta.k8s.io/v1 PartialObjectMetadataList). */
@@ -49,26 +50,18 @@ export function metadataOnly(lw: ListerWatcher<KubernetesObject>): ListerWatcher
   };
 }
 
-/** A KubeConfig whose requests carry `accept` (client-node's Watch has no header option). */
-function acceptingKubeConfig(kc: KubeConfig, accept: string): KubeConfig {
-  const derived = Object.create(kc) as KubeConfig;
-  derived.applySecurityAuthentication = async (ctx) => {
-    await kc.applySecurityAuthentication(ctx);
-    ctx.setHeaderParam('Accept', accept);
-  };
-  return derived;
-}
-
 /** List and watch `resource` as PartialObjectMetadata (same paging, selectors and errors as kubeListerWatcher). */
 export function kubeMetadataListerWatcher(
-  kc: KubeConfig,
+  kc: KubeConfigLike,
   resource: ResourceRef,
   client: KubeClient,
 ): ListerWatcher<PartialObjectMetadata> {
-  const lists: KubeClient = {
-    request: (req) => client.request({ ...req, accept: req.accept ?? PARTIAL_OBJECT_METADATA_LIST }),
-  };
-  return metadataOnly(kubeListerWatcher(acceptingKubeConfig(kc, PARTIAL_OBJECT_METADATA), resource, lists));
+  return metadataOnly(
+    kubeListerWatcher(kc, resource, client, {
+      list: PARTIAL_OBJECT_METADATA_LIST,
+      watch: PARTIAL_OBJECT_METADATA,
+    }),
+  );
 }
 
 /**
@@ -76,7 +69,7 @@ export function kubeMetadataListerWatcher(
  * resourceVersion matter, and whose content the operator must not hold (Secrets).
  */
 export function createMetadataInformer(
-  kc: KubeConfig,
+  kc: KubeConfigLike,
   resource: ResourceRef,
   opts: KubeInformerOptions<PartialObjectMetadata> = {},
 ): Informer<PartialObjectMetadata> {

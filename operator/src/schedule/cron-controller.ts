@@ -20,7 +20,6 @@
 // get/list/watch, operations get/list/watch/create/patch/delete in the namespaces of CronOperations,
 // events create/patch.
 
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   ANNOTATION_SCHEDULED_TIME,
   ANNOTATION_SKIP_NEXT,
@@ -57,6 +56,7 @@ import {
   realClock,
   scopedTo,
 } from '../runtime/index.ts';
+import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { CRON_EVENT, decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
@@ -67,7 +67,7 @@ import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 export const CRON_CONTROLLER_NAME = 'cronoperation';
 
 export interface CronControllerDeps {
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   client: KubeClient;
   writer: ObjectWriter;
   events: EventRecorder;

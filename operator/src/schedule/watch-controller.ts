@@ -14,7 +14,6 @@
 // RBAC: watchoperations get/list/watch, watchoperations/status patch, applicationinstances
 // get/list/watch/patch, operations get/list/watch/create/patch/delete, events create/patch.
 
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   ANNOTATION_TRIGGER,
   APPLICATION_INSTANCE,
@@ -49,6 +48,7 @@ import {
   realClock,
   scopedTo,
 } from '../runtime/index.ts';
+import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
 import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
 import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
@@ -60,7 +60,7 @@ import { decideWatch } from './watch-decide.ts';
 export const WATCH_CONTROLLER_NAME = 'watchoperation';
 
 export interface WatchControllerDeps {
-  kc: KubeConfig;
+  kc: KubeConfigLike;
   client: KubeClient;
   writer: ObjectWriter;
   events: EventRecorder;
