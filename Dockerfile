@@ -29,4 +29,5 @@ COPY operator/ ./operator/
 USER 65532:65532
 # metrics, probes, webhook
 EXPOSE 8080 8081 9443
-ENTRYPOINT ["/nodejs/bin/node", "operator/src/main.ts"]
+# The flags: operator/src/node-flags.ts (hack/bundle.test.ts checks they are the same).
+ENTRYPOINT ["/nodejs/bin/node", "--max-semi-space-size=4", "--heap-growing-percent=50", "operator/src/main.ts"]

@@ -4,10 +4,12 @@
 // the output directory, and with --docs the table and plot into docs/performance.md.
 //
 //   node bench/run.ts [--quick] [--only cron,operations,admission,footprint] [--runs N] [--out DIR] [--docs]
-//                     [--env NAME=VALUE ...] [--profile] [--operator-main PATH] [--sizes N,N | I:O:NS,...]
+//                     [--env NAME=VALUE ...] [--node-arg FLAG ...] [--profile] [--operator-main PATH]
+//                     [--sizes N,N | I:O:NS,...]
 //   node bench/run.ts --merge DIR/results.json
 //
-// --env sets operator settings (e.g. KUBE_API_QPS=0), --profile writes a CPU profile per operator
+// --env sets operator settings (e.g. KUBE_API_QPS=0), --node-arg adds a flag to the operator's node
+// command line (e.g. --max-semi-space-size=4), --profile writes a CPU profile per operator
 // process (node --cpu-prof) under DIR/profiles, --operator-main runs another checkout's operator (a
 // baseline), --sizes overrides the sizes of the chosen scenarios. --docs merges the results into
 // docs/performance/results.json by scenario, after each scenario, and regenerates the table and the plot
@@ -40,6 +42,7 @@ const { values } = parseArgs({
     docs: { type: 'boolean', default: false },
     env: { type: 'string', multiple: true },
     profile: { type: 'boolean', default: false },
+    'node-arg': { type: 'string', multiple: true },
     'operator-main': { type: 'string' },
     sizes: { type: 'string' },
     merge: { type: 'string' },
@@ -68,7 +71,14 @@ const operator: OperatorVariant = {
       return [kv.slice(0, i), kv.slice(i + 1)];
     }),
   ),
-  ...(values.profile ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] } : {}),
+  ...(values.profile || values['node-arg']
+    ? {
+        nodeArgs: [
+          ...(values['node-arg'] ?? []),
+          ...(values.profile ? ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] : []),
+        ],
+      }
+    : {}),
   ...(values['operator-main'] ? { main: values['operator-main'] } : {}),
 };
 

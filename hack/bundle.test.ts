@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { operatorNodeArgs } from '../operator/src/node-flags.ts';
 import { profileClusterRole } from '../operator/src/rbac/clusterroles.ts';
 import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../operator/src/rbac/operator.ts';
 import { RBAC_PROFILE_LIST } from '../operator/src/rbac/profiles.ts';
@@ -474,5 +475,10 @@ describe('operator Dockerfile', () => {
     expect(text).toMatch(/npm ci --omit=dev/);
     expect(text).toMatch(/^USER 65532/m);
     expect(text).toMatch(/operator\/src\/main\.ts/);
+  });
+
+  it('runs node with the operator flags, as the image the project builds does', () => {
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1];
+    expect(JSON.parse(entrypoint ?? 'null')).toEqual(['/nodejs/bin/node', ...operatorNodeArgs()]);
   });
 });

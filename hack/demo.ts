@@ -15,6 +15,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { operatorNodeArgs } from '../operator/src/node-flags.ts';
 import { type KubeStatus, RestClient, statusCode } from '../operator/src/runtime/index.ts';
 import { eventually } from '../test/support/eventually.ts';
 import { helm, TINY_CHART, tinyInstance } from '../test/support/helm.ts';
@@ -83,7 +84,7 @@ try {
   const certs = makeServingCert(join(dir, 'serving-certs'));
   const [metricsPort, probePort, webhookPort] = [await freePort(), await freePort(), await freePort()];
   say('starting the operator (node operator/src/main.ts, settings from the environment, as in its pod) ...');
-  operator = spawn(process.execPath, [join(ROOT, 'operator/src/main.ts')], {
+  operator = spawn(process.execPath, operatorNodeArgs(join(ROOT, 'operator/src/main.ts')), {
     env: {
       ...process.env,
       KUBECONFIG: cluster.kubeconfigPath,

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
 import { type KwokCluster, startKwokCluster } from '../../hack/lib/kwok-cluster.ts';
+import { OPERATOR_NODE_FLAGS } from '../../operator/src/node-flags.ts';
 import { isAlreadyExists, RestClient } from '../../operator/src/runtime/index.ts';
 import { OperatorProcess } from '../../test/support/operator-process.ts';
 
@@ -205,7 +206,8 @@ export async function startOperator(
         ? {
             launch: {
               command: process.execPath,
-              args: [...(opts.nodeArgs ?? []), opts.main ?? 'operator/src/main.ts'],
+              // The operator's own flags first: a --node-arg given later overrides one of them.
+              args: [...OPERATOR_NODE_FLAGS, ...(opts.nodeArgs ?? []), opts.main ?? 'operator/src/main.ts'],
             },
           }
         : {}),

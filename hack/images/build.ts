@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
+import { operatorNodeArgs } from '../../operator/src/node-flags.ts';
 import {
   createdAtFor,
   pinnedImages,
@@ -161,7 +162,7 @@ export function operatorImage(registry: string, version: string, epoch?: string)
     created,
     user: `${NONROOT}:${NONROOT}`,
     workingDir: `/${APP_DIR}`,
-    entrypoint: ['/usr/local/bin/node', 'operator/src/main.ts'],
+    entrypoint: ['/usr/local/bin/node', ...operatorNodeArgs()],
     env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
     exposedPorts: ['8080/tcp', '8081/tcp', '9443/tcp'],
     labels: {

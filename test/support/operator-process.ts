@@ -7,6 +7,7 @@ import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
+import { operatorNodeArgs } from '../../operator/src/node-flags.ts';
 
 export interface OperatorSettings {
   kubeconfigPath: string;
@@ -60,7 +61,7 @@ export class OperatorProcess {
     const logPath = join(s.logDir, `${label.replaceAll(' ', '-')}.log`);
     const log = createWriteStream(logPath);
     log.write(`===== ${label} (${new Date().toISOString()}) =====\n`);
-    const child = spawn(s.launch?.command ?? process.execPath, s.launch?.args ?? ['operator/src/main.ts'], {
+    const child = spawn(s.launch?.command ?? process.execPath, s.launch?.args ?? operatorNodeArgs(), {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {

@@ -39,6 +39,7 @@ import { startProcess, stopProcess, tailFile } from '../../../hack/lib/process.t
 import { type Registry, startRegistry } from '../../../hack/lib/registry.ts';
 import { PACKAGE_NAME } from '../../../hack/packaging/csv.ts';
 import { parseFbc } from '../../../hack/packaging/fbc.ts';
+import { operatorNodeArgs } from '../../../operator/src/node-flags.ts';
 import { extractImage, inImage, runInImage } from '../../support/image-rootfs.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
@@ -191,7 +192,7 @@ describe('images built without a daemon', () => {
     check(() =>
       expect(cfg.config).toMatchObject({
         User: '65532:65532',
-        Entrypoint: ['/usr/local/bin/node', 'operator/src/main.ts'],
+        Entrypoint: ['/usr/local/bin/node', ...operatorNodeArgs()],
         WorkingDir: '/app',
         Labels: {
           'org.opencontainers.image.title': PACKAGE_NAME,
