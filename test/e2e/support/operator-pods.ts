@@ -8,10 +8,11 @@
 // reach it. Metrics and probes go to free ports, as several "Pods" share this machine.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { kubeconfigYaml } from '../../../hack/lib/controlplane.ts';
 import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
 import { tailFile } from '../../../hack/lib/process.ts';
-import { type KubeClient, resourcePath } from '../../../operator/src/runtime/index.ts';
+import { isNotFound, type KubeClient, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
 import type { World } from './world.ts';
@@ -139,13 +140,21 @@ async function writeSecretVolume(
   const mount = spec.containers[0]?.volumeMounts?.find((m) => m.mountPath === mountPath);
   const volume = spec.volumes?.find((v) => v.name === mount?.name);
   if (!volume?.secret) throw new Error(`the pod template mounts no Secret at ${mountPath}`);
-  const secret = await client.request<{ data?: Record<string, string> }>({
-    method: 'GET',
-    path: resourcePath(
-      { group: '', version: 'v1', plural: 'secrets', namespace: ns },
-      volume.secret.secretName,
-    ),
-  });
+  // As the kubelet does: a Pod whose Secret does not exist yet waits for it (OLM recreates the
+  // service-cert Secret when it replaces a CSV, a moment after the Deployment appears).
+  const path = resourcePath(
+    { group: '', version: 'v1', plural: 'secrets', namespace: ns },
+    volume.secret.secretName,
+  );
+  let secret: { data?: Record<string, string> } | undefined;
+  for (const deadline = Date.now() + 120_000; !secret; ) {
+    try {
+      secret = await client.request<{ data?: Record<string, string> }>({ method: 'GET', path });
+    } catch (err) {
+      if (!isNotFound(err) || Date.now() > deadline) throw err;
+      await sleep(1000);
+    }
+  }
   const data = secret.data ?? {};
   const items = volume.secret.items ?? Object.keys(data).map((key) => ({ key, path: key }));
   mkdirSync(dir, { recursive: true });
