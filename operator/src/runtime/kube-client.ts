@@ -224,12 +224,7 @@ export class RestClient implements KubeClient, KubeWatcher {
     try {
       const res = await this.#send(cluster.server, req);
       code = String(res.status);
-      let parsed: unknown;
-      try {
-        parsed = res.text ? JSON.parse(res.text) : undefined;
-      } catch {
-        parsed = res.text;
-      }
+      const parsed = parseBody(res.text);
       if (res.status >= 200 && res.status < 300) return parsed as T;
       throw apiError(res.status, parsed, `${req.method} ${req.path}`);
     } finally {
@@ -241,9 +236,7 @@ export class RestClient implements KubeClient, KubeWatcher {
     await this.#throttle('WATCH', req.signal);
     const transport = await this.#transportOnce();
     if (!transport) return this.#watchFallback(req, onEvent);
-    const url = new URL(`${transport.url}${req.path}`);
-    url.searchParams.set('watch', 'true');
-    for (const [k, v] of Object.entries(req.query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const url = urlOf(transport, req.path, { ...req.query, watch: true });
     const started = performance.now();
     let code = '<error>';
     let res: Dispatcher.ResponseData;
@@ -261,32 +254,22 @@ export class RestClient implements KubeClient, KubeWatcher {
     } finally {
       this.#opts.metrics?.request('WATCH', code, (performance.now() - started) / 1000);
     }
-    if (res.statusCode < 200 || res.statusCode >= 300) {
-      const text = await res.body.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON
-      }
-      throw apiError(res.statusCode, parsed, `watch ${req.path}`);
-    }
+    if (res.statusCode < 200 || res.statusCode >= 300)
+      throw apiError(res.statusCode, parseBody(await res.body.text()), `watch ${req.path}`);
     // One JSON event per line ({"type": …, "object": …}); a line may span chunks.
+    const emit = (line: string) => {
+      if (!line.trim()) return;
+      const ev = JSON.parse(line) as { type?: unknown; object?: unknown };
+      onEvent(String(ev.type), ev.object);
+    };
     res.body.setEncoding('utf8');
     let rest = '';
     for await (const chunk of res.body as AsyncIterable<string>) {
       const lines = (rest + chunk).split('\n');
       rest = lines.pop() ?? '';
-      for (const line of lines) {
-        if (!line.trim()) continue;
-        const ev = JSON.parse(line) as { type?: unknown; object?: unknown };
-        onEvent(String(ev.type), ev.object);
-      }
+      for (const line of lines) emit(line);
     }
-    if (rest.trim()) {
-      const ev = JSON.parse(rest) as { type?: unknown; object?: unknown };
-      onEvent(String(ev.type), ev.object);
-    }
+    emit(rest);
   }
 
   async #throttle(verb: string, signal: AbortSignal | undefined): Promise<void> {
@@ -303,9 +286,7 @@ export class RestClient implements KubeClient, KubeWatcher {
     const timeout = AbortSignal.timeout(req.timeoutMs ?? 30_000);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     if (!transport) return this.#sendFallback(server, req, signal);
-    const url = new URL(`${transport.url}${req.path}`);
-    for (const [k, v] of Object.entries(req.query ?? {}))
-      if (v !== undefined) url.searchParams.set(k, String(v));
+    const url = urlOf(transport, req.path, req.query ?? {});
     const headers: Record<string, string> = {
       ...(await this.#authHeaders()),
       accept: req.accept ?? 'application/json',
@@ -427,6 +408,22 @@ export class RestClient implements KubeClient, KubeWatcher {
       this.#headers = { at: now, value };
     }
     return this.#headers.value;
+  }
+}
+
+function urlOf(transport: Transport, path: string, query: Record<string, QueryValue>): URL {
+  const url = new URL(`${transport.url}${path}`);
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+  return url;
+}
+
+/** A response body as JSON when it is JSON, else the text itself (undefined when empty). */
+function parseBody(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
 }
 

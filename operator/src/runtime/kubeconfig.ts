@@ -144,19 +144,17 @@ export function parseKubeConfig(path: string): LiteKubeConfig | undefined {
   if (Object.keys(cluster).some((k) => !CLUSTER_FIELDS.has(k))) return undefined;
   if (Object.keys(user).some((k) => !USER_FIELDS.has(k))) return undefined;
   // Relative paths are relative to the kubeconfig's own directory, as kubectl resolves them.
-  const file = (p: unknown) =>
-    readFileSync(isAbsolute(String(p)) ? String(p) : join(dirname(path), String(p)));
+  const resolve = (p: unknown) => (isAbsolute(String(p)) ? String(p) : join(dirname(path), String(p)));
   const bytes = (data: unknown, p: unknown): Buffer | undefined =>
-    typeof data === 'string' ? Buffer.from(data, 'base64') : p !== undefined ? file(p) : undefined;
+    typeof data === 'string'
+      ? Buffer.from(data, 'base64')
+      : p !== undefined
+        ? readFileSync(resolve(p))
+        : undefined;
   const ca = bytes(cluster['certificate-authority-data'], cluster['certificate-authority']);
   const cert = bytes(user['client-certificate-data'], user['client-certificate']);
   const key = bytes(user['client-key-data'], user['client-key']);
-  const tokenFile =
-    typeof user.tokenFile === 'string'
-      ? isAbsolute(user.tokenFile)
-        ? user.tokenFile
-        : join(dirname(path), user.tokenFile)
-      : undefined;
+  const tokenFile = typeof user.tokenFile === 'string' ? resolve(user.tokenFile) : undefined;
   return new LiteKubeConfig(
     {
       server: cluster.server,
