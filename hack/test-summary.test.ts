@@ -58,6 +58,20 @@ describe('test-summary', () => {
     expect(r.out).toContain('FAILED a.test.ts: beforeAll: the node did not start');
   });
 
+  it("shows the message lines under a file's first real failure, without stack frames or follow-on failures", () => {
+    const r = report([['j.test.ts', 'failed', ['failed', 'failed']]]);
+    const [first, second] = r.testResults[0]?.assertionResults ?? [];
+    if (!first || !second) throw new Error('builder gave no assertions');
+    first.failureMessages = [
+      'Error: operator exited (code 1) before ready; log /tmp/x.log:\n{"msg":"listen EADDRINUSE"}\n    at waitReady (x.ts:1:1)',
+    ];
+    second.failureMessages = ['Error: not run: an earlier step of this journey failed\nnoise'];
+    const out = summarize({ e2e: r }, '0', '0').out;
+    expect(out).toContain('      | {"msg":"listen EADDRINUSE"}');
+    expect(out).not.toContain('at waitReady');
+    expect(out).not.toContain('| noise');
+  });
+
   it('counts a failed tool stage once and exits non-zero; all green exits 0', () => {
     const green = { unit: report([['c.test.ts', 'passed', ['passed']]]) };
     expect(summarize(green, '1', '0', 'tools (engines)')).toMatchObject({

@@ -20,15 +20,25 @@ interface VitestJson {
 }
 
 // One line per failure (file, test, first line of the error), so the tail of a CI log that shows
-// only the last lines still names what broke.
+// only the last lines still names what broke. The first failure of each file also shows the lines
+// that follow in its message (an operator's log tail, a diff), up to DETAIL_LINES: the test's work
+// directory is gone with CI's clone, and these lines are often all that says why.
+const DETAIL_LINES = 30;
+const FOLLOW_ON = 'not run: an earlier step';
 function failures(r: VitestJson, root: string): string[] {
   const out: string[] = [];
   for (const f of r.testResults ?? []) {
     const file = f.name.startsWith(root) ? f.name.slice(root.length + 1) : f.name;
     const failedTests = (f.assertionResults ?? []).filter((a) => a.status === 'failed');
+    let detailed = false;
     for (const a of failedTests) {
-      const first = (a.failureMessages?.[0] ?? '').split('\n')[0]?.slice(0, 200) ?? '';
-      out.push(`  FAILED ${file} > ${a.fullName}: ${first}`);
+      const [first = '', ...more] = (a.failureMessages?.[0] ?? '').split('\n');
+      out.push(`  FAILED ${file} > ${a.fullName}: ${first.slice(0, 200)}`);
+      if (detailed || first.includes(FOLLOW_ON)) continue;
+      detailed = true;
+      // The message's own lines, not vitest's stack frames under them.
+      const body = more.filter((l) => !/^\s+at /.test(l) && l.trim() !== '').slice(0, DETAIL_LINES);
+      for (const l of body) out.push(`      | ${l.slice(0, 300)}`);
     }
     if (failedTests.length === 0 && f.status === 'failed') {
       out.push(`  FAILED ${file}: ${(f.message ?? '').split('\n')[0]?.slice(0, 200) ?? ''}`);

@@ -166,6 +166,15 @@ async function writeSecretVolume(
   return volume.secret.secretName;
 }
 
+function sameUids(a: Pod[], b: Pod[]): boolean {
+  const uids = (ps: Pod[]) =>
+    ps
+      .map((p) => p.metadata.uid)
+      .sort()
+      .join(',');
+  return uids(a) === uids(b);
+}
+
 export class OperatorPods {
   readonly pods: OperatorPod[];
   readonly serviceAccount: string;
@@ -182,8 +191,28 @@ export class OperatorPods {
     opts: { namespace?: string; deployment?: string; label?: string } = {},
   ): Promise<OperatorPods> {
     const ns = opts.namespace ?? OPERATORS_NAMESPACE;
+    const deployment = opts.deployment ?? 'vworkspace-operator';
+    // OLM may roll the Deployment again right after it looked rolled out (when it replaces a CSV it
+    // recreates the service-cert Secret and stamps the new CA's hash on the pod template). The Pods
+    // we started for are then deleted, their bound tokens stop authenticating, and a kubelet would be
+    // starting the new Pods: so do we, a few times, saying why.
+    for (let attempt = 1; ; attempt++) {
+      const { pods: found } = await rolledOutPods(world.client, ns, deployment);
+      try {
+        return await OperatorPods.#startFor(world, ns, found, opts.label ?? 'operator');
+      } catch (err) {
+        const now = await rolledOutPods(world.client, ns, deployment).catch(() => undefined);
+        const same = now && sameUids(now.pods, found);
+        if (same || attempt >= 3) throw err;
+        world.say(
+          `the Deployment's Pods were replaced while their processes started (${found.map((p) => p.metadata.name).join(', ')} → ${now ? now.pods.map((p) => p.metadata.name).join(', ') : 'not rolled out'}): starting the new ones (${String(err).split('\n')[0]})`,
+        );
+      }
+    }
+  }
+
+  static async #startFor(world: World, ns: string, found: Pod[], label: string): Promise<OperatorPods> {
     const { client } = world;
-    const { pods: found } = await rolledOutPods(client, ns, opts.deployment ?? 'vworkspace-operator');
     const cluster = world.kc.getCurrentCluster();
     if (!cluster) throw new Error('no current cluster in the admin kubeconfig');
     const caPem = cluster.caData ? Buffer.from(cluster.caData, 'base64') : readFileSync(cluster.caFile ?? '');
@@ -192,7 +221,7 @@ export class OperatorPods {
     let certSecret = '';
     try {
       for (const pod of found) {
-        const dir = join(world.workdir, `${opts.label ?? 'operator'}-${pod.metadata.name}`);
+        const dir = join(world.workdir, `${label}-${pod.metadata.name}`);
         mkdirSync(dir, { recursive: true });
         const container = pod.spec.containers.find((c) => c.name === 'manager') ?? pod.spec.containers[0];
         if (!container) throw new Error(`pod ${pod.metadata.name} has no container`);
