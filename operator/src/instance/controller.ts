@@ -77,6 +77,8 @@ export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
 /** Server-side selectors for Helm's release records (Helm v3 secrets driver). */
 export const HELM_SECRET_FIELD_SELECTOR = `type=${HELM_RELEASE_SECRET_TYPE}`;
 export const HELM_SECRET_LABEL_SELECTOR = 'owner=helm';
+/** How long Operation events wait before the summary (status.operations) is rewritten; see the watch. */
+export const OPERATION_SUMMARY_BATCH_MS = 1_000;
 
 /** Event reason when a release record cannot be decoded (Ready then comes from the next readable one). */
 export const RELEASE_RECORD_UNREADABLE = 'ReleaseRecordUnreadable';
@@ -369,6 +371,9 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       a.status?.phase !== b.status?.phase ||
       reasonOf(a) !== reasonOf(b) ||
       a.status?.startedAt !== b.status?.startedAt,
+    // An Operation is created, accepted and started within a fraction of a second: one summary write
+    // for all three instead of three (bench operations: 3 status writes per Operation before).
+    batchMs: OPERATION_SUMMARY_BATCH_MS,
   });
   controller.watch(crons, {
     map: (cron) =>

@@ -54,6 +54,9 @@ export class AccessCache {
   readonly #clock: Clock;
   readonly #ttl: number;
   readonly #cache = new Map<string, { allowed: boolean; at: number }>();
+  readonly #inFlight = new Map<string, Promise<boolean>>();
+  /** Bumped by invalidate(): a review begun before must not refill the cache. */
+  #generation = 0;
 
   constructor(reviewer: AccessReviewer, opts: { clock?: Clock; ttlMs?: number } = {}) {
     this.#reviewer = reviewer;
@@ -63,11 +66,14 @@ export class AccessCache {
 
   /** Forget results in `namespace`, or all of them (a ClusterRoleBinding changed). */
   invalidate(namespace?: string): void {
+    this.#generation++;
     if (namespace === undefined) {
       this.#cache.clear();
+      this.#inFlight.clear();
       return;
     }
-    for (const k of this.#cache.keys()) if (k.startsWith(`${namespace}|`)) this.#cache.delete(k);
+    for (const m of [this.#cache, this.#inFlight])
+      for (const k of m.keys()) if (k.startsWith(`${namespace}|`)) m.delete(k);
   }
 
   async allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean> {
@@ -75,9 +81,24 @@ export class AccessCache {
     const now = this.#clock.now();
     const hit = this.#cache.get(key);
     if (hit && now - hit.at < this.#ttl) return hit.allowed;
-    const allowed = await this.#reviewer.allowed(a, signal);
-    this.#cache.set(key, { allowed, at: now });
-    return allowed;
+    // Workers that miss together share one review (a burst of Operations in one namespace asked the
+    // same questions once per worker).
+    let pending = this.#inFlight.get(key);
+    if (!pending) {
+      const generation = this.#generation;
+      const review = this.#reviewer.allowed(a, signal).then((allowed) => {
+        // An invalidation while the review ran makes its answer stale: use it, but do not keep it.
+        if (generation === this.#generation) this.#cache.set(key, { allowed, at: now });
+        return allowed;
+      });
+      const settled = () => {
+        if (this.#inFlight.get(key) === review) this.#inFlight.delete(key);
+      };
+      review.then(settled, settled);
+      this.#inFlight.set(key, review);
+      pending = review;
+    }
+    return pending;
   }
 
   /** Every check of `profileId` for an Operation in `namespace`. */

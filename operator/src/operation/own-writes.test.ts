@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { findConflicts } from './conflicts.ts';
-import { withOwnWrites } from './own-writes.ts';
+import { OwnWrites, withOwnWrites } from './own-writes.ts';
 import { operation, withPhase } from './testing.ts';
 
 // The Upgrade was created first and waited for its target's Ready; the Backup queued behind it.
@@ -20,17 +20,54 @@ describe('withOwnWrites', () => {
   });
 
   it("with this replica's last status write laid over the cache, the Backup waits for the Upgrade", () => {
-    const written = new Map([['team/upgrade', { uid: 'uid-upgrade', status: running }]]);
+    const written = new Map([['upgrade', { uid: 'uid-upgrade', status: running }]]);
     const ops = withOwnWrites(cached, written);
     expect(findConflicts(backup, ops)).toMatchObject({ running: ['upgrade'], queuePosition: 1 });
   });
 
   it('keeps the cached object when it already shows the write, or belongs to another incarnation', () => {
     const caughtUp = [withPhase(upgrade, 'Running'), backup];
-    expect(
-      withOwnWrites(caughtUp, new Map([['team/upgrade', { uid: 'uid-upgrade', status: running }]]))[0],
-    ).toBe(caughtUp[0]);
-    const recreated = new Map([['team/upgrade', { uid: 'uid-of-a-deleted-one', status: running }]]);
+    expect(withOwnWrites(caughtUp, new Map([['upgrade', { uid: 'uid-upgrade', status: running }]]))[0]).toBe(
+      caughtUp[0],
+    );
+    const recreated = new Map([['upgrade', { uid: 'uid-of-a-deleted-one', status: running }]]);
     expect(withOwnWrites(cached, recreated)).toEqual(cached);
+  });
+});
+
+describe('OwnWrites', () => {
+  const ns = upgrade.metadata.namespace ?? '';
+  const pendingUpgrade = () => {
+    const w = new OwnWrites();
+    w.set(ns, 'upgrade', { uid: upgrade.metadata.uid ?? '', status: running });
+    return w;
+  };
+
+  it('lays a pending write over its namespace only', () => {
+    const w = pendingUpgrade();
+    expect(findConflicts(backup, w.overlay(ns, cached))).toMatchObject({ running: ['upgrade'] });
+    // Another namespace has nothing pending: its list comes back as it is, not copied.
+    expect(w.overlay('elsewhere', cached)).toBe(cached);
+  });
+
+  it('forgets a write once the cache shows it, or shows another incarnation, and not before', () => {
+    const w = pendingUpgrade();
+    w.caughtUp(withPhase(upgrade, 'Blocked', 'TargetNotReady'));
+    expect(w.get(ns, 'upgrade')?.status).toBe(running);
+    w.caughtUp(withPhase(upgrade, 'Running'));
+    expect(w.get(ns, 'upgrade')).toBeUndefined();
+    expect(w.size).toBe(0);
+    expect(w.overlay(ns, cached)).toBe(cached);
+
+    const again = pendingUpgrade();
+    again.caughtUp({ ...upgrade, metadata: { ...upgrade.metadata, uid: 'uid-of-a-new-one' } });
+    expect(again.size).toBe(0);
+  });
+
+  it('deleting the last write of a namespace leaves nothing pending', () => {
+    const w = pendingUpgrade();
+    w.delete(ns, 'upgrade');
+    w.delete(ns, 'never-written');
+    expect(w.size).toBe(0);
   });
 });

@@ -101,6 +101,12 @@ export class ChildWatcher {
     return inf;
   }
 
+  /** The child as the cache shows it (undefined: not cached, or the informer has not synced). */
+  cached(ref: ChildRefLike, kind: ChildKind): KubernetesObject | undefined {
+    const inf = this.ensure(kind);
+    return inf.hasSynced() ? inf.get(ref.name, ref.namespace) : undefined;
+  }
+
   /**
    * The child as it is now: from the cache when the informer has it, else read from the API server
    * (the cache may not have seen a child created a moment ago). undefined = it does not exist.
@@ -110,11 +116,8 @@ export class ChildWatcher {
     kind: ChildKind | undefined,
     signal?: AbortSignal,
   ): Promise<KubernetesObject | undefined> {
-    if (kind) {
-      const inf = this.ensure(kind);
-      const cached = inf.hasSynced() ? inf.get(ref.name, ref.namespace) : undefined;
-      if (cached) return cached;
-    }
+    const cached = kind && this.cached(ref, kind);
+    if (cached) return cached;
     try {
       const path = await this.#deps.mapper.pathFor({
         apiVersion: ref.apiVersion,

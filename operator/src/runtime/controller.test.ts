@@ -214,6 +214,54 @@ describe('Controller', () => {
     await childInformer.stop();
   });
 
+  it('batchMs: the events of a burst become one reconcile, due batchMs after the first', async () => {
+    const seen: string[] = [];
+    const { clock, informer, controller } = setup(async (ctx) => {
+      seen.push(ctx.key);
+      return undefined;
+    });
+    const children = new MemoryResource<KubernetesObject>();
+    const childInformer = new Informer<KubernetesObject>({
+      name: 'children',
+      listerWatcher: children,
+      clock,
+    });
+    controller.watch(informer, { map: () => undefined });
+    controller.watch(childInformer, { map: ownerKeys('Thing'), batchMs: 1_000 });
+    informer.start();
+    childInformer.start();
+    const running = controller.start();
+    await informer.waitForSync();
+    await childInformer.waitForSync();
+    const child = (phase: string): KubernetesObject => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name: 'child',
+        namespace: 'ns',
+        labels: { phase },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Thing', name: 'owner', uid: 'u' }],
+      },
+    });
+    children.put(child('created'));
+    await flushMicrotasks();
+    await clock.advance(400);
+    children.put(child('accepted'));
+    children.put(child('running'));
+    await flushMicrotasks();
+    await clock.advance(599);
+    expect(seen).toEqual([]);
+    await clock.advance(1);
+    await flushMicrotasks();
+    expect(seen).toEqual(['ns/owner']);
+    await clock.advance(5_000);
+    expect(seen).toEqual(['ns/owner']);
+    await controller.stop();
+    await running;
+    await informer.stop();
+    await childInformer.stop();
+  });
+
   it('never runs one key on two workers, runs different keys in parallel', async () => {
     const active = new Set<string>();
     let maxParallel = 0;

@@ -48,6 +48,12 @@ export interface ControllerWatchOptions<T> {
   map?: KeyMapper<T>;
   /** Filters update events (e.g. `generationChanged` to ignore status-only updates). Default: all. */
   updatePredicate?: (oldObj: T, newObj: T) => boolean;
+  /**
+   * Queue the mapped keys this long after the event instead of at once: the events of a burst for one
+   * key become one reconcile (the queue keeps a delayed key's earliest deadline), as
+   * kube-controller-manager's Job controller batches Pod events (syncJobBatchPeriod, 1 s).
+   */
+  batchMs?: number;
 }
 
 export interface ControllerOptions {
@@ -153,8 +159,11 @@ export class Controller {
         this.#log.error({ err, controller: this.name }, 'key mapper threw');
         return;
       }
-      if (typeof keys === 'string') this.queue.add(keys);
-      else for (const k of keys ?? []) this.queue.add(k);
+      const add = opts.batchMs
+        ? (k: string) => this.queue.addAfter(k, opts.batchMs ?? 0)
+        : (k: string) => this.queue.add(k);
+      if (typeof keys === 'string') add(keys);
+      else for (const k of keys ?? []) add(k);
     };
     this.#sources.push({
       informer,

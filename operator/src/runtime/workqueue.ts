@@ -102,7 +102,6 @@ export class WorkQueue<K> {
   /** Adds `key` after `ms`. A key already waiting keeps the earlier of its two deadlines. */
   addAfter(key: K, ms: number): void {
     if (this.#shuttingDown) return;
-    this.#metrics.retry();
     if (ms <= 0) {
       this.add(key);
       return;
@@ -128,6 +127,8 @@ export class WorkQueue<K> {
   /** Adds `key` after its rate limiter's backoff (one more failure counted). */
   addRateLimited(key: K): void {
     if (this.#shuttingDown) return;
+    // client-go counts retries here only: a requeueAfter or a batched event is not a retry.
+    this.#metrics.retry();
     this.addAfter(key, this.#limiter.when(key));
   }
 
