@@ -19,7 +19,7 @@ describe('loadConfig', () => {
         webhookCertDir: '/tmp/k8s-webhook-server/serving-certs',
         logLevel: 'info',
         veleroNamespace: 'velero',
-        kubeApiQps: 20,
+        kubeApiQps: 0,
         kubeApiBurst: 30,
         workers: { operation: 5, cronoperation: 5, watchoperation: 5, applicationinstance: 5 },
         admissionAccessCacheSeconds: 10,
@@ -45,7 +45,7 @@ describe('loadConfig', () => {
       LEASE_DURATION: '6s',
       RENEW_DEADLINE: '4s',
       RETRY_PERIOD: '500ms',
-      KUBE_API_QPS: '0',
+      KUBE_API_QPS: '20',
       KUBE_API_BURST: '1',
       OPERATION_WORKERS: '8',
       CRONOPERATION_WORKERS: '16',
@@ -54,7 +54,7 @@ describe('loadConfig', () => {
       ADMISSION_ACCESS_CACHE_SECONDS: '0',
     });
     expect(r.ok && r.config).toMatchObject({
-      kubeApiQps: 0,
+      kubeApiQps: 20,
       kubeApiBurst: 1,
       workers: { operation: 8, cronoperation: 16, watchoperation: 1, applicationinstance: 2 },
       leaseDurationMs: 6_000,

@@ -3,7 +3,7 @@
 
 import { isIP } from 'node:net';
 import { DEFAULT_ACCESS_CACHE_SECONDS } from './admission/access-cache.ts';
-import { DEFAULT_BURST, DEFAULT_QPS } from './runtime/kube-client.ts';
+import { DEFAULT_BURST } from './runtime/kube-client.ts';
 import { parsePositiveDuration } from './schedule/duration.ts';
 
 export interface OperatorConfig {
@@ -35,7 +35,7 @@ export interface OperatorConfig {
   helmImage?: string;
   /** Namespace where Velero runs and its Backup/Restore objects live. */
   veleroNamespace: string;
-  /** Client-side rate limit of each API client (one per controller), client-go's QPS/burst; 0 = none. */
+  /** Client-side rate limit of each API client (one per controller), client-go's QPS/burst; 0 (default) = none. */
   kubeApiQps: number;
   kubeApiBurst: number;
   /** Concurrent reconciles per controller (controller-runtime MaxConcurrentReconciles). */
@@ -52,6 +52,12 @@ export type ControllerName = (typeof CONTROLLER_NAMES)[number];
 
 /** Workers per controller: kube-controller-manager's --concurrent-job-syncs / --concurrent-cron-job-syncs. */
 export const DEFAULT_WORKERS = 5;
+/**
+ * No client-side QPS limit by default: the API server's priority and fairness protects it, as
+ * controller-runtime ≥ 0.21 defaults (docs/adr/0023-no-client-side-rate-limit-by-default.md). With
+ * client-go's 20 QPS per controller, 500 Operations waited 72× as long as raw Job creation.
+ */
+export const OPERATOR_DEFAULT_QPS = 0;
 /** Variable that sets a controller's workers, e.g. CRONOPERATION_WORKERS. */
 export const workersVariable = (c: ControllerName): string => `${c.toUpperCase()}_WORKERS`;
 
@@ -167,7 +173,7 @@ export function loadConfig(
     webhookCertDir: env.WEBHOOK_CERT_DIR || '/tmp/k8s-webhook-server/serving-certs',
     logLevel,
     veleroNamespace: env.VELERO_NAMESPACE || 'velero',
-    kubeApiQps: number('KUBE_API_QPS', DEFAULT_QPS, {
+    kubeApiQps: number('KUBE_API_QPS', OPERATOR_DEFAULT_QPS, {
       min: 0,
       max: 100_000,
       integer: false,
