@@ -166,6 +166,26 @@ async function writeSecretVolume(
   return volume.secret.secretName;
 }
 
+/** Rejects once one of `pods` is gone or terminating (polled every 2 s); never resolves. */
+async function podsDeleted(client: KubeClient, ns: string, pods: Pod[], signal: AbortSignal): Promise<never> {
+  for (;;) {
+    await sleep(2000, undefined, { signal }).catch(() => undefined);
+    if (signal.aborted) return new Promise<never>(() => {});
+    for (const pod of pods) {
+      const now = await client
+        .request<Pod>({
+          method: 'GET',
+          path: resourcePath({ group: '', version: 'v1', plural: 'pods', namespace: ns }, pod.metadata.name),
+        })
+        // Not found is the answer; any other failure is no answer (asked again in 2 s).
+        .catch((err: unknown) => (isNotFound(err) ? undefined : pod));
+      if (signal.aborted) return new Promise<never>(() => {});
+      if (!now || now.metadata.uid !== pod.metadata.uid || now.metadata.deletionTimestamp)
+        throw new Error(`pod ${pod.metadata.name} was deleted while its process started`);
+    }
+  }
+}
+
 function sameUids(a: Pod[], b: Pod[]): boolean {
   const uids = (ps: Pod[]) =>
     ps
@@ -281,7 +301,17 @@ export class OperatorPods {
         );
         pods.push({ name: pod.metadata.name, ip, kubeconfigPath, proc });
       }
-      for (const p of pods) await p.proc.waitReady(120_000);
+      // A Pod deleted meanwhile (OLM rolled the Deployment again) will never be ready: say so at once
+      // rather than after the readiness timeout, and start() starts the new ones.
+      const stopWatching = new AbortController();
+      try {
+        await Promise.race([
+          Promise.all(pods.map((p) => p.proc.waitReady(120_000))),
+          podsDeleted(client, ns, found, stopWatching.signal),
+        ]);
+      } finally {
+        stopWatching.abort();
+      }
       await eventually(
         'one operator process leading',
         async () => (await Promise.all(pods.map((p) => p.proc.isLeader()))).filter(Boolean).length === 1,
