@@ -64,7 +64,6 @@ import {
   statusCode,
 } from '../runtime/index.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { jsonEqual } from '../runtime/status.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer } from './access.ts';
 import { childConflict, childConflictStatus } from './adoption.ts';
 import { isRunning, waitingQueue } from './conflicts.ts';
@@ -615,12 +614,12 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       await deleteOperation(op, ctx.signal);
       return {};
     }
-    await deps.writer.applyStatusIfChanged({ ...identity(op), status: op.status }, status, {
+    const wrote = await deps.writer.applyStatusIfChanged({ ...identity(op), status: op.status }, status, {
       signal: ctx.signal,
     });
     // Remembered until the cache shows it (caughtUp above, on the reconcile its watch event brings).
-    if (jsonEqual(status, op.status ?? {})) written.delete(keyNs, keyName);
-    else written.set(keyNs, keyName, { uid, status });
+    if (wrote) written.set(keyNs, keyName, { uid, status });
+    else written.delete(keyNs, keyName);
     for (const e of d.events) await deps.events.event(op, e.type, e.reason, e.note);
     if (status.phase !== op.status?.phase) {
       ctx.log.info({ from: op.status?.phase, to: status.phase }, 'phase changed');

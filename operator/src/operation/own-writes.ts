@@ -62,7 +62,8 @@ export class OwnWrites {
 
   /** One namespace's cached Operations with the pending writes laid over (the same array when none). */
   overlay(namespace: string, ops: readonly Operation[]): readonly Operation[] {
-    return withOwnWrites(ops, this.#byNamespace.get(namespace) ?? new Map());
+    const pending = this.#byNamespace.get(namespace);
+    return pending ? withOwnWrites(ops, pending) : ops;
   }
 
   /** Writes pending, all namespaces. */

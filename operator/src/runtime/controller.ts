@@ -151,6 +151,8 @@ export class Controller {
   /** Enqueue keys from `informer`'s events. Call before start(). */
   watch<T extends KubernetesObject>(informer: Informer<T>, opts: ControllerWatchOptions<T> = {}): this {
     const map: KeyMapper<T> = opts.map ?? ((o: T) => objectKey(o));
+    const { batchMs } = opts;
+    const add = batchMs ? (k: string) => this.queue.addAfter(k, batchMs) : (k: string) => this.queue.add(k);
     const enqueue = (obj: T) => {
       let keys: string | readonly string[] | undefined | null;
       try {
@@ -159,9 +161,6 @@ export class Controller {
         this.#log.error({ err, controller: this.name }, 'key mapper threw');
         return;
       }
-      const add = opts.batchMs
-        ? (k: string) => this.queue.addAfter(k, opts.batchMs ?? 0)
-        : (k: string) => this.queue.add(k);
       if (typeof keys === 'string') add(keys);
       else for (const k of keys ?? []) add(k);
     };
