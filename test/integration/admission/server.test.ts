@@ -77,7 +77,8 @@ describe('admission webhook server', () => {
         '/validate-configmap': (req) => {
           const cm = req.object as V1ConfigMap;
           return cm.data?.forbidden
-            ? deny(req.uid, [{ field: 'data.forbidden', message: 'remove the key "forbidden"' }])
+            ? // Not ASCII: the response's Content-Length must count bytes, not characters.
+              deny(req.uid, [{ field: 'data.forbidden', message: 'remove the key «forbidden» — reserved' }])
             : allow(req.uid);
         },
       },
@@ -106,7 +107,7 @@ describe('admission webhook server', () => {
     const status = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { code: number; message: string };
     expect(status.code).toBe(422);
     expect(status.message).toBe(
-      'admission webhook "configmaps.test.vworkspace.io" denied the request: data.forbidden: remove the key "forbidden"',
+      'admission webhook "configmaps.test.vworkspace.io" denied the request: data.forbidden: remove the key «forbidden» — reserved',
     );
     await expect(createCm('good', { fine: 'x' })).resolves.toBeTruthy();
   });
