@@ -231,6 +231,38 @@ export async function scrape(proc: OperatorProcess): Promise<Map<string, number>
   return out;
 }
 
+/** The API server's own metrics (parsed like scrape): where its requests come from, by verb and resource. */
+export async function scrapeApiServer(api: RestClient): Promise<Map<string, number>> {
+  const text = await api.request<string>({ method: 'GET', path: '/metrics', accept: 'text/plain' });
+  const out = new Map<string, number>();
+  for (const line of String(text).split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const sp = line.lastIndexOf(' ');
+    out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+  }
+  return out;
+}
+
+/**
+ * Requests the API server answered between two scrapeApiServer()s, by "VERB resource" (watches and
+ * the lease renewals of every component included), most first.
+ */
+export function requestsByResource(
+  before: Map<string, number>,
+  after: Map<string, number>,
+): [string, number][] {
+  const label = (k: string, name: string) => new RegExp(`[{,]${name}="([^"]*)"`).exec(k)?.[1] ?? '';
+  const sums = new Map<string, number>();
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d <= 0) continue;
+    const sub = label(k, 'subresource');
+    const key = `${label(k, 'verb')} ${label(k, 'resource')}${sub ? `/${sub}` : ''}`;
+    sums.set(key, (sums.get(key) ?? 0) + d);
+  }
+  return [...sums].sort((a, b) => b[1] - a[1]);
+}
+
 /** Sum of every series of `name` whose labels contain `match` (e.g. 'controller="operation"'). */
 export function metricSum(m: Map<string, number>, name: string, match = ''): number {
   let sum = 0;

@@ -15,8 +15,10 @@ import {
   metricSum,
   type OperatorVariant,
   pool,
+  requestsByResource,
   STOP_GRACE_MS,
   scrape,
+  scrapeApiServer,
   startOperator,
   startWorld,
   type World,
@@ -93,6 +95,8 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
   const rawTimes: number[] = [];
   const requestsPerOp: number[] = [];
   const throttled: number[] = [];
+  const serverLoad: string[] = [];
+  const byClient: string[] = [];
   const op = await startOperator(world, `operator-ops-${o.n}`, {
     ...o.operator,
   });
@@ -125,9 +129,19 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
       const before = await scrape(op.proc);
       const operatorPhase = async () => {
         const start = Date.now();
+        const server = await scrapeApiServer(world.api);
         await pool(names, 32, (n) => create(world.api, runCommand(`rc-${n}`, ns, n)));
         await until(`${o.n} child Jobs`, () => owned('Operation').length >= o.n, 30 * 60_000);
         opTimes.push((Math.max(...owned('Operation').map((s) => s.at)) - start) / 1000);
+        // What the API server answered until then, from everyone (operator, Job controller, kwok, bench).
+        const load = requestsByResource(server, await scrapeApiServer(world.api));
+        const total = load.reduce((a, [, n]) => a + n, 0);
+        serverLoad.push(
+          `${(total / o.n).toFixed(1)} per Operation (${load
+            .slice(0, 8)
+            .map(([k, n]) => `${k} ${(n / o.n).toFixed(2)}`)
+            .join(', ')})`,
+        );
         await settle(world, ns, jobs.seen.size);
       };
       const rawPhase = async () => {
@@ -146,6 +160,19 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
       }
       const after = await scrape(op.proc);
       const sel = 'client="operation"';
+      const clients = new Map<string, number>();
+      for (const [k, v] of after) {
+        if (!k.startsWith('rest_client_requests_total{')) continue;
+        const c = /client="([^"]*)"/.exec(k)?.[1] ?? '';
+        clients.set(c, (clients.get(c) ?? 0) + v - (before.get(k) ?? 0));
+      }
+      byClient.push(
+        [...clients]
+          .filter(([, n]) => n > 0)
+          .sort((a, b) => b[1] - a[1])
+          .map(([c, n]) => `${c} ${(n / o.n).toFixed(1)}`)
+          .join(', '),
+      );
       requestsPerOp.push(
         (metricSum(after, 'rest_client_requests_total', sel) -
           metricSum(before, 'rest_client_requests_total', sel)) /
@@ -161,6 +188,10 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
     }
     notes.push(
       `operation controller: ${requestsPerOp.map((r) => r.toFixed(1)).join(' / ')} API requests per Operation per run (child, status, events; all phases until the measurement ended), ${throttled.map((t) => t.toFixed(0)).join(' / ')} s waited on the client-side rate limiter`,
+    );
+    notes.push(`the operator's requests per Operation by client, whole run: ${byClient.join('; ')}`);
+    notes.push(
+      `API server requests from all clients until the last child existed, per run: ${serverLoad.join('; ')}`,
     );
     if (op.proc.crashed) notes.push('the operator exited on its own during the run');
     return {

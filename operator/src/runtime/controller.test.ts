@@ -170,6 +170,33 @@ describe('Controller', () => {
     await informer.stop();
   });
 
+  it('create predicates filter add events, the initial list included; updates still pass', async () => {
+    const seen: string[] = [];
+    const { server, informer, controller } = setup(async (ctx) => {
+      seen.push(ctx.key);
+      return undefined;
+    });
+    const labelled = (o: KubernetesObject) => o.metadata?.labels?.ready === 'yes';
+    controller.watch(informer, { createPredicate: labelled });
+    server.put(obj('listed'));
+    server.put(obj('listed-ready', 1, { labels: { ready: 'yes' } }));
+    informer.start();
+    const running = controller.start();
+    await informer.waitForSync();
+    await flushMicrotasks();
+    expect(seen).toEqual(['ns/listed-ready']);
+    server.put(obj('added'));
+    await flushMicrotasks();
+    expect(seen).toEqual(['ns/listed-ready']);
+    // The add was filtered, the update that makes it ready is not.
+    server.put(obj('added', 1, { labels: { ready: 'yes' } }));
+    await flushMicrotasks();
+    expect(seen).toEqual(['ns/listed-ready', 'ns/added']);
+    await controller.stop();
+    await running;
+    await informer.stop();
+  });
+
   it('update predicates filter events; mappers route children to owners', async () => {
     const seen: string[] = [];
     const { server, informer, controller } = setup(async (ctx) => {

@@ -46,6 +46,11 @@ export type KeyMapper<T> = (obj: T) => string | readonly string[] | undefined | 
 
 export interface ControllerWatchOptions<T> {
   map?: KeyMapper<T>;
+  /**
+   * Filters add events, the initial list's included (controller-runtime's CreateFunc predicate).
+   * Default: all.
+   */
+  createPredicate?: (obj: T) => boolean;
   /** Filters update events (e.g. `generationChanged` to ignore status-only updates). Default: all. */
   updatePredicate?: (oldObj: T, newObj: T) => boolean;
   /**
@@ -168,7 +173,9 @@ export class Controller {
       informer,
       register: () =>
         informer.addEventHandler({
-          add: enqueue,
+          add: (obj) => {
+            if (!opts.createPredicate || opts.createPredicate(obj)) enqueue(obj);
+          },
           update: (oldObj, newObj) => {
             if (!opts.updatePredicate || opts.updatePredicate(oldObj, newObj)) enqueue(newObj);
           },
