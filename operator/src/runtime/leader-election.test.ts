@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from './clock.ts';
 import { KubeApiError, type KubeClient, type KubeRequest } from './kube-client.ts';
 import { KubeLeaseLock, type LeaderElectionRecord, LeaderElector } from './leader-election.ts';
+import { formatMicroTime } from './normalize.ts';
 import { LeaseStore, MemoryLeaseLock as MemoryLock } from './testing.ts';
 
 const timing = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -62,6 +63,41 @@ describe('LeaderElector', () => {
     await clock.advance(2000);
     expect(store.record!.renewTime).toBe('2025-06-01T12:00:02.000000Z');
     expect(store.record!.acquireTime).toBe('2025-06-01T12:00:00.000000Z');
+    await a.stop();
+  });
+
+  it('renews with one write and no read while its last write is current; reads again once someone else wrote', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = replica('a', store, clock, [], []);
+    a.start();
+    await flushMicrotasks();
+    expect(a.elector.isLeader()).toBe(true);
+    const [reads, writes] = [store.reads, store.writes];
+    for (let i = 0; i < 10; i++) await clock.advance(2000);
+    expect(a.elector.isLeader()).toBe(true);
+    // client-go's fast path: ten renewals, ten compare-and-swaps, no GET.
+    expect(store.writes - writes).toBe(10);
+    expect(store.reads - reads).toBe(0);
+    // Another writer (an admin editing the Lease, keeping a as holder): the CAS fails, a reads,
+    // finds itself the holder and renews on the version it read.
+    store.record = { ...store.record!, leaseDurationSeconds: 15 };
+    store.rv++;
+    await clock.advance(2000);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(store.reads - reads).toBe(1);
+    expect(store.record.holderIdentity).toBe('a');
+    expect(store.record.renewTime).toBe(formatMicroTime(clock.now()));
+    // A takeover it has not seen: the CAS fails, the read shows another holder, a steps down.
+    store.record = {
+      ...store.record,
+      holderIdentity: 'b',
+      leaseTransitions: store.record.leaseTransitions + 1,
+    };
+    store.rv++;
+    await clock.advance(2000);
+    expect(a.elector.isLeader()).toBe(false);
+    expect(store.record.holderIdentity).toBe('b');
     await a.stop();
   });
 
@@ -332,17 +368,18 @@ describe('KubeLeaseLock', () => {
       () => {
         throw new KubeApiError(404, 'NotFound', 'no', undefined);
       },
-      () => ({}),
+      () => ({ metadata: { name: 'l', namespace: 'ns', resourceVersion: '41' } }),
       () => ({
         metadata: { name: 'l', namespace: 'ns', resourceVersion: '42', labels: { keep: 'me' } },
         spec: { holderIdentity: 'x', leaseDurationSeconds: 15, leaseTransitions: 2, renewTime: 'T' },
       }),
-      () => ({}),
+      () => ({ metadata: { name: 'l', namespace: 'ns', resourceVersion: '43', labels: { keep: 'me' } } }),
     ]);
     const lock = new KubeLeaseLock(client, 'ns', 'l');
     expect(await lock.get()).toBeUndefined();
     const rec: LeaderElectionRecord = { holderIdentity: 'me', leaseDurationSeconds: 15, leaseTransitions: 0 };
-    await lock.create(rec);
+    // Each write answers with the version it made: the next optimistic renewal's CAS token.
+    expect(await lock.create(rec)).toBe('41');
     expect(reqs[1]).toMatchObject({
       method: 'POST',
       path: '/apis/coordination.k8s.io/v1/namespaces/ns/leases',
@@ -357,7 +394,7 @@ describe('KubeLeaseLock', () => {
       record: { holderIdentity: 'x', leaseDurationSeconds: 15, leaseTransitions: 2, renewTime: 'T' },
       resourceVersion: '42',
     });
-    await lock.update({ ...rec, leaseTransitions: 3 }, '42');
+    expect(await lock.update({ ...rec, leaseTransitions: 3 }, '42')).toBe('43');
     expect(reqs[3]).toMatchObject({
       method: 'PUT',
       path: '/apis/coordination.k8s.io/v1/namespaces/ns/leases/l',

@@ -100,6 +100,7 @@ export class LeaseStore {
   record: LeaderElectionRecord | undefined;
   rv = 0;
   writes = 0;
+  reads = 0;
 }
 
 /** One replica's view of the store; `broken` makes every call fail (a partitioned replica). */
@@ -126,23 +127,26 @@ export class MemoryLeaseLock implements LeaseLock {
   async get(): Promise<LockRead | undefined> {
     await this.#net();
     const s = this.#store;
+    s.reads++;
     return s.record ? { record: structuredClone(s.record), resourceVersion: String(s.rv) } : undefined;
   }
 
-  async create(record: LeaderElectionRecord): Promise<void> {
+  async create(record: LeaderElectionRecord): Promise<string> {
     await this.#net();
     if (this.#store.record) throw new KubeApiError(409, 'AlreadyExists', 'exists', undefined);
     this.#store.record = structuredClone(record);
     this.#store.rv++;
     this.#store.writes++;
+    return String(this.#store.rv);
   }
 
-  async update(record: LeaderElectionRecord, resourceVersion: string): Promise<void> {
+  async update(record: LeaderElectionRecord, resourceVersion: string): Promise<string> {
     await this.#net();
     if (String(this.#store.rv) !== resourceVersion)
       throw new KubeApiError(409, 'Conflict', 'changed', undefined);
     this.#store.record = structuredClone(record);
     this.#store.rv++;
     this.#store.writes++;
+    return String(this.#store.rv);
   }
 }
