@@ -147,7 +147,17 @@ export class OperatorProcess {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.#killedByUs = true;
     this.child.kill('SIGTERM');
-    const done = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)]);
+    // The grace timer is cancelled once the process is gone: left pending, it kept the caller's process
+    // alive up to graceMs after its work was done (a bench holding the shared lock for 2 more minutes).
+    const grace = new AbortController();
+    const done = await Promise.race([
+      this.exited.then(() => true),
+      sleep(graceMs, undefined, { signal: grace.signal }).then(
+        () => false,
+        () => true,
+      ),
+    ]);
+    grace.abort();
     if (!done) await this.kill();
   }
 }
