@@ -217,13 +217,10 @@ export async function startOperator(
   return { proc, startedAt, ...(webhookPort ? { webhookPort } : {}) };
 }
 
-/** Metric samples by series (`name{labels}` exactly as exposed, `name` alone without labels). */
-export async function scrape(proc: OperatorProcess): Promise<Map<string, number>> {
-  const res = await fetch(`http://127.0.0.1:${proc.metricsPort}/metrics`, {
-    signal: AbortSignal.timeout(10_000),
-  });
+/** Prometheus text → samples by series (`name{labels}` exactly as exposed, `name` alone without labels). */
+function parseMetrics(text: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const line of (await res.text()).split('\n')) {
+  for (const line of text.split('\n')) {
     if (!line || line.startsWith('#')) continue;
     const sp = line.lastIndexOf(' ');
     out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
@@ -231,36 +228,59 @@ export async function scrape(proc: OperatorProcess): Promise<Map<string, number>
   return out;
 }
 
-/** The API server's own metrics (parsed like scrape): where its requests come from, by verb and resource. */
+/** The operator's metrics, by series (parseMetrics). */
+export async function scrape(proc: OperatorProcess): Promise<Map<string, number>> {
+  const res = await fetch(`http://127.0.0.1:${proc.metricsPort}/metrics`, {
+    signal: AbortSignal.timeout(10_000),
+  });
+  return parseMetrics(await res.text());
+}
+
+/** The API server's own metrics, by series (parseMetrics): who asked it what. */
 export async function scrapeApiServer(api: RestClient): Promise<Map<string, number>> {
-  const text = await api.request<string>({ method: 'GET', path: '/metrics', accept: 'text/plain' });
-  const out = new Map<string, number>();
-  for (const line of String(text).split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const sp = line.lastIndexOf(' ');
-    out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
-  }
-  return out;
+  return parseMetrics(
+    String(await api.request<string>({ method: 'GET', path: '/metrics', accept: 'text/plain' })),
+  );
+}
+
+/** The value of one label of a series key (`name{a="x",b="y"}`), '' when absent. */
+export function labelOf(series: string, label: string): string {
+  return new RegExp(`[{,]${label}="([^"]*)"`).exec(series)?.[1] ?? '';
 }
 
 /**
- * Requests the API server answered between two scrapeApiServer()s, by "VERB resource" (watches and
- * the lease renewals of every component included), most first.
+ * How much each series of the counter `name` grew between two scrapes, summed by `groupOf(series)`,
+ * most first (series that did not grow left out).
+ */
+export function growthBy(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  name: string,
+  groupOf: (series: string) => string,
+): [string, number][] {
+  const sums = new Map<string, number>();
+  for (const [k, v] of after) {
+    if (!k.startsWith(`${name}{`)) continue;
+    const d = v - (before.get(k) ?? 0);
+    if (d <= 0) continue;
+    const g = groupOf(k);
+    sums.set(g, (sums.get(g) ?? 0) + d);
+  }
+  return [...sums].sort((a, b) => b[1] - a[1]);
+}
+
+/**
+ * Requests the API server answered between two scrapeApiServer()s, by "VERB resource[/subresource]"
+ * (watches and the lease renewals of every component included), most first.
  */
 export function requestsByResource(
   before: Map<string, number>,
   after: Map<string, number>,
 ): [string, number][] {
-  const label = (k: string, name: string) => new RegExp(`[{,]${name}="([^"]*)"`).exec(k)?.[1] ?? '';
-  const sums = new Map<string, number>();
-  for (const [k, v] of after) {
-    const d = v - (before.get(k) ?? 0);
-    if (d <= 0) continue;
-    const sub = label(k, 'subresource');
-    const key = `${label(k, 'verb')} ${label(k, 'resource')}${sub ? `/${sub}` : ''}`;
-    sums.set(key, (sums.get(key) ?? 0) + d);
-  }
-  return [...sums].sort((a, b) => b[1] - a[1]);
+  return growthBy(before, after, 'apiserver_request_total', (k) => {
+    const sub = labelOf(k, 'subresource');
+    return `${labelOf(k, 'verb')} ${labelOf(k, 'resource')}${sub ? `/${sub}` : ''}`;
+  });
 }
 
 /** Sum of every series of `name` whose labels contain `match` (e.g. 'controller="operation"'). */

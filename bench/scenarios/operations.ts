@@ -13,6 +13,8 @@ import {
   collection,
   create,
   createAll,
+  growthBy,
+  labelOf,
   metricSum,
   type OperatorVariant,
   pool,
@@ -181,16 +183,8 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
       }
       const after = await scrape(op.proc);
       const sel = 'client="operation"';
-      const clients = new Map<string, number>();
-      for (const [k, v] of after) {
-        if (!k.startsWith('rest_client_requests_total{')) continue;
-        const c = /client="([^"]*)"/.exec(k)?.[1] ?? '';
-        clients.set(c, (clients.get(c) ?? 0) + v - (before.get(k) ?? 0));
-      }
       byClient.push(
-        [...clients]
-          .filter(([, n]) => n > 0)
-          .sort((a, b) => b[1] - a[1])
+        growthBy(before, after, 'rest_client_requests_total', (k) => labelOf(k, 'client'))
           .map(([c, n]) => `${c} ${(n / o.n).toFixed(1)}`)
           .join(', '),
       );
