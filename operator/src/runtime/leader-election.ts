@@ -80,6 +80,15 @@ export function defaultIdentity(): string {
 
 type Attempt = 'ok' | 'held' | 'failed';
 
+/** The holder's next record: renewed now, its acquireTime and transitions kept. */
+function renewal(fresh: LeaderElectionRecord, held: LeaderElectionRecord): LeaderElectionRecord {
+  return {
+    ...fresh,
+    acquireTime: held.acquireTime ?? fresh.acquireTime,
+    leaseTransitions: held.leaseTransitions,
+  };
+}
+
 export class LeaderElector {
   readonly identity: string;
   readonly #lock: LeaseLock;
@@ -203,6 +212,11 @@ export class LeaderElector {
     }
   }
 
+  /** The observed record changed less than its own leaseDurationSeconds ago, by our clock. */
+  #valid(record: LeaderElectionRecord, now: number): boolean {
+    return this.#observedTime + record.leaseDurationSeconds * 1000 > now;
+  }
+
   #isLeaderRecord(): boolean {
     return this.#observedRecord?.holderIdentity === this.identity;
   }
@@ -240,14 +254,8 @@ export class LeaderElector {
     };
     // Fast path: still the holder by our own observation, and we know the version we wrote last.
     if (this.#isLeaderRecord() && this.#observedRv && this.#observedRecord) {
-      const mine = this.#observedRecord;
-      const stillValid = this.#observedTime + mine.leaseDurationSeconds * 1000 > now;
-      if (stillValid) {
-        const next: LeaderElectionRecord = {
-          ...fresh,
-          acquireTime: mine.acquireTime ?? fresh.acquireTime,
-          leaseTransitions: mine.leaseTransitions,
-        };
+      if (this.#valid(this.#observedRecord, now)) {
+        const next = renewal(fresh, this.#observedRecord);
         try {
           const rv = await this.#lock.update(next, this.#observedRv, signal);
           this.#observe({ record: next, resourceVersion: rv });
@@ -279,16 +287,10 @@ export class LeaderElector {
 
     this.#observe(read);
     const old = read.record;
-    // Valid = the record changed less than its own leaseDurationSeconds ago, by our clock.
-    const valid = this.#observedTime + old.leaseDurationSeconds * 1000 > now;
-    if (old.holderIdentity && valid && !this.#isLeaderRecord()) return 'held';
+    if (old.holderIdentity && this.#valid(old, now) && !this.#isLeaderRecord()) return 'held';
 
     const next: LeaderElectionRecord = this.#isLeaderRecord()
-      ? {
-          ...fresh,
-          acquireTime: old.acquireTime ?? fresh.acquireTime,
-          leaseTransitions: old.leaseTransitions,
-        }
+      ? renewal(fresh, old)
       : { ...fresh, leaseTransitions: old.leaseTransitions + 1 };
     let rv: string;
     try {
