@@ -212,6 +212,7 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
       const before = (await operatorPods()).map((p) => p.metadata?.uid);
       await pointCatalog(images.catalogFull);
       await catalogPodRunning(images.catalogFull);
+      await catalogReady();
       await waitInstallPlanFor(world, csvName(CURRENT_VERSION), 600_000).catch(async (e: Error) => {
         throw new Error(`${e.message}\n${await report()}`);
       });

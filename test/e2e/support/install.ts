@@ -114,7 +114,13 @@ export async function waitInstallPlanFor(
     `Subscription ${SUBSCRIPTION} to reference an InstallPlan for ${csv}`,
     () => getSubscription(world, SUBSCRIPTION, ns),
     (s) => s.status?.currentCSV === csv && s.status.installPlanRef !== undefined,
-    (s) => s.status?.conditions?.find((c) => c.type === 'ResolutionFailed' && c.status === 'True')?.message,
+    // Only an unsatisfiable resolution is final: OLM requeues ErrorPreventedResolution (a catalog pod being
+    // replaced refuses connections for a moment) and the condition stays True until the next resolution.
+    (s) =>
+      s.status?.conditions?.find(
+        (c) =>
+          c.type === 'ResolutionFailed' && c.status === 'True' && c.reason === 'ConstraintsNotSatisfiable',
+      )?.message,
     timeoutMs,
   );
   const name = sub.status?.installPlanRef?.name ?? '';
