@@ -141,19 +141,48 @@ export async function idleUsage(pid: number, ms: number): Promise<{ cpuCores: nu
   return { cpuCores: (b.cpuSeconds - a.cpuSeconds) / dt, rssMiB: b.rssMiB };
 }
 
-/** The kube-controller-manager of `world` (kwokctl starts it outside our process tree). */
-export function controllerManagerPid(world: World): number | undefined {
+/**
+ * The cluster's own processes (kube-apiserver, etcd, kube-controller-manager, kube-scheduler,
+ * kwok-controller) by program name: kwokctl starts them outside our process tree, each with a path of the
+ * cluster's work directory on its command line.
+ */
+export function clusterPids(world: World): Map<string, number> {
+  const pids = new Map<string, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (cmd[0]?.endsWith('kube-controller-manager') && cmd.some((a) => a.includes(world.cluster.workdir)))
-        return Number(entry);
+      if (cmd.some((a) => a.includes(world.cluster.workdir)))
+        pids.set(cmd[0]?.split('/').pop() ?? entry, Number(entry));
     } catch {
       // gone meanwhile
     }
   }
-  return undefined;
+  return pids;
+}
+
+/** The kube-controller-manager of `world`. */
+export function controllerManagerPid(world: World): number | undefined {
+  return clusterPids(world).get('kube-controller-manager');
+}
+
+/** CPU seconds used so far by each named process, and by this bench process as `bench`. */
+export function cpuSeconds(pids: ReadonlyMap<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [name, pid] of pids) {
+    const s = sampleProcess(pid);
+    if (s) out.set(name, s.cpuSeconds);
+  }
+  const self = process.cpuUsage();
+  out.set('bench', (self.user + self.system) / 1e6);
+  return out;
+}
+
+/** CPU seconds each process used between two `cpuSeconds` readings, largest first. */
+export function cpuGrowth(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>) {
+  return [...after]
+    .map(([name, s]): [string, number] => [name, s - (before.get(name) ?? s)])
+    .sort((a, b) => b[1] - a[1]);
 }
 
 // ---- the operator --------------------------------------------------------------------------------

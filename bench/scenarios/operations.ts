@@ -10,7 +10,10 @@ import { Recorder } from '../lib/recorder.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
 
 import {
+  clusterPids,
   collection,
+  cpuGrowth,
+  cpuSeconds,
   create,
   createAll,
   growthBy,
@@ -119,12 +122,23 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
   const throttled: number[] = [];
   const serverLoad: string[] = [];
   const byClient: string[] = [];
+  const acceptedTimes: number[] = [];
+  const cpuOp: string[] = [];
+  const cpuRaw: string[] = [];
   const op = await startOperator(world, `operator-ops-${o.n}`, {
     ...o.operator,
   });
   try {
     await op.proc.waitReady(120_000);
     await op.proc.waitLeader(60_000);
+    // Who spends the two cores while each phase is timed: the cluster's processes, the operator, the bench.
+    const pids = clusterPids(world);
+    if (op.proc.child.pid) pids.set('operator', op.proc.child.pid);
+    const cpuSince = (before: ReadonlyMap<string, number>) =>
+      cpuGrowth(before, cpuSeconds(pids))
+        .filter(([, sec]) => sec >= 0.05)
+        .map(([name, sec]) => `${name} ${sec.toFixed(1)}`)
+        .join(', ');
     for (let run = 0; run < o.runs; run++) {
       const ns = `ops-r${run}`;
       await create(world.api, namespace(ns, String(run)));
@@ -151,10 +165,14 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         );
       const before = await scrape(op.proc);
       const operatorPhase = async () => {
-        const start = Date.now();
         const server = await scrapeApiServer(world.api);
+        const cpu = cpuSeconds(pids);
+        const start = Date.now();
         await pool(names, 32, (n) => create(world.api, runCommand(`rc-${n}`, ns, n)));
+        // The last create returned: every Operation went through both webhooks and is stored.
+        acceptedTimes.push((Date.now() - start) / 1000);
         await until(`${o.n} child Jobs`, () => owned('Operation').length >= o.n, 30 * 60_000);
+        cpuOp.push(cpuSince(cpu));
         opTimes.push((Math.max(...owned('Operation').map((s) => s.at)) - start) / 1000);
         // What the API server answered until then, from everyone (operator, Job controller, kwok, bench).
         const load = requestsByResource(server, await scrapeApiServer(world.api));
@@ -168,9 +186,11 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         await settle(world, ns, jobs.seen.size);
       };
       const rawPhase = async () => {
+        const cpu = cpuSeconds(pids);
         const start = Date.now();
         await pool(names, 32, (n) => create(world.api, job(`raw-${n}`, ns)));
         await until(`${o.n} raw Jobs`, () => owned(undefined).length >= o.n, 30 * 60_000);
+        cpuRaw.push(cpuSince(cpu));
         rawTimes.push((Math.max(...owned(undefined).map((s) => s.at)) - start) / 1000);
         await settle(world, ns, jobs.seen.size);
       };
@@ -206,6 +226,12 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
     );
     notes.push(`the operator's requests per Operation by client, whole run: ${byClient.join('; ')}`);
     notes.push(
+      `the last Operation create returned (both webhooks, stored) after ${acceptedTimes.map((t) => t.toFixed(1)).join(' / ')} s per run`,
+    );
+    notes.push(
+      `CPU seconds per process until the last child existed, per run: ${cpuOp.join('; ')}; until the last raw Job existed: ${cpuRaw.join('; ')}`,
+    );
+    notes.push(
       `API server requests from all clients until the last child existed, per run: ${serverLoad.join('; ')}`,
     );
     if (op.proc.crashed) notes.push('the operator exited on its own during the run');
@@ -220,7 +246,7 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         })),
       ],
       notes,
-      data: { opTimes, rawTimes, requestsPerOp, throttled },
+      data: { opTimes, rawTimes, acceptedTimes, requestsPerOp, throttled },
       durationSeconds: (Date.now() - t0) / 1000,
     };
   } finally {

@@ -128,7 +128,8 @@ describe('EventRecorder', () => {
 });
 
 describe('EventRecorder in the background', () => {
-  it('resolves before the write, writes anyway, and drops what does not fit in the queue', async () => {
+  /** A client whose writes stay in flight until their gate is opened, oldest first. */
+  function gatedClient() {
     const gates: (() => void)[] = [];
     const reqs: KubeRequest[] = [];
     const client: KubeClient = {
@@ -137,14 +138,71 @@ describe('EventRecorder in the background', () => {
         return new Promise<T>((ok) => gates.push(() => ok({} as T)));
       },
     };
-    const rec = new EventRecorder({ client, background: true, maxPending: 2 });
-    await rec.event(op, 'Normal', 'One', 'first');
-    await rec.event({ ...op, metadata: { ...op.metadata, name: 'b' } }, 'Normal', 'Two', 'second');
-    await rec.event({ ...op, metadata: { ...op.metadata, name: 'c' } }, 'Normal', 'Three', 'dropped');
-    expect(rec.pending).toBe(2);
-    expect(reqs.map((r) => (r.body as { reason: string }).reason)).toEqual(['One', 'Two']);
-    for (const open of gates) open();
+    const openNext = async () => {
+      gates.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    };
+    const reasons = () => reqs.map((r) => (r.body as { reason: string }).reason);
+    return { client, openNext, reasons, inFlight: () => gates.length };
+  }
+  const named = (name: string) => ({ ...op, metadata: { ...op.metadata, name } });
+
+  it('resolves before the write and writes one Event at a time, in the order recorded', async () => {
+    const c = gatedClient();
+    const rec = new EventRecorder({ client: c.client, background: true });
+    await rec.event(named('a'), 'Normal', 'One', 'first');
+    await rec.event(named('b'), 'Normal', 'Two', 'second');
+    await rec.event(named('c'), 'Warning', 'Three', 'third');
+    expect(rec.pending).toBe(3);
+    expect(c.reasons()).toEqual(['One']);
+    await c.openNext();
+    expect(c.reasons()).toEqual(['One', 'Two']);
+    expect(c.inFlight()).toBe(1);
+    await c.openNext();
+    await c.openNext();
+    expect(c.reasons()).toEqual(['One', 'Two', 'Three']);
+    expect(rec.pending).toBe(0);
+  });
+
+  it('keeps `concurrency` writes in flight when asked', async () => {
+    const c = gatedClient();
+    const rec = new EventRecorder({ client: c.client, background: true, concurrency: 2 });
+    for (const n of ['a', 'b', 'c']) await rec.event(named(n), 'Normal', n, n);
+    expect(c.inFlight()).toBe(2);
+    await c.openNext();
+    expect(c.reasons()).toEqual(['a', 'b', 'c']);
+    expect(c.inFlight()).toBe(2);
+  });
+
+  it('a failed write frees its slot for the next', async () => {
+    let calls = 0;
+    const reqs: KubeRequest[] = [];
+    const client: KubeClient = {
+      async request<T>(req: KubeRequest): Promise<T> {
+        reqs.push(req);
+        if (calls++ === 0) throw new KubeApiError(500, 'InternalError', 'etcd timeout', undefined);
+        return {} as T;
+      },
+    };
+    const rec = new EventRecorder({ client, background: true });
+    await rec.event(named('a'), 'Normal', 'Fails', 'x');
+    await rec.event(named('b'), 'Normal', 'Written', 'y');
     await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(reqs.map((r) => (r.body as { reason: string }).reason)).toEqual(['Fails', 'Written']);
+    expect(rec.pending).toBe(0);
+  });
+
+  it('drops what does not fit in the queue', async () => {
+    const c = gatedClient();
+    const rec = new EventRecorder({ client: c.client, background: true, maxPending: 2 });
+    await rec.event(named('a'), 'Normal', 'One', 'first');
+    await rec.event(named('b'), 'Normal', 'Two', 'second');
+    await rec.event(named('c'), 'Normal', 'Three', 'dropped');
+    expect(rec.pending).toBe(2);
+    await c.openNext();
+    await c.openNext();
+    expect(c.reasons()).toEqual(['One', 'Two']);
     expect(rec.pending).toBe(0);
   });
 });

@@ -47,6 +47,13 @@ export interface EventRecorderOptions {
    */
   background?: boolean;
   maxPending?: number;
+  /**
+   * Background writes in flight at once (default 1). client-go's broadcaster writes one Event at a
+   * time, so a burst's Events trail the burst instead of taking the API server from its work: with
+   * every write in flight at once, Events were the largest share of what the API server answered
+   * while 500 Operations got their children (bench operations, 1.24 requests per Operation).
+   */
+  concurrency?: number;
 }
 
 const NOTE_LIMIT = 1024;
@@ -97,6 +104,10 @@ export class EventRecorder {
   readonly #maxPending: number;
   #pending = 0;
   #dropped = 0;
+  readonly #concurrency: number;
+  #inFlight = 0;
+  /** Writes waiting for a slot, in the order they were recorded. */
+  readonly #waiting: (() => void)[] = [];
 
   constructor(opts: EventRecorderOptions) {
     this.#client = opts.client;
@@ -106,6 +117,7 @@ export class EventRecorder {
     this.#cacheSize = opts.cacheSize ?? 4096;
     this.#background = opts.background ?? false;
     this.#maxPending = opts.maxPending ?? 1000;
+    this.#concurrency = Math.max(1, opts.concurrency ?? 1);
     this.reportingController = opts.reportingController ?? 'vworkspace-operator';
     this.reportingInstance = truncateBytes(
       opts.reportingInstance ??
@@ -194,6 +206,21 @@ export class EventRecorder {
     return series.chain;
   }
 
+  /** Runs one API write, in background mode only when one of the `concurrency` slots is free. */
+  async #write<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.#background) return fn();
+    if (this.#inFlight < this.#concurrency) this.#inFlight++;
+    else await new Promise<void>((take) => this.#waiting.push(take));
+    try {
+      return await fn();
+    } finally {
+      // Hand the slot straight to the next write, so the count never dips and lets a newcomer jump in.
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#inFlight--;
+    }
+  }
+
   /** `<name>.<hex nanoseconds>` like client-go, unique within this process. */
   #name(base: string, now: number): string {
     const nanos = BigInt(now) * 1_000_000n + BigInt(this.#seq++ % 1_000_000);
@@ -208,26 +235,28 @@ export class EventRecorder {
     body: { type: string; reason: string; note: string; action: string },
   ): Promise<void> {
     try {
-      await this.#client.request({
-        method: 'POST',
-        path: resourcePath({
-          group: 'events.k8s.io',
-          version: 'v1',
-          plural: 'events',
-          namespace: s.namespace,
+      await this.#write(() =>
+        this.#client.request({
+          method: 'POST',
+          path: resourcePath({
+            group: 'events.k8s.io',
+            version: 'v1',
+            plural: 'events',
+            namespace: s.namespace,
+          }),
+          body: {
+            apiVersion: 'events.k8s.io/v1',
+            kind: 'Event',
+            metadata: { name: s.name, namespace: s.namespace },
+            eventTime: formatMicroTime(now),
+            reportingController: this.reportingController,
+            reportingInstance: this.reportingInstance,
+            regarding,
+            ...(related ? { related } : {}),
+            ...body,
+          },
         }),
-        body: {
-          apiVersion: 'events.k8s.io/v1',
-          kind: 'Event',
-          metadata: { name: s.name, namespace: s.namespace },
-          eventTime: formatMicroTime(now),
-          reportingController: this.reportingController,
-          reportingInstance: this.reportingInstance,
-          regarding,
-          ...(related ? { related } : {}),
-          ...body,
-        },
-      });
+      );
     } catch (err) {
       this.#log.warn({ err: String(err), reason: body.reason, regarding }, 'recording an event failed');
     }
@@ -241,15 +270,17 @@ export class EventRecorder {
     body: { type: string; reason: string; note: string; action: string },
   ): Promise<void> {
     try {
-      await this.#client.request({
-        method: 'PATCH',
-        path: resourcePath(
-          { group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: s.namespace },
-          s.name,
-        ),
-        body: { series: { count: s.count, lastObservedTime: formatMicroTime(now) } },
-        contentType: 'application/merge-patch+json',
-      });
+      await this.#write(() =>
+        this.#client.request({
+          method: 'PATCH',
+          path: resourcePath(
+            { group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: s.namespace },
+            s.name,
+          ),
+          body: { series: { count: s.count, lastObservedTime: formatMicroTime(now) } },
+          contentType: 'application/merge-patch+json',
+        }),
+      );
     } catch (err) {
       if (isNotFound(err)) {
         // Expired (events have a TTL) or deleted: start a new Event for the series.
