@@ -10,7 +10,8 @@
 //
 // --env sets operator settings (e.g. KUBE_API_QPS=0), --node-arg adds a flag to the operator's node
 // command line (e.g. --max-semi-space-size=4), --profile writes a CPU profile per operator
-// process (node --cpu-prof) under DIR/profiles, --operator-main runs another checkout's operator (a
+// process (node --cpu-prof) under DIR/profiles, and for operations also kube-apiserver's over the first
+// 10 s of each operator phase (`go tool pprof -top -cum DIR/profiles/kube-apiserver-*.pprof`), --operator-main runs another checkout's operator (a
 // baseline), --sizes overrides the sizes of the chosen scenarios. --docs merges the results into
 // docs/performance/results.json by scenario, after each scenario, and regenerates the table and the plot
 // from it, so scenarios can be re-run one at a time and a stopped run keeps what it finished. --merge
@@ -132,7 +133,15 @@ if (only.has('cron')) {
 if (only.has('operations')) {
   for (const n of sizes ?? (quick ? [500] : [500, 2000])) {
     say(`${n} Operations → child Jobs vs ${n} raw Jobs (${runs} runs) ...`);
-    await record(await operations({ n, runs, logDir, operator }));
+    await record(
+      await operations({
+        n,
+        runs,
+        logDir,
+        operator,
+        ...(values.profile ? { profileDir: join(out, 'profiles') } : {}),
+      }),
+    );
   }
 }
 if (only.has('admission')) {

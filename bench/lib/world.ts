@@ -3,8 +3,9 @@
 // project's CRDs, an unthrottled driver client, the operator as its own process (as in its pod), and
 // the few process readings the tables need (RSS and CPU from /proc, metrics from /metrics).
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
@@ -183,6 +184,34 @@ export function cpuGrowth(before: ReadonlyMap<string, number>, after: ReadonlyMa
   return [...after]
     .map(([name, s]): [string, number] => [name, s - (before.get(name) ?? s)])
     .sort((a, b) => b[1] - a[1]);
+}
+
+/**
+ * A Go CPU profile of the cluster's kube-apiserver over the next `seconds` (its /debug/pprof, on by
+ * default), written to `file`: read it with `go tool pprof -top -cum FILE`. Resolves when written.
+ */
+export async function apiServerCpuProfile(world: World, seconds: number, file: string): Promise<void> {
+  const cluster = world.kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const url = new URL(`/debug/pprof/profile?seconds=${seconds}`, cluster.server);
+  const opts: RequestOptions = { method: 'GET', timeout: (seconds + 30) * 1000 };
+  await world.kc.applyToHTTPSOptions(opts);
+  const body = await new Promise<Buffer>((ok, fail) => {
+    const req = httpsRequest(url, opts, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? ok(Buffer.concat(chunks))
+          : fail(new Error(`kube-apiserver profile: HTTP ${res.statusCode}`)),
+      );
+      res.on('error', fail);
+    });
+    req.on('error', fail);
+    req.end();
+  });
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, body);
 }
 
 // ---- the operator --------------------------------------------------------------------------------
