@@ -111,6 +111,13 @@ async function gone(world: World, ns: string): Promise<void> {
   throw new Error(`namespace ${ns} was not deleted in time`);
 }
 
+/** A started Recorder of the `group`/v1 `plural` objects of namespace `ns`. */
+async function recording(world: World, group: string, plural: string, ns: string): Promise<Recorder> {
+  const r = new Recorder(world.kc, world.api, { group, version: 'v1', plural, namespace: ns });
+  await r.start();
+  return r;
+}
+
 async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -158,13 +165,7 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
       );
       await waitAllReady(world, ns, o.n);
       if (run > 0) await gone(world, `ops-r${run - 1}`);
-      const jobs = new Recorder(world.kc, world.api, {
-        group: 'batch',
-        version: 'v1',
-        plural: 'jobs',
-        namespace: ns,
-      });
-      await jobs.start();
+      const jobs = await recording(world, 'batch', 'jobs', ns);
       const owned = (kind: 'Operation' | undefined) =>
         [...jobs.seen.values()].filter((s) =>
           kind
@@ -205,13 +206,7 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         // The peer's own controller doing the same job: kube-controller-manager's Job controller turns each
         // raw Job into its Pod (a child and a status write per parent, 5 workers by default). Pods are
         // watched only in this phase, so the operator's phase does not pay for the bench's Pod watch.
-        const pods = new Recorder(world.kc, world.api, {
-          group: '',
-          version: 'v1',
-          plural: 'pods',
-          namespace: ns,
-        });
-        await pods.start();
+        const pods = await recording(world, '', 'pods', ns);
         const rawPods = () =>
           [...pods.seen.values()].filter((s) =>
             s.obj.metadata?.ownerReferences?.some((r) => r.kind === 'Job' && r.name.startsWith('raw-')),
