@@ -618,8 +618,10 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       signal: ctx.signal,
     });
     // Remembered until the cache shows it (caughtUp above, on the reconcile its watch event brings).
-    if (wrote) written.set(keyNs, keyName, { uid, status });
-    else written.delete(keyNs, keyName);
+    if (wrote) {
+      const resourceVersion = wrote.metadata?.resourceVersion;
+      written.set(keyNs, keyName, { uid, status, ...(resourceVersion ? { resourceVersion } : {}) });
+    } else written.delete(keyNs, keyName);
     for (const e of d.events) await deps.events.event(op, e.type, e.reason, e.note);
     if (status.phase !== op.status?.phase) {
       ctx.log.info({ from: op.status?.phase, to: status.phase }, 'phase changed');

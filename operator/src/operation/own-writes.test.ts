@@ -35,6 +35,44 @@ describe('withOwnWrites', () => {
   });
 });
 
+describe('withOwnWrites by resourceVersion', () => {
+  const at = (o: typeof upgrade, resourceVersion: string) => ({
+    ...o,
+    metadata: { ...o.metadata, resourceVersion },
+  });
+  const write = { uid: 'uid-upgrade', status: running, resourceVersion: '42' };
+
+  it('lays the write over a cached object of another version, without reading its status', () => {
+    const untouchable = new Proxy({} as NonNullable<typeof upgrade.status>, {
+      get: () => {
+        throw new Error('the cached status was read');
+      },
+      ownKeys: () => {
+        throw new Error('the cached status was read');
+      },
+    });
+    const stale = { ...at(cached[0]!, '41'), status: untouchable };
+    const ops = withOwnWrites([stale, backup], new Map([['upgrade', write]]));
+    expect(ops[0]?.status).toBe(running);
+    expect(findConflicts(backup, ops)).toMatchObject({ running: ['upgrade'] });
+  });
+
+  it('keeps the cached object once it is the version the write returned', () => {
+    const shown = at(withPhase(upgrade, 'Running'), '42');
+    expect(withOwnWrites([shown, backup], new Map([['upgrade', write]]))[0]).toBe(shown);
+  });
+
+  it('OwnWrites forgets the write when the cache shows its version', () => {
+    const w = new OwnWrites();
+    const ns = upgrade.metadata.namespace ?? '';
+    w.set(ns, 'upgrade', write);
+    w.caughtUp(at(cached[0]!, '41'));
+    expect(w.size).toBe(1);
+    w.caughtUp(at(withPhase(upgrade, 'Running'), '42'));
+    expect(w.size).toBe(0);
+  });
+});
+
 describe('OwnWrites', () => {
   const ns = upgrade.metadata.namespace ?? '';
   const pendingUpgrade = () => {

@@ -17,6 +17,20 @@ import { jsonEqual } from '../runtime/status.ts';
 export interface OwnWrite {
   uid: string;
   status: OperationStatus;
+  /** The resourceVersion the write returned: the cache shows the write when it shows this version. */
+  resourceVersion?: string;
+}
+
+/**
+ * Whether `o` as cached already shows the write. By resourceVersion when the write returned one: every
+ * reconcile lays the pending writes over its namespace, and comparing whole statuses there was 8 % of
+ * the operator's CPU in a 500-Operation burst (bench operations --profile). A cached object with another
+ * resourceVersion but an equal status gets the equal status laid over it: the same content.
+ */
+function shows(o: Operation, w: OwnWrite): boolean {
+  return w.resourceVersion !== undefined
+    ? o.metadata.resourceVersion === w.resourceVersion
+    : jsonEqual(w.status, o.status ?? {});
 }
 
 /** `ops` of one namespace with the pending write (by name) wherever the cache still shows something else. */
@@ -27,7 +41,7 @@ export function withOwnWrites(
   if (pending.size === 0) return ops;
   return ops.map((o) => {
     const w = pending.get(o.metadata.name ?? '');
-    if (!w || w.uid !== o.metadata.uid || jsonEqual(w.status, o.status ?? {})) return o;
+    if (!w || w.uid !== o.metadata.uid || shows(o, w)) return o;
     return { ...o, status: w.status };
   });
 }
@@ -57,7 +71,8 @@ export class OwnWrites {
     const ns = op.metadata.namespace ?? '';
     const name = op.metadata.name ?? '';
     const w = this.get(ns, name);
-    if (w && (w.uid !== op.metadata.uid || jsonEqual(w.status, op.status ?? {}))) this.delete(ns, name);
+    if (w && (w.uid !== op.metadata.uid || shows(op, w) || jsonEqual(w.status, op.status ?? {})))
+      this.delete(ns, name);
   }
 
   /** One namespace's cached Operations with the pending writes laid over (the same array when none). */

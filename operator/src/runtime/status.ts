@@ -112,16 +112,15 @@ export class ObjectWriter {
   /**
    * applyStatus unless `current.status` already equals `status`: a reconcile that changes nothing
    * makes no write (no resourceVersion bump, no watch event, no reconcile loop).
-   * Returns whether it wrote.
+   * Returns the object as the API server stored it, or false when nothing was written.
    */
-  async applyStatusIfChanged(
+  async applyStatusIfChanged<T extends KubernetesObject = KubernetesObject>(
     current: ObjectIdentity & { status?: unknown },
     status: unknown,
     opts: WriteOptions = {},
-  ) {
+  ): Promise<T | false> {
     if (jsonEqual(current.status ?? {}, status)) return false;
-    await this.applyStatus(current, status, opts);
-    return true;
+    return this.applyStatus<T>(current, status, opts);
   }
 
   /** JSON merge patch of the status subresource (for fields shared with other managers). */
