@@ -71,7 +71,9 @@ export class OwnWrites {
     const ns = op.metadata.namespace ?? '';
     const name = op.metadata.name ?? '';
     const w = this.get(ns, name);
-    if (w && (w.uid !== op.metadata.uid || shows(op, w) || jsonEqual(w.status, op.status ?? {})))
+    // Also by content: a later version with the same status (a metadata change after ours) shows it too.
+    const sameVersion = w?.resourceVersion !== undefined && op.metadata.resourceVersion === w.resourceVersion;
+    if (w && (w.uid !== op.metadata.uid || sameVersion || jsonEqual(w.status, op.status ?? {})))
       this.delete(ns, name);
   }
 
