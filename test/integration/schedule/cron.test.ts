@@ -141,9 +141,12 @@ describe('CronOperation controller', () => {
     });
     expect(cron.metadata.annotations?.[ANNOTATION_SKIP_NEXT]).toBeUndefined();
     expect(await opNames(ns)).toEqual([]);
-    expect((await eventsAbout(raw, ns, 'CronOperation', 'skipper')).map((e) => e.reason)).toContain(
-      CRON_EVENT.RunSkipped,
-    );
+    // Events are written behind the status, in the background: wait for it rather than read once.
+    const reasons = await eventually('RunSkipped event', async () => {
+      const r = (await eventsAbout(raw, ns, 'CronOperation', 'skipper')).map((e) => e.reason);
+      return r.includes(CRON_EVENT.RunSkipped) ? r : undefined;
+    });
+    expect(reasons).toContain(CRON_EVENT.RunSkipped);
 
     const slot2 = await advanceToNextSlot(clock, ns, 'skipper', slot1);
     await eventually('next slot runs', async () =>

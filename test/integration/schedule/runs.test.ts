@@ -126,9 +126,12 @@ describe('run-now', () => {
     expect((await getCron(ns, 'exclusive')).status?.queue).toMatchObject([
       { reason: 'manual', targets: ['shop'] },
     ]);
-    expect((await eventsAbout(raw, ns, 'CronOperation', 'exclusive')).map((e) => e.reason)).toContain(
-      CRON_EVENT.RunNowPending,
-    );
+    // Events are written behind the status, in the background: wait for it rather than read once.
+    const reasons = await eventually('RunNowPending event', async () => {
+      const r = (await eventsAbout(raw, ns, 'CronOperation', 'exclusive')).map((e) => e.reason);
+      return r.includes(CRON_EVENT.RunNowPending) ? r : undefined;
+    });
+    expect(reasons).toContain(CRON_EVENT.RunNowPending);
     expect((await ops(ns)).map((o) => o.metadata.name)).toEqual([slotOp]);
 
     await finishOperation(raw, ns, slotOp, 'Succeeded', clock.now());

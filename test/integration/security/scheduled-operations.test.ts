@@ -158,13 +158,14 @@ describe('CronOperations and WatchOperations run on the CSV RBAC with the author
     expect(Date.parse(legacy.status?.nextScheduleTime ?? '')).toBeGreaterThan(
       Date.parse(legacy.status?.lastScheduleTime ?? ''),
     );
-    const events = await w.admin.request<EventList>({
-      method: 'GET',
-      path: `/apis/events.k8s.io/v1/namespaces/${a}/events`,
+    // Events are written behind the status, in the background: wait for it rather than read once.
+    const warning = await w.waitFor('the OperationRefused event', async () => {
+      const events = await w.admin.request<EventList>({
+        method: 'GET',
+        path: `/apis/events.k8s.io/v1/namespaces/${a}/events`,
+      });
+      return events.items.find((e) => e.regarding?.name === 'legacy-cron' && e.reason === 'OperationRefused');
     });
-    const warning = events.items.find(
-      (e) => e.regarding?.name === 'legacy-cron' && e.reason === 'OperationRefused',
-    );
     expect(warning?.type).toBe('Warning');
   });
 
