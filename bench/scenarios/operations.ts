@@ -4,11 +4,21 @@
 // previous one's Jobs have finished, so neither runs in the other's wake. Setup (instances, their Helm
 // records, Ready) is not timed. Beside the raw writes, the peer's own controller doing the same job:
 // kube-controller-manager turning the raw Jobs into Pods, timed from the first Job write to the last Pod.
-// Per phase it prints the CPU seconds of every process (who spends the two cores) and, for the operator's,
-// the API server's requests by verb and resource; --profile adds a kube-apiserver CPU profile.
+// The operator serves its webhooks, as in its pod, so every Operation is admitted as in production.
+// Beside both, the floor (operations-floor.ts): the least API work any implementation must cause, done by
+// the bench while the operator only admits. Per phase it prints the CPU seconds of every process (who
+// spends the two cores) and, for the operator's, the API server's requests by verb and resource;
+// --profile adds a kube-apiserver CPU profile.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { makeServingCert } from '../../hack/lib/certs.ts';
+import {
+  applyWebhookConfigurations,
+  csvWebhookDefinitions,
+  webhookConfigurations,
+} from '../../hack/lib/webhooks.ts';
 import { isNotFound } from '../../operator/src/runtime/index.ts';
+import { holdLease, releaseLease } from '../lib/lease.ts';
 import { instance, job, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
 import { Recorder } from '../lib/recorder.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
@@ -25,6 +35,7 @@ import {
   labelOf,
   metricSum,
   type OperatorVariant,
+  pathOf,
   pool,
   requestsByResource,
   STOP_GRACE_MS,
@@ -33,7 +44,9 @@ import {
   startOperator,
   startWorld,
   type World,
+  waitQuiet,
 } from '../lib/world.ts';
+import { captureTemplate, type FloorTemplate, floorOne, removeFloor } from './operations-floor.ts';
 
 export interface OperationsOptions {
   n: number;
@@ -79,7 +92,8 @@ async function settle(world: World, ns: string, jobs: number): Promise<void> {
       method: 'GET',
       path: collection('batch/v1', 'jobs', ns),
     });
-    const items = list.items ?? [];
+    // The floor's Jobs are removed by the floor phase itself.
+    const items = (list.items ?? []).filter((j) => !j.metadata?.name?.startsWith('fl-'));
     if (
       items.length >= jobs &&
       items.every((j) => (j.status?.succeeded ?? 0) + (j.status?.failed ?? 0) > 0)
@@ -118,11 +132,18 @@ async function recording(world: World, group: string, plural: string, ns: string
   return r;
 }
 
-async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+async function until(
+  what: string,
+  check: () => boolean,
+  timeoutMs: number,
+  refresh?: () => Promise<void>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  for (;;) {
+    await refresh?.();
+    if (check()) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
+    await sleep(refresh ? 500 : 50);
   }
 }
 
@@ -133,6 +154,9 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
   const opTimes: number[] = [];
   const rawTimes: number[] = [];
   const kcmTimes: number[] = [];
+  const floorTimes: number[] = [];
+  const floorWrites: number[] = [];
+  const cpuFloor: string[] = [];
   const requestsPerOp: number[] = [];
   const throttled: number[] = [];
   const serverLoad: string[] = [];
@@ -140,15 +164,23 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
   const acceptedTimes: number[] = [];
   const cpuOp: string[] = [];
   const cpuRaw: string[] = [];
+  const certs = makeServingCert(join(o.logDir, `ops-${o.n}-certs`));
   const op = await startOperator(world, `operator-ops-${o.n}`, {
+    certDir: certs.dir,
     ...o.operator,
   });
+  let template: FloorTemplate | undefined;
   try {
     await op.proc.waitReady(120_000);
     await op.proc.waitLeader(60_000);
+    await applyWebhookConfigurations(
+      world.api,
+      webhookConfigurations(csvWebhookDefinitions(), `https://127.0.0.1:${op.webhookPort}`, certs.caPem),
+    );
     // Who spends the two cores while each phase is timed: the cluster's processes, the operator, the bench.
     const pids = clusterPids(world);
     if (op.proc.child.pid) pids.set('operator', op.proc.child.pid);
+    let leading = true;
     const cpuSince = (before: ReadonlyMap<string, number>) =>
       cpuGrowth(before, cpuSeconds(pids))
         .filter(([, sec]) => sec >= 0.05)
@@ -165,13 +197,26 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
       );
       await waitAllReady(world, ns, o.n);
       if (run > 0) await gone(world, `ops-r${run - 1}`);
+      // The webhooks are in the path (as in production): an Operation on an absent target is denied.
+      const probe = runCommand('probe', ns, 'absent');
+      const denied = await world.api
+        .request({ method: 'POST', path: pathOf(probe), body: probe, query: { dryRun: 'All' } })
+        .then(
+          () => false,
+          () => true,
+        );
+      if (!denied) throw new Error('bench: the webhooks did not deny an Operation on an absent target');
       const jobs = await recording(world, 'batch', 'jobs', ns);
-      const owned = (kind: 'Operation' | undefined) =>
+      // Children by the name of their Operation: rc-… the operator's, fl-… the floor's; raw-… the peer's.
+      const owned = (kind: 'Operation' | 'floor' | undefined) =>
         [...jobs.seen.values()].filter((s) =>
           kind
-            ? s.obj.metadata?.ownerReferences?.some((r) => r.kind === kind)
+            ? s.obj.metadata?.ownerReferences?.some(
+                (r) => r.kind === 'Operation' && r.name.startsWith(kind === 'floor' ? 'fl-' : 'rc-'),
+              )
             : s.obj.metadata?.name?.startsWith('raw-'),
         );
+      const ownJobs = () => owned('Operation').length + owned(undefined).length;
       const before = await scrape(op.proc);
       const operatorPhase = async () => {
         const server = await scrapeApiServer(world.api);
@@ -200,7 +245,35 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
             .map(([k, n]) => `${k} ${(n / o.n).toFixed(2)}`)
             .join(', ')})`,
         );
-        await settle(world, ns, jobs.seen.size);
+        await settle(world, ns, ownJobs());
+        template ??= await captureTemplate(world, ns, `rc-${names[0]}`);
+      };
+      const floorPhase = async () => {
+        const t = template;
+        if (!t) throw new Error('bench: the floor runs after an operator phase');
+        // The operator keeps serving its webhooks but stops reconciling once another holder has the Lease.
+        await holdLease(world.api, 'bench-floor');
+        await until(
+          'the operator to lose the Lease',
+          () => !leading,
+          60_000,
+          async () => {
+            leading = await op.proc.isLeader();
+          },
+        );
+        const cpu = cpuSeconds(pids);
+        const start = Date.now();
+        await pool(names, 32, (n) => floorOne(world, t, ns, n));
+        floorWrites.push((Date.now() - start) / 1000);
+        await until(`${o.n} floor children`, () => owned('floor').length >= o.n, 30 * 60_000);
+        cpuFloor.push(cpuSince(cpu));
+        floorTimes.push((Math.max(...owned('floor').map((s) => s.at)) - start) / 1000);
+        await removeFloor(world, ns);
+        await releaseLease(world.api);
+        await op.proc.waitLeader(60_000);
+        leading = true;
+        // Leading again, it reconciles its whole cache once: not in the next phase's window.
+        await waitQuiet(op.proc, 5_000, 10 * 60_000);
       };
       const rawPhase = async () => {
         // The peer's own controller doing the same job: kube-controller-manager's Job controller turns each
@@ -220,13 +293,15 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         await until(`${o.n} Pods of raw Jobs`, () => rawPods().length >= o.n, 30 * 60_000);
         kcmTimes.push((Math.max(...rawPods().map((s) => s.at)) - start) / 1000);
         await pods.stop();
-        await settle(world, ns, jobs.seen.size);
+        await settle(world, ns, ownJobs());
       };
       if (run % 2 === 0) {
         await operatorPhase();
+        await floorPhase();
         await rawPhase();
       } else {
         await rawPhase();
+        await floorPhase();
         await operatorPhase();
       }
       const after = await scrape(op.proc);
@@ -262,6 +337,9 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
     notes.push(
       `API server requests from all clients until the last child existed, per run: ${serverLoad.join('; ')}`,
     );
+    notes.push(
+      `the floor (the bench: each Operation through both webhooks, its Job, one status apply; the operator only admitting): its last write returned after ${floorWrites.map((t) => t.toFixed(1)).join(' / ')} s; CPU seconds per process until its last child existed: ${cpuFloor.join('; ')}`,
+    );
     if (op.proc.crashed) notes.push('the operator exited on its own during the run');
     return {
       scenario: `operations-${o.n}`,
@@ -278,9 +356,16 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
           opTimes,
           kcmTimes,
         ),
+        row(
+          `the floor, no operator reconciling: the bench writes each Operation (both webhooks), its Job and one status apply; all ${o.n} children exist (vs raw Jobs)`,
+          ' s',
+          floorTimes,
+          rawTimes,
+        ),
+        row(`all ${o.n} children exist (vs the floor)`, ' s', opTimes, floorTimes),
       ],
       notes,
-      data: { opTimes, rawTimes, kcmTimes, acceptedTimes, requestsPerOp, throttled },
+      data: { opTimes, rawTimes, kcmTimes, floorTimes, floorWrites, acceptedTimes, requestsPerOp, throttled },
       durationSeconds: (Date.now() - t0) / 1000,
     };
   } finally {

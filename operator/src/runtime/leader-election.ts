@@ -342,7 +342,7 @@ export class LeaderElector {
 
 // ---- the Lease lock -----------------------------------------------------------------------------
 
-interface LeaseObject {
+export interface LeaseObject {
   apiVersion?: string;
   kind?: string;
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; [k: string]: unknown };
