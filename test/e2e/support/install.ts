@@ -139,17 +139,34 @@ export async function waitInstallPlanFor(
   return plan;
 }
 
+/** How long a CSV must stay Failed before waitCsvSucceeded gives up on it (OLM can recover one). */
+const CSV_FAILED_FINAL_MS = 60_000;
+
 export async function waitCsvSucceeded(
   world: OlmUser,
   name: string,
   timeoutMs = 300_000,
   ns = OPERATORS_NAMESPACE,
 ): Promise<Csv> {
+  // OLM re-evaluates a Failed CSV (olm/operator.go, case CSVPhaseFailed): an unhealthy install goes back to
+  // Pending (NeedsReinstall), an OperatorGroup problem that was fixed to Pending too. So only a Failed phase
+  // that lasts CSV_FAILED_FINAL_MS ends the wait early.
+  let failedSince: number | undefined;
   const csv = await until(
     `CSV ${name} to reach Succeeded`,
     () => getOrUndefined<Csv>(world.client, csvsPath(ns, name)),
     (c) => c.status?.phase === 'Succeeded',
-    (c) => (c.status?.phase === 'Failed' ? `${c.status.reason}: ${c.status.message}` : undefined),
+    (c) => {
+      if (c.status?.phase !== 'Failed') {
+        failedSince = undefined;
+        return undefined;
+      }
+      failedSince ??= Date.now();
+      const failedFor = Date.now() - failedSince;
+      return failedFor >= Math.min(CSV_FAILED_FINAL_MS, timeoutMs / 2)
+        ? `${c.status.reason}: ${c.status.message} (Failed for ${Math.round(failedFor / 1000)} s)`
+        : undefined;
+    },
     timeoutMs,
   );
   world.say(`CSV ${name}: ${csv.status?.phase} (${csv.status?.reason}: ${csv.status?.message})`);
