@@ -3,6 +3,7 @@
 // operator's permissions (operator/src/rbac/operator.ts). Nothing here reads files or the clock, so the
 // same inputs always give the same bytes (the staleness check depends on it).
 import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
+import { MUTATING_OPERATION_WEBHOOK } from '../../operator/src/admission/operation.ts';
 import { ALL_KINDS, APPS_GROUP, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
 import {
   OPERATOR_CLUSTER_RULES,
@@ -223,7 +224,7 @@ export function webhookDefinitions(): Obj[] {
     {
       ...common,
       type: 'MutatingAdmissionWebhook',
-      generateName: `moperation.${OPS_GROUP}`,
+      generateName: MUTATING_OPERATION_WEBHOOK,
       webhookPath: WEBHOOK_PATHS.mutateOperation,
       rules: rule('operations'),
     },

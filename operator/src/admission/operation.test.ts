@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { aTemplate } from '../catalog/testing.ts';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
-import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
+import { decideOperation, MUTATING_OPERATION_WEBHOOK, mutateOperation, operationNeeds } from './operation.ts';
 import { anOperation, aRequest, aTarget, causesOf, decodePatch, fieldsOf, someFacts } from './testing.ts';
 
 const APPROVE = 'ops.vworkspace.io/approve';
@@ -177,6 +177,15 @@ describe('decideOperation CREATE', () => {
     const approvedBy = decideOperation(aRequest(stamped({}, { [APPROVED_BY]: 'alice' })), someFacts());
     expect(fieldsOf(approvedBy)).toEqual([`metadata.annotations[${APPROVED_BY}]`]);
     expect(approvedBy.status?.message).toContain('cannot be set or changed by a user');
+  });
+
+  it('says a missing stamp means the mutating webhook did not run, not that the user forged it', () => {
+    const res = decideOperation(aRequest(anOperation()), someFacts());
+    expect(fieldsOf(res)).toEqual([`metadata.annotations[${ANNOTATION_CREATED_BY}]`]);
+    expect(res.status?.message).toContain(
+      `mutating admission webhook (${MUTATING_OPERATION_WEBHOOK}) did not run`,
+    );
+    expect(res.status?.message).not.toContain('remove it from the request');
   });
 
   it('refuses an approve value other than "true"', () => {

@@ -15,7 +15,7 @@
 //   7. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
 //      template's separationOfDuties, someone other than the creator
 // UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 6.
-import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY } from '../api/index.ts';
+import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY, OPS_GROUP } from '../api/index.ts';
 import { ANNOTATION_CREATED_BY, isApprovalTransition, stampExpectations, stampPatch } from './approval.ts';
 import {
   type AccessCheck,
@@ -49,6 +49,9 @@ import {
 
 /** The verb a user needs on the target to approve an Operation on it. */
 export const APPROVE_VERB = 'approve';
+
+/** The mutating webhook's name in the CSV (and so in the MutatingWebhookConfiguration OLM creates). */
+export const MUTATING_OPERATION_WEBHOOK = `moperation.${OPS_GROUP}`;
 
 const specOf = (obj: unknown): unknown => (isRecord(obj) ? obj.spec : undefined);
 
@@ -203,6 +206,18 @@ function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
   }
   for (const s of stampExpectations(req)) {
     if (s.actual === s.expected) continue;
+    if (s.actual === undefined) {
+      // Only the mutating webhook writes a stamp and it restores one a user left out, so a missing one
+      // means it did not run: a configuration fault, not the user's.
+      problems.push(
+        invalid(
+          annotationPath(s.key),
+          `Required value: ${s.key} is missing, so the operator's mutating admission webhook (${MUTATING_OPERATION_WEBHOOK}) did not run on this request; an administrator must check that the operator's MutatingWebhookConfiguration exists and matches operations (CREATE, UPDATE)`,
+          'FieldValueRequired',
+        ),
+      );
+      continue;
+    }
     const who =
       s.key === ANNOTATION_CREATED_BY
         ? 'the user who created the Operation'
