@@ -18,11 +18,11 @@ import {
   webhookConfigurations,
 } from '../../hack/lib/webhooks.ts';
 import { isNotFound } from '../../operator/src/runtime/index.ts';
+import type { FloorTemplate } from '../lib/floor.ts';
 import { holdLease, releaseLease } from '../lib/lease.ts';
 import { instance, job, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
 import { Recorder } from '../lib/recorder.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
-
 import {
   apiServerCpuProfile,
   clusterPids,
@@ -46,7 +46,7 @@ import {
   type World,
   waitQuiet,
 } from '../lib/world.ts';
-import { captureTemplate, type FloorTemplate, floorOne, removeFloor } from './operations-floor.ts';
+import { captureTemplate, floorOne, removeFloor } from './operations-floor.ts';
 
 export interface OperationsOptions {
   n: number;
