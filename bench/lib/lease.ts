@@ -2,6 +2,7 @@
 // operator loses it (its controllers stop, its webhooks keep serving: ADR 0010) until the bench gives it
 // back. The operations scenario uses it to time the API work of Operations nobody reconciles.
 import {
+  DEFAULT_LEASE_NAME,
   formatMicroTime,
   isConflict,
   type LeaseObject as Lease,
@@ -9,7 +10,7 @@ import {
 } from '../../operator/src/runtime/index.ts';
 import { OPERATOR_NAMESPACE } from './world.ts';
 
-const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/leases/vworkspace-operator`;
+const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/leases/${DEFAULT_LEASE_NAME}`;
 
 /** Compare-and-swap of the Lease's spec, retried on conflicts (the operator renews it every 2 s). */
 async function swap(api: RestClient, spec: (old: Lease['spec']) => Lease['spec']): Promise<void> {

@@ -132,18 +132,11 @@ async function recording(world: World, group: string, plural: string, ns: string
   return r;
 }
 
-async function until(
-  what: string,
-  check: () => boolean,
-  timeoutMs: number,
-  refresh?: () => Promise<void>,
-): Promise<void> {
+async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    await refresh?.();
-    if (check()) return;
+  while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(refresh ? 500 : 50);
+    await sleep(50);
   }
 }
 
@@ -180,7 +173,6 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
     // Who spends the two cores while each phase is timed: the cluster's processes, the operator, the bench.
     const pids = clusterPids(world);
     if (op.proc.child.pid) pids.set('operator', op.proc.child.pid);
-    let leading = true;
     const cpuSince = (before: ReadonlyMap<string, number>) =>
       cpuGrowth(before, cpuSeconds(pids))
         .filter(([, sec]) => sec >= 0.05)
@@ -253,14 +245,7 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         if (!t) throw new Error('bench: the floor runs after an operator phase');
         // The operator keeps serving its webhooks but stops reconciling once another holder has the Lease.
         await holdLease(world.api, 'bench-floor');
-        await until(
-          'the operator to lose the Lease',
-          () => !leading,
-          60_000,
-          async () => {
-            leading = await op.proc.isLeader();
-          },
-        );
+        await op.proc.waitFollower(60_000);
         const cpu = cpuSeconds(pids);
         const start = Date.now();
         await pool(names, 32, (n) => floorOne(world, t, ns, n));
@@ -271,7 +256,6 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         await removeFloor(world, ns);
         await releaseLease(world.api);
         await op.proc.waitLeader(60_000);
-        leading = true;
         // Leading again, it reconciles its whole cache once: not in the next phase's window.
         await waitQuiet(op.proc, 5_000, 10 * 60_000);
       };

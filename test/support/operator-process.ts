@@ -125,15 +125,26 @@ export class OperatorProcess {
   }
 
   /** Resolves once this process reports leader_election_master_status 1; throws if it exits first. */
-  async waitLeader(timeoutMs: number): Promise<void> {
+  waitLeader(timeoutMs: number): Promise<void> {
+    return this.#waitLeading(true, timeoutMs);
+  }
+
+  /** Resolves once this process no longer reports itself leader (another holder has the Lease). */
+  waitFollower(timeoutMs: number): Promise<void> {
+    return this.#waitLeading(false, timeoutMs);
+  }
+
+  async #waitLeading(leading: boolean, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const exited = this.#exitedError('leading');
+      const exited = this.#exitedError(leading ? 'leading' : 'following');
       if (exited) throw exited;
-      if (await this.isLeader()) return;
+      if ((await this.isLeader()) === leading) return;
       await sleep(100);
     }
-    throw new Error(`operator did not become leader within ${timeoutMs} ms`);
+    throw new Error(
+      `operator did not ${leading ? 'become leader' : 'lose the Lease'} within ${timeoutMs} ms`,
+    );
   }
 
   async kill(): Promise<void> {

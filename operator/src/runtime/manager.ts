@@ -31,8 +31,11 @@ export interface Runnable {
   start(signal: AbortSignal): Promise<void>;
 }
 
+/** The leader-election Lease's name unless LeaderElectionOptions.name says otherwise. */
+export const DEFAULT_LEASE_NAME = 'vworkspace-operator';
+
 export interface LeaderElectionOptions {
-  /** Namespace and name of the Lease (default name "vworkspace-operator"). */
+  /** Namespace and name of the Lease (default name DEFAULT_LEASE_NAME). */
   namespace: string;
   name?: string;
   identity?: string;
@@ -165,7 +168,7 @@ export class Manager {
       this.#finish = { resolve, reject };
     });
     const le = this.#opts.leaderElection;
-    const leaseName = le ? (le.name ?? 'vworkspace-operator') : '';
+    const leaseName = le ? (le.name ?? DEFAULT_LEASE_NAME) : '';
     let lock: LeaseLock | undefined;
     if (le) {
       lock = le.lock;
