@@ -11,6 +11,8 @@ export interface TargetInstance {
   name: string;
   labels?: Readonly<Record<string, string>>;
   annotations?: Readonly<Record<string, string>>;
+  /** Its spec: what a scheduler's `object.spec.*` substitutions read (scheduled.ts). */
+  spec?: unknown;
 }
 
 /**

@@ -111,16 +111,27 @@ function targetView(name: string, obj: unknown): TargetInstance {
   const meta = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata : {};
   const labels = stringMap(meta.labels);
   const annotations = stringMap(meta.annotations);
-  return { name, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
+  const spec = isRecord(obj) ? obj.spec : undefined;
+  return {
+    name,
+    ...(labels ? { labels } : {}),
+    ...(annotations ? { annotations } : {}),
+    ...(spec !== undefined ? { spec } : {}),
+  };
 }
 
-/** The target from the operator's cache when it holds it, else from the API server. */
+/**
+ * The target from the operator's cache when it holds it, else from the API server. `fresh`: always from
+ * the API server, for an Operation the operator creates for a scheduler, whose target and substituted
+ * values must be judged on the instance as it is now, never older than what the controller saw.
+ */
 async function readTarget(
   deps: AdmissionDeps,
   namespace: string,
   name: string,
+  fresh: boolean,
 ): Promise<Lookup<TargetInstance | undefined>> {
-  const cached = deps.instances?.get(name, namespace);
+  const cached = fresh ? undefined : deps.instances?.get(name, namespace);
   if (cached) return { ok: true, value: targetView(name, cached) };
   return readOptional<TargetInstance>(
     deps.client,
@@ -152,7 +163,9 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
   const names = needs.operations ?? [];
   const claim = needs.scheduledBy;
   const [target, sources, owner, ...access] = await Promise.all([
-    needs.target !== undefined ? readTarget(deps, namespace, needs.target) : Promise.resolve(undefined),
+    needs.target !== undefined
+      ? readTarget(deps, namespace, needs.target, claim !== undefined)
+      : Promise.resolve(undefined),
     Promise.all(names.map((n) => readSource(deps.client, namespace, n))),
     claim ? readScheduler(deps.client, namespace, claim) : Promise.resolve(undefined),
     ...needs.access.map((c) => reviewAccess(deps.client, req.userInfo ?? {}, namespace, c, deps.accessCache)),
