@@ -1,13 +1,18 @@
-// Who created and who approved an Operation: annotations only the webhook writes.
+// Who created, who approved and who asked to re-run an Operation: annotations only the webhook writes.
 //
-// The mutating webhook stamps ops.vworkspace.io/created-by (at CREATE) and
-// ops.vworkspace.io/approved-by (when ops.vworkspace.io/approve becomes "true") from the admission
-// request's user, and the validating webhook, which sees the object after every mutation, refuses any
+// The mutating webhook stamps ops.vworkspace.io/created-by (at CREATE),
+// ops.vworkspace.io/approved-by (when ops.vworkspace.io/approve becomes "true") and
+// ops.vworkspace.io/reconcile-requested-by (when ops.vworkspace.io/reconcile gets a new value) from the
+// admission request's user, and the validating webhook, which sees the object after every mutation, refuses any
 // other value. A user who writes either annotation themselves is refused rather than silently
 // overwritten, so a forgery attempt is visible. An update that merely leaves a stamped annotation out
 // (kubectl replace with an old manifest) gets it restored, not refused. Pure.
 
-import { ANNOTATION_CREATED_BY } from '../api/annotations.ts';
+import {
+  ANNOTATION_CREATED_BY,
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_REQUESTED_BY,
+} from '../api/annotations.ts';
 import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY } from '../api/index.ts';
 import { annotationsOf, isRecord } from './decision.ts';
 import { type AdmissionRequest, type JsonPatchOp, pointerSegment } from './review.ts';
@@ -32,7 +37,14 @@ export function isApprovalTransition(req: AdmissionRequest): boolean {
   return !(before[ANNOTATION_APPROVE] === 'true' && before[ANNOTATION_APPROVED_BY] !== undefined);
 }
 
-/** The values created-by and approved-by must have once this request is admitted. */
+/** True when this request gives ops.vworkspace.io/reconcile a new value (a re-run, for a failed Operation). */
+export function isReconcileRequest(req: AdmissionRequest): boolean {
+  const now = annotationsOf(req.object)[ANNOTATION_RECONCILE];
+  if (now === undefined) return false;
+  return req.operation !== 'UPDATE' || now !== annotationsOf(req.oldObject)[ANNOTATION_RECONCILE];
+}
+
+/** The values created-by, approved-by and reconcile-requested-by must have once this request is admitted. */
 export function stampExpectations(req: AdmissionRequest): StampExpectation[] {
   const now = annotationsOf(req.object);
   const before = req.operation === 'UPDATE' ? annotationsOf(req.oldObject) : {};
@@ -42,6 +54,7 @@ export function stampExpectations(req: AdmissionRequest): StampExpectation[] {
   if (now[ANNOTATION_APPROVE] === 'true') {
     approvedBy = isApprovalTransition(req) ? user : before[ANNOTATION_APPROVED_BY];
   }
+  const requestedBy = isReconcileRequest(req) ? user : before[ANNOTATION_RECONCILE_REQUESTED_BY];
   return [
     {
       key: ANNOTATION_CREATED_BY,
@@ -54,6 +67,12 @@ export function stampExpectations(req: AdmissionRequest): StampExpectation[] {
       expected: approvedBy,
       old: before[ANNOTATION_APPROVED_BY],
       actual: now[ANNOTATION_APPROVED_BY],
+    },
+    {
+      key: ANNOTATION_RECONCILE_REQUESTED_BY,
+      expected: requestedBy,
+      old: before[ANNOTATION_RECONCILE_REQUESTED_BY],
+      actual: now[ANNOTATION_RECONCILE_REQUESTED_BY],
     },
   ];
 }

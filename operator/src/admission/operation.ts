@@ -14,9 +14,24 @@
 //      (scheduled.ts)
 //   7. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
 //      template's separationOfDuties, someone other than the creator
-// UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 6.
-import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY, OPS_GROUP } from '../api/index.ts';
-import { ANNOTATION_CREATED_BY, isApprovalTransition, stampExpectations, stampPatch } from './approval.ts';
+//   8. a controller ownerReference naming a CronOperation/WatchOperation only from the operator itself
+// UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 7; a new
+// ops.vworkspace.io/reconcile value (a re-run) needs the type verb on the target and is stamped with its
+// requester (reconcile-requested-by); a scheduler's ownerReference is never added or changed (8).
+import {
+  ANNOTATION_APPROVE,
+  ANNOTATION_APPROVED_BY,
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_REQUESTED_BY,
+  OPS_GROUP,
+} from '../api/index.ts';
+import {
+  ANNOTATION_CREATED_BY,
+  isApprovalTransition,
+  isReconcileRequest,
+  stampExpectations,
+  stampPatch,
+} from './approval.ts';
 import {
   type AccessCheck,
   annotationPath,
@@ -32,7 +47,7 @@ import {
 } from './decision.ts';
 import { checkParametersFrom, sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
-import { checkScheduledBy, ownerAuthority } from './scheduled.ts';
+import { checkScheduledBy, checkSchedulerReference, ownerAuthority } from './scheduled.ts';
 import {
   checkAccess,
   checkGrants,
@@ -86,6 +101,10 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
     const { targetName } = approvalView(req);
     if (targetName !== undefined) needs.access.push({ verb: APPROVE_VERB, name: targetName });
   }
+  if (req.operation === 'UPDATE' && isReconcileRequest(req)) {
+    const { type, targetName } = approvalView(req);
+    if (type && targetName !== undefined) needs.access.push({ verb: typeVerb(type), name: targetName });
+  }
   return needs;
 }
 
@@ -115,10 +134,10 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
     problems.push(...tp);
     // Created by the operator for a CronOperation/WatchOperation: the requester's access is that object's
     // checked authority (scheduled.ts); everything else is judged as for anyone.
-    const requester = facts.scheduledBy ? ownerAuthority(facts) : facts;
+    const requester = facts.scheduledBy ? ownerAuthority(facts, specOf(req.object)) : facts;
     if (facts.scheduledBy) {
       problems.push(
-        ...checkScheduledBy(facts.scheduledBy.claim, facts.scheduledBy.owner, specOf(req.object)),
+        ...checkScheduledBy(facts.scheduledBy.claim, facts.scheduledBy.owner, req.object, facts.target),
       );
     }
     if (template) {
@@ -130,6 +149,7 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
         problems.push(...checkAccess(a.check, user, namespace, a.field, a.why, requester));
       }
     }
+    problems.push(...checkSchedulerReference(req, facts.scheduledBy !== undefined));
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
     if (view.type && view.targetName !== undefined) {
       problems.push(
@@ -145,6 +165,8 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
     }
   } else {
     problems.push(...checkImmutable(specOf(req.oldObject), specOf(req.object)));
+    problems.push(...checkSchedulerReference(req, false));
+    problems.push(...checkReconcileRequest(req, facts));
   }
   problems.push(...checkApproval(req, facts));
   return respond(req.uid, problems);
@@ -180,6 +202,24 @@ function checkImmutable(oldSpec: unknown, newSpec: unknown): Problem[] {
     );
   }
   return problems;
+}
+
+/**
+ * A new ops.vworkspace.io/reconcile value re-runs a failed Operation: the action again, so it needs the
+ * same verb as creating it (the type verb on the target), whoever created the Operation.
+ */
+function checkReconcileRequest(req: AdmissionRequest, facts: Facts): Problem[] {
+  if (!isReconcileRequest(req)) return [];
+  const { type, targetName } = approvalView(req);
+  if (!type || targetName === undefined) return [];
+  return checkAccess(
+    { verb: typeVerb(type), name: targetName },
+    req.userInfo?.username ?? '',
+    req.namespace ?? '',
+    annotationPath(ANNOTATION_RECONCILE),
+    `asking to re-run an Operation of type ${type} on ${targetName} (${ANNOTATION_RECONCILE})`,
+    facts,
+  );
 }
 
 function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
@@ -221,7 +261,9 @@ function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
     const who =
       s.key === ANNOTATION_CREATED_BY
         ? 'the user who created the Operation'
-        : `the user who set ${ANNOTATION_APPROVE}: "true"`;
+        : s.key === ANNOTATION_RECONCILE_REQUESTED_BY
+          ? `the user who set a new ${ANNOTATION_RECONCILE} value`
+          : `the user who set ${ANNOTATION_APPROVE}: "true"`;
     problems.push(
       invalid(
         annotationPath(s.key),

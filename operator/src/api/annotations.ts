@@ -75,6 +75,12 @@ export function watchProcessedAnnotation(watchOperationName: string): string {
 /** Written by the mutating webhook at CREATE on an Operation: the requesting user. Users cannot set or change it. */
 export const ANNOTATION_CREATED_BY = `${OPS_GROUP}/created-by`;
 /**
+ * Written by the mutating webhook on an Operation when ops.vworkspace.io/reconcile gets a new value: the
+ * requesting user, who passed the type verb on the target (a re-run is the action again). Users cannot
+ * set or change it; the reconciler re-runs a failed Operation only for a request that carries it.
+ */
+export const ANNOTATION_RECONCILE_REQUESTED_BY = `${OPS_GROUP}/reconcile-requested-by`;
+/**
  * Written by the operator on an Operation: the last ops.vworkspace.io/reconcile value it acted on, so
  * each new value is acted on exactly once (also across restarts).
  */

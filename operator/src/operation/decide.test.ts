@@ -1,5 +1,6 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { ANNOTATION_RECONCILE_REQUESTED_BY } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { ChildManifest, EngineAdapter } from '../engines/types.ts';
@@ -90,6 +91,7 @@ class Harness {
   }
 }
 
+const REQUESTED_BY = ANNOTATION_RECONCILE_REQUESTED_BY;
 describe('decide: the happy path', () => {
   it('creates one child, runs, succeeds with outputs; conditions and events follow', () => {
     const h = new Harness(operation('b'));
@@ -425,7 +427,7 @@ describe('decide: policies', () => {
     h.step();
     expect(h.op.status?.phase).toBe('Failed');
     h.factsOver = {};
-    h.annotate({ 'ops.vworkspace.io/reconcile': '1' });
+    h.annotate({ 'ops.vworkspace.io/reconcile': '1', [REQUESTED_BY]: 'alice' });
     const d = h.step();
     expect(d.reconcileHandled).toBe('1');
     expect(d.create).toHaveLength(1);
@@ -436,11 +438,27 @@ describe('decide: policies', () => {
 
     const bad = new Harness(operation('c', { parameters: { ttl: 'x' } }));
     bad.step();
-    bad.annotate({ 'ops.vworkspace.io/reconcile': 'now' });
+    bad.annotate({ 'ops.vworkspace.io/reconcile': 'now', [REQUESTED_BY]: 'alice' });
     const ignored = bad.step();
     expect(ignored.reconcileHandled).toBe('now');
     expect(bad.op.status?.phase).toBe('Failed');
     expect(ignored.events).toEqual([expect.objectContaining({ reason: 'ReconcileIgnored' })]);
+  });
+
+  it('re-runs only a request the webhook judged: one without reconcile-requested-by is ignored, once', () => {
+    const h = new Harness(operation('b'));
+    h.factsOver = { target: instance('app', { capabilities: {} }) };
+    h.step();
+    h.factsOver = {};
+    h.annotate({ 'ops.vworkspace.io/reconcile': '1' });
+    const d = h.step();
+    expect(d.create ?? []).toEqual([]);
+    expect(d.reconcileHandled).toBe('1');
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(d.events).toEqual([
+      expect.objectContaining({ reason: 'ReconcileIgnored', note: expect.stringContaining(REQUESTED_BY) }),
+    ]);
+    expect(h.step().events).toEqual([]);
   });
 });
 
@@ -567,7 +585,7 @@ describe('decide: issue 14 policies', () => {
     expect(late.op.status?.phase).toBe('Failed');
     expect(late.cond('Succeeded')?.reason).toBe('EngineNotInstalled');
     late.factsOver = {};
-    late.annotate({ 'ops.vworkspace.io/reconcile': '1' });
+    late.annotate({ 'ops.vworkspace.io/reconcile': '1', [REQUESTED_BY]: 'alice' });
     expect(late.step().create).toHaveLength(1);
   });
 
