@@ -3,20 +3,21 @@
 // one lookup answers "the Operations on this target" without scanning the namespace.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { LABEL_CRON_OPERATION, LABEL_WATCH_OPERATION } from './api/annotations.ts';
 import type { ApplicationInstance } from './api/applicationinstance.ts';
 import type { Operation } from './api/operation.ts';
 import { releaseRef } from './instance/status.ts';
 import { type Informer, keyOf } from './runtime/index.ts';
+import { type SchedulerKind, schedulerOwner } from './schedule/owner.ts';
 
 type Index<T> = { name: string; fn: (obj: T) => string | readonly string[] | undefined };
 
-function labelIndex(name: string, label: string): Index<Operation> {
+/** Operations by `namespace/<uid>` of the scheduler of `kind` their controller ownerReference names. */
+function ownerIndex(name: string, kind: SchedulerKind): Index<Operation> {
   return {
     name,
     fn: (o) => {
-      const v = o.metadata.labels?.[label];
-      return v ? keyOf(o.metadata.namespace, v) : undefined;
+      const uid = schedulerOwner(o, kind)?.uid;
+      return uid ? keyOf(o.metadata.namespace, uid) : undefined;
     },
   };
 }
@@ -27,11 +28,14 @@ export const OPERATIONS_BY_TARGET: Index<Operation> = {
   fn: (o) => keyOf(o.metadata.namespace, o.spec.targetRef.name),
 };
 
-/** Operations by `namespace/<CronOperation>` (the ops.vworkspace.io/cron-operation label). */
-export const OPERATIONS_BY_CRON = labelIndex('operations:cron-operation', LABEL_CRON_OPERATION);
+/**
+ * Operations by `namespace/<CronOperation uid>` of their controller ownerReference: what the CronOperation
+ * created, never what a label (which anyone who may edit an Operation sets) claims.
+ */
+export const OPERATIONS_BY_CRON = ownerIndex('operations:cron-owner', 'CronOperation');
 
-/** Operations by `namespace/<WatchOperation>` (the ops.vworkspace.io/watch-operation label). */
-export const OPERATIONS_BY_WATCH = labelIndex('operations:watch-operation', LABEL_WATCH_OPERATION);
+/** Operations by `namespace/<WatchOperation uid>` of their controller ownerReference. */
+export const OPERATIONS_BY_WATCH = ownerIndex('operations:watch-owner', 'WatchOperation');
 
 /** Operations by `namespace/<Operation>` of each Operation their spec.parametersFrom reads (operationRef). */
 export const OPERATIONS_BY_PARAMETER_SOURCE: Index<Operation> = {

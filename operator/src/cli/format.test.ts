@@ -105,9 +105,21 @@ describe('kubectl vws requests', () => {
 
   it('finds the run-now Operations and the history of an object', () => {
     expect(manualRunPrefix(cronOp(), 'r1')).toMatch(/^nightly-m[0-9a-f]{7}$/);
-    expect(historyQuery({ kind: 'cronoperation', name: 'nightly' }, undefined).labelSelector).toBe(
-      'ops.vworkspace.io/cron-operation=nightly',
-    );
+    const cron = historyQuery({ kind: 'cronoperation', name: 'nightly' }, undefined);
+    expect(cron.labelSelector).toBe('ops.vworkspace.io/cron-operation=nightly');
+    // The label narrows the list; only the Operations the CronOperation controls are its history.
+    const ref = {
+      apiVersion: 'ops.vworkspace.io/v1alpha1',
+      kind: 'CronOperation',
+      name: 'nightly',
+      uid: 'u',
+    };
+    const owned = {
+      ...op('x'),
+      metadata: { ...op('x').metadata, ownerReferences: [{ ...ref, controller: true }] },
+    };
+    expect(cron.keep(owned)).toBe(true);
+    expect(cron.keep(op('labelled-by-hand'))).toBe(false);
     const q = historyQuery({ kind: 'applicationinstance', name: 'shop' }, 'backup');
     expect(q.labelSelector).toBeUndefined();
     expect(q.keep(op('x'))).toBe(true);

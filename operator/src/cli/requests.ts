@@ -14,6 +14,7 @@ import {
 } from '../api/index.ts';
 import type { Template } from '../catalog/index.ts';
 import { runId } from '../schedule/cron-decide.ts';
+import { schedulerOwner } from '../schedule/owner.ts';
 import type { ObjectRef } from './args.ts';
 
 export const runNowPatch = (value: string) => ({
@@ -83,10 +84,14 @@ export function historyQuery(
   type: string | undefined,
 ): { labelSelector?: string; keep: (op: Operation) => boolean } {
   const ofType = (op: Operation) => type === undefined || op.spec.type.toLowerCase() === type.toLowerCase();
+  // The label narrows the list on the server; what the scheduler really created is its controller reference
+  // (anyone who may edit an Operation can set the label).
+  const createdBy = (kind: 'CronOperation' | 'WatchOperation') => (op: Operation) =>
+    schedulerOwner(op, kind)?.name === ref?.name && ofType(op);
   if (ref?.kind === 'cronoperation')
-    return { labelSelector: `${LABEL_CRON_OPERATION}=${ref.name}`, keep: ofType };
+    return { labelSelector: `${LABEL_CRON_OPERATION}=${ref.name}`, keep: createdBy('CronOperation') };
   if (ref?.kind === 'watchoperation')
-    return { labelSelector: `${LABEL_WATCH_OPERATION}=${ref.name}`, keep: ofType };
+    return { labelSelector: `${LABEL_WATCH_OPERATION}=${ref.name}`, keep: createdBy('WatchOperation') };
   if (ref?.kind === 'applicationinstance')
     return { keep: (op) => op.spec.targetRef?.name === ref.name && ofType(op) };
   return { keep: ofType };

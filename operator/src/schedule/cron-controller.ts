@@ -1,14 +1,15 @@
 // The CronOperation controller: the thin shell around decideCron (cron-decide.ts).
 //
 // Triggers: a CronOperation's spec, labels or annotations change (skip-next, run-now), one of its
-// Operations (label ops.vworkspace.io/cron-operation) is added, changes phase or is deleted (a queued
+// Operations (controller ownerReference, owner.ts) is added, changes phase or is deleted (a queued
 // target may start), and the requeue at exactly the next slot (on the injected Clock: no polling).
 // ApplicationInstances are read from a cache (fleet targets, object.* substitutions, the paused
 // annotation); only resuming a paused one triggers (a queued request may run): a fleet's targets are
 // chosen when a run starts.
 //
 // Order of writes, chosen so a crash anywhere never runs a slot twice: skip-next removal, cancels,
-// create (deterministic name; AlreadyExists ⇒ adopt), then, in a second pass queued behind the other
+// create (deterministic name; AlreadyExists ⇒ adopt when its controller is this CronOperation, else the
+// run is refused: a pre-created Operation never stands in for a run), then, in a second pass queued behind the other
 // runs due at the same slot, pruning and status.lastScheduleTime. A restart between create and status
 // decides the same slot again and adopts. What this process handled is also kept in
 // memory, so a reconcile that runs on a cache that has not yet seen our own status write never handles a
@@ -28,7 +29,6 @@ import {
   CRON_OPERATION,
   type CronOperation,
   type CronOperationStatus,
-  LABEL_CRON_OPERATION,
   OPERATION,
   type Operation,
 } from '../api/index.ts';
@@ -61,7 +61,8 @@ import { CRON_EVENT, decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { isRefusal, refuseCronRuns } from './refused.ts';
+import { schedulerOwner } from './owner.ts';
+import { isRefusal, nameTakenError, refuseCronRuns } from './refused.ts';
 import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
@@ -124,7 +125,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
       created.forget(ctx.key);
       return {};
     }
-    const ops = created.merge(ctx.key, operationsOf(ns, ctx.name));
+    const ops = created.merge(ctx.key, operationsOf(ns, cron.metadata.uid ?? ''));
     const status = trustedStatus(ctx.key, cron);
     const now = new Date(clock.now());
     let plan = decideCron({ ...cron, ...(status ? { status } : {}) }, ops, now, instances.list(ns));
@@ -152,12 +153,25 @@ export function createCronController(deps: CronControllerDeps): CronController {
     for (const op of plan.create) {
       let res: Awaited<ReturnType<typeof createOrAdopt>>;
       try {
-        res = await createOrAdopt(deps.client, op, ctx.signal);
+        res = await createOrAdopt(
+          deps.client,
+          op,
+          { kind: 'CronOperation', uid: cron.metadata.uid },
+          ctx.signal,
+        );
       } catch (err) {
         // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
         if (!isRefusal(err)) throw err;
         ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
         refused.push({ op, err });
+        continue;
+      }
+      if (res.taken) {
+        ctx.log.warn(
+          { operation: op.metadata.name },
+          'Operation name taken by one this CronOperation did not create',
+        );
+        refused.push({ op, err: nameTakenError(CRON_OPERATION.kind, res.op) });
         continue;
       }
       if (res.adopted) adopted.add(res.op.metadata.name ?? '');
@@ -202,7 +216,8 @@ export function createCronController(deps: CronControllerDeps): CronController {
     }
     for (const name of plan.prune) {
       ctx.log.info({ operation: name }, 'deleting Operation beyond the history limit');
-      await deleteOperation(deps.client, ns, name, ctx.signal);
+      const uid = ops.find((o) => o.metadata.name === name)?.metadata.uid;
+      await deleteOperation(deps.client, ns, name, uid, ctx.signal);
     }
     if (!jsonEqual(cron.status ?? {}, plan.status)) {
       const written = await deps.writer.applyStatus<CronOperation>(identity, plan.status, opts);
@@ -235,7 +250,7 @@ export function createCronController(deps: CronControllerDeps): CronController {
   });
   controller.watch(operations, {
     map: (op) => {
-      const owner = op.metadata.labels?.[LABEL_CRON_OPERATION];
+      const owner = schedulerOwner(op, 'CronOperation')?.name;
       return owner ? keyOf(op.metadata.namespace, owner) : undefined;
     },
     updatePredicate: phaseChanged,

@@ -5,6 +5,7 @@
 // Operation is created again. A refusal is a 4xx that retrying the same request cannot change; anything
 // else (5xx, a webhook lookup that failed, the network) is retried with backoff instead.
 import {
+  ANNOTATION_CREATED_BY,
   ANNOTATION_RUN_NOW,
   ANNOTATION_SCHEDULED_TIME,
   CONDITION_READY,
@@ -30,6 +31,17 @@ export interface Refusal {
   what: string;
   /** The API server's message (the webhook's denial names the field and what to do). */
   message: string;
+}
+
+/**
+ * Why a run's name is not ours: an Operation of that name exists whose controller is not this scheduler
+ * (someone pre-created it). It is never adopted: its outcome is not the run's.
+ */
+export function nameTakenError(kind: string, existing: Operation): Error {
+  const by = existing.metadata.annotations?.[ANNOTATION_CREATED_BY];
+  return new Error(
+    `Operation ${existing.metadata.name} already exists and was not created by this ${kind} (its controller ownerReference is not this ${kind}${by ? `; created by ${by}` : ''}), so it is not taken as this run and nothing runs for it. Find out who created it and delete it; the next run uses its own name`,
+  );
 }
 
 /** Why creating `operation` failed, from the API server's error (its message never holds Secret data). */

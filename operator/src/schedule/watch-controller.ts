@@ -18,7 +18,6 @@ import {
   ANNOTATION_TRIGGER,
   APPLICATION_INSTANCE,
   type ApplicationInstance,
-  LABEL_WATCH_OPERATION,
   OPERATION,
   type Operation,
   WATCH_OPERATION,
@@ -50,7 +49,8 @@ import {
 } from '../runtime/index.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
 import { cancelOperation, createOrAdopt, deleteOperation } from './operations-io.ts';
-import { isRefusal, type Refusal, refusalOf, withRefusals } from './refused.ts';
+import { schedulerOwner } from './owner.ts';
+import { isRefusal, nameTakenError, type Refusal, refusalOf, withRefusals } from './refused.ts';
 import { CreatedOperations, olderThan, phaseChanged } from './shell.ts';
 
 export { olderThan };
@@ -139,7 +139,7 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     }
     const status = trustedStatus(ctx.key, watch);
     const view = instances.list(ns).map((i) => trustedInstance(ctx.name, i));
-    const ops = created.merge(ctx.key, operationsOf(ns, ctx.name));
+    const ops = created.merge(ctx.key, operationsOf(ns, watch.metadata.uid ?? ''));
     const now = new Date(clock.now());
     let plan = decideWatch({ ...watch, ...(status ? { status } : {}) }, view, ops, now);
     const uid = watch.metadata.uid ?? '';
@@ -152,20 +152,28 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     const refusals: Refusal[] = [];
     for (const op of plan.create) {
       let r: Awaited<ReturnType<typeof createOrAdopt>>;
+      const trigger = op.metadata.annotations?.[ANNOTATION_TRIGGER] ?? 'a trigger';
+      const what = `${trigger} on ApplicationInstance ${op.spec.targetRef.name}`;
       try {
-        r = await createOrAdopt(deps.client, op, ctx.signal);
+        r = await createOrAdopt(
+          deps.client,
+          op,
+          { kind: 'WatchOperation', uid: watch.metadata.uid },
+          ctx.signal,
+        );
       } catch (err) {
         // A refusal is said in status and an Event (refused.ts); anything else is retried with backoff.
         if (!isRefusal(err)) throw err;
         ctx.log.warn({ operation: op.metadata.name, err: String(err) }, 'Operation refused');
-        const trigger = op.metadata.annotations?.[ANNOTATION_TRIGGER] ?? 'a trigger';
-        refusals.push(
-          refusalOf(
-            op.metadata.name ?? '',
-            `${trigger} on ApplicationInstance ${op.spec.targetRef.name}`,
-            err,
-          ),
+        refusals.push(refusalOf(op.metadata.name ?? '', what, err));
+        continue;
+      }
+      if (r.taken) {
+        ctx.log.warn(
+          { operation: op.metadata.name },
+          'Operation name taken by one this WatchOperation did not create',
         );
+        refusals.push(refusalOf(op.metadata.name ?? '', what, nameTakenError(WATCH_OPERATION.kind, r.op)));
         continue;
       }
       created.add(ctx.key, r.op);
@@ -207,7 +215,8 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
     }
     for (const name of plan.prune) {
       ctx.log.info({ operation: name }, 'deleting Operation beyond the history limit');
-      await deleteOperation(deps.client, ns, name, ctx.signal);
+      const opUid = ops.find((o) => o.metadata.name === name)?.metadata.uid;
+      await deleteOperation(deps.client, ns, name, opUid, ctx.signal);
     }
     const identity = {
       apiVersion: WATCH_OPERATION.apiVersion,
@@ -246,7 +255,7 @@ export function createWatchController(deps: WatchControllerDeps): WatchControlle
   });
   controller.watch(operations, {
     map: (op) => {
-      const owner = op.metadata.labels?.[LABEL_WATCH_OPERATION];
+      const owner = schedulerOwner(op, 'WatchOperation')?.name;
       return owner ? keyOf(op.metadata.namespace, owner) : undefined;
     },
     updatePredicate: phaseChanged,
