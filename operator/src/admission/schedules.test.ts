@@ -93,7 +93,7 @@ describe('CronOperation admission', () => {
     const old = aCronOperation({ schedule: 'not a schedule at all' });
     const annotated = {
       ...old,
-      metadata: { ...old.metadata, annotations: { 'ops.vworkspace.io/skip-next': 'true' } },
+      metadata: { ...old.metadata, labels: { team: 'a' }, annotations: { 'example.com/note': 'x' } },
     };
     const req = aRequest(annotated, { operation: 'UPDATE', oldObject: old });
     expect(schedulerNeeds('CronOperation', req)).toEqual({ access: [] });
@@ -173,6 +173,54 @@ describe('run-now (ops.vworkspace.io/run-now on a CronOperation)', () => {
     const removed = aRequest(aCronOperation(), { operation: 'UPDATE', oldObject: withRunNow('t1') });
     expect(schedulerNeeds('CronOperation', removed)).toEqual({ access: [] });
     expect(decideScheduler('CronOperation', removed, someFacts({ checks: [] })).allowed).toBe(true);
+  });
+
+  it('refuses a value longer than status.manualRun can record, at its annotation, on update and create', () => {
+    const long = 'x'.repeat(257);
+    const res = decideScheduler('CronOperation', update(long), someFacts());
+    expect(res.status?.code).toBe(422);
+    expect(causesOf(res)).toEqual([
+      { field: `metadata.annotations[${RUN_NOW}]`, message: expect.stringContaining('(got 257)') },
+    ]);
+    expect(fieldsOf(decideScheduler('CronOperation', aRequest(withRunNow(long)), someFacts()))).toEqual([
+      `metadata.annotations[${RUN_NOW}]`,
+    ]);
+    expect(decideScheduler('CronOperation', update('x'.repeat(256)), someFacts()).allowed).toBe(true);
+  });
+});
+
+describe('skip-next (ops.vworkspace.io/skip-next on a CronOperation)', () => {
+  const SKIP = 'ops.vworkspace.io/skip-next';
+  const withSkip = (value?: string) => {
+    const c = aCronOperation();
+    return value === undefined ? c : { ...c, metadata: { ...c.metadata, annotations: { [SKIP]: value } } };
+  };
+  const update = (value?: string, oldValue?: string) =>
+    aRequest(withSkip(value), { operation: 'UPDATE', oldObject: withSkip(oldValue) });
+
+  it('skipping a run needs the type verb on the target, as editing the schedule does', () => {
+    expect(schedulerNeeds('CronOperation', update('true'))).toEqual({
+      access: [{ verb: 'backup', name: 'shop' }],
+    });
+    const denied = decideScheduler(
+      'CronOperation',
+      update('true'),
+      someFacts({ allow: (c) => ({ ok: true, value: { allowed: c.verb !== 'backup' } }) }),
+    );
+    expect(denied.status?.code).toBe(403);
+    expect(causesOf(denied)).toEqual([
+      {
+        field: `metadata.annotations[${SKIP}]`,
+        message: expect.stringContaining("skips the schedule's next run"),
+      },
+    ]);
+    expect(decideScheduler('CronOperation', update('true'), someFacts()).allowed).toBe(true);
+  });
+
+  it('keeping it, or removing it (the run happens as scheduled), needs nothing', () => {
+    expect(schedulerNeeds('CronOperation', update('true', 'true'))).toEqual({ access: [] });
+    expect(schedulerNeeds('CronOperation', update(undefined, 'true'))).toEqual({ access: [] });
+    expect(schedulerNeeds('CronOperation', update('false'))).toEqual({ access: [] });
   });
 });
 

@@ -14,11 +14,15 @@
 //      Restore through the operator's identity.
 //   6. the parameters ask for nothing the template does not grant, judged for the requester (who is the
 //      authority behind every Operation the scheduler creates)
-// On UPDATE that sets a new ops.vworkspace.io/run-now value on a CronOperation, only 5 (and the template's
-// parametersFrom reads) is checked: asking for a run now is running the template, so it needs the same
-// verb as creating that Operation would; the run-as grants were judged for the spec's editor (6).
+// On UPDATE that sets a new ops.vworkspace.io/run-now value, or sets ops.vworkspace.io/skip-next to
+// "true", on a CronOperation, only 5 (and the template's parametersFrom reads) is checked: asking for a
+// run now is running the template, and skipping a run changes what the schedule does as much as editing
+// it, so each needs the same verb as creating that Operation would; the run-as grants were judged for
+// the spec's editor (6). A run-now value longer than status.manualRun can record (256 characters) is
+// refused at its annotation whenever it is set.
 
-import { ANNOTATION_RUN_NOW } from '../api/annotations.ts';
+import { ANNOTATION_RUN_NOW, ANNOTATION_SKIP_NEXT } from '../api/annotations.ts';
+import { MAX_RUN_NOW_LENGTH } from '../api/cronoperation.ts';
 import { matchTemplateTarget, type Template } from '../catalog/index.ts';
 import { validateSchedule } from '../schedule/cron.ts';
 import { fromProblem, parameterProblem } from '../schedule/trigger-parameters.ts';
@@ -67,11 +71,40 @@ function needsCheck(req: AdmissionRequest): boolean {
   return !jsonEqual(specOf(req.oldObject), specOf(req.object));
 }
 
-/** An UPDATE of a CronOperation that asks for a run now (a new, non-empty run-now value). */
-function runNowRequested(kind: SchedulerKind, req: AdmissionRequest): boolean {
-  if (kind !== 'CronOperation' || req.operation !== 'UPDATE') return false;
+/** A new, non-empty run-now value on a CronOperation (at CREATE, or changed by an UPDATE). */
+function newRunNow(kind: SchedulerKind, req: AdmissionRequest): string | undefined {
+  if (kind !== 'CronOperation') return undefined;
   const value = annotationsOf(req.object)[ANNOTATION_RUN_NOW];
-  return !!value && value !== annotationsOf(req.oldObject)[ANNOTATION_RUN_NOW];
+  if (!value) return undefined;
+  return req.operation === 'UPDATE' && value === annotationsOf(req.oldObject)[ANNOTATION_RUN_NOW]
+    ? undefined
+    : value;
+}
+
+/**
+ * The control annotations an UPDATE of a CronOperation sets that need the type verb: a new run-now value
+ * (a run now), skip-next becoming "true" (a run skipped).
+ */
+function controlRequests(kind: SchedulerKind, req: AdmissionRequest): string[] {
+  if (kind !== 'CronOperation' || req.operation !== 'UPDATE') return [];
+  const skip = (o: unknown) => annotationsOf(o)[ANNOTATION_SKIP_NEXT] === 'true';
+  return [
+    ...(newRunNow(kind, req) !== undefined ? [ANNOTATION_RUN_NOW] : []),
+    ...(skip(req.object) && !skip(req.oldObject) ? [ANNOTATION_SKIP_NEXT] : []),
+  ];
+}
+
+/** A run-now value status.manualRun cannot record, refused at its annotation. */
+function checkRunNowLength(kind: SchedulerKind, req: AdmissionRequest): Problem[] {
+  const value = newRunNow(kind, req);
+  if (value === undefined || value.length <= MAX_RUN_NOW_LENGTH) return [];
+  return [
+    invalid(
+      annotationPath(ANNOTATION_RUN_NOW),
+      `Too long: may not be longer than ${MAX_RUN_NOW_LENGTH} characters (got ${value.length}); use a short value such as a timestamp ($(date -u +%FT%TZ))`,
+      'FieldValueTooLong',
+    ),
+  ];
 }
 
 /** A CronOperation that targets a fleet (spec.targetSelector) instead of one instance. */
@@ -84,7 +117,7 @@ export function schedulerNeeds(
   req: AdmissionRequest,
   templates?: Pick<Facts, 'templates'>,
 ): Needs {
-  const runNowOnly = !needsCheck(req) && runNowRequested(kind, req);
+  const runNowOnly = !needsCheck(req) && controlRequests(kind, req).length > 0;
   if (!needsCheck(req) && !runNowOnly) return { access: [] };
   const spec = specOf(req.object);
   const fixed = kind === 'CronOperation' && !isFleet(kind, spec);
@@ -107,10 +140,13 @@ export function schedulerNeeds(
 
 export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, facts: Facts): AdmissionResponse {
   if (!needsCheck(req)) {
-    return runNowRequested(kind, req) ? decideRunNow(req, facts) : allow(req.uid);
+    const controls = controlRequests(kind, req);
+    const tooLong = checkRunNowLength(kind, req);
+    if (controls.length === 0 && tooLong.length === 0) return allow(req.uid);
+    return respond(req.uid, [...tooLong, ...controlAccess(req, facts, controls)]);
   }
   const namespace = req.namespace ?? '';
-  const problems: Problem[] = [];
+  const problems: Problem[] = [...checkRunNowLength(kind, req)];
   const warnings: string[] = [];
   const spec = specOf(req.object);
   if (!isRecord(spec)) {
@@ -202,8 +238,16 @@ function schedulerAccess(
   );
 }
 
-/** A run-now request: the requester must be allowed to run the template's type on its targets. */
-function decideRunNow(req: AdmissionRequest, facts: Facts): AdmissionResponse {
+const CONTROL_WHY: Record<string, string> = {
+  [ANNOTATION_RUN_NOW]: 'runs the template now',
+  [ANNOTATION_SKIP_NEXT]: "skips the schedule's next run, which is editing the schedule",
+};
+
+/**
+ * A run-now or skip-next request: the requester must be allowed to run the template's type on its
+ * targets, as editing the CronOperation would need. Each problem is reported at each annotation set.
+ */
+function controlAccess(req: AdmissionRequest, facts: Facts, keys: readonly string[]): Problem[] {
   const spec = specOf(req.object);
   const fleet = isFleet('CronOperation', spec);
   const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: !fleet });
@@ -222,12 +266,14 @@ function decideRunNow(req: AdmissionRequest, facts: Facts): AdmissionResponse {
         facts,
       ),
     ),
-  ].map((p) => ({
-    ...p,
-    field: annotationPath(ANNOTATION_RUN_NOW),
-    message: `${p.message} (${ANNOTATION_RUN_NOW} runs the template now, which needs the same permission)`,
-  }));
-  return respond(req.uid, problems);
+  ];
+  return keys.flatMap((key) =>
+    problems.map((p) => ({
+      ...p,
+      field: annotationPath(key),
+      message: `${p.message} (${key} ${CONTROL_WHY[key]}, which needs the same permission)`,
+    })),
+  );
 }
 
 interface Substitution {

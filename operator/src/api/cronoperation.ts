@@ -128,18 +128,25 @@ export const MissedSlotSchema = Type.Object(
 );
 export type MissedSlot = Static<typeof MissedSlotSchema>;
 
-export const MANUAL_RUN_PHASES = ['Pending', 'Created'] as const;
+export const MANUAL_RUN_PHASES = ['Pending', 'Created', 'Refused'] as const;
+
+/** The longest ops.vworkspace.io/run-now value: the webhook refuses longer ones, the controller records them as Refused. */
+export const MAX_RUN_NOW_LENGTH = 256;
 
 export const ManualRunSchema = Type.Object(
   {
     request: Type.String({
-      description: 'The ops.vworkspace.io/run-now value acted on; the same value never runs twice.',
-      maxLength: 256,
+      description:
+        'The ops.vworkspace.io/run-now value acted on; the same value never runs twice. A value longer than 256 characters is recorded as sha256:<hex of it> (phase Refused).',
+      maxLength: MAX_RUN_NOW_LENGTH,
     }),
     phase: StringEnum(MANUAL_RUN_PHASES, {
       description:
-        'Created (its Operations exist) or Pending (waiting in status.queue: concurrencyPolicy Forbid while an Operation for the target runs, maxConcurrent reached, or the target is paused).',
+        'Created (its Operations exist), Pending (waiting in status.queue: concurrencyPolicy Forbid while an Operation for the target runs, maxConcurrent reached, or the target is paused) or Refused (the value is longer than 256 characters; nothing runs: set a shorter one).',
     }),
+    message: Type.Optional(
+      Type.String({ description: 'Why the request was refused (phase Refused).', maxLength: 1024 }),
+    ),
     time: DateTime({ description: 'When the request was acted on.' }),
     operation: Type.Optional(
       Type.String({ description: 'The Operation created (one-target CronOperations).', maxLength: 253 }),
@@ -156,7 +163,7 @@ export const RunQueueSchema = Type.Object(
     }),
     scheduledTime: DateTime({ description: 'The slot (or when the run-now request was acted on).' }),
     request: Type.Optional(
-      Type.String({ description: 'The run-now value (reason manual).', maxLength: 256 }),
+      Type.String({ description: 'The run-now value (reason manual).', maxLength: MAX_RUN_NOW_LENGTH }),
     ),
     targets: Type.Array(Type.String({ description: 'An ApplicationInstance.', maxLength: 63 }), {
       description: 'The instances still waiting for their Operation, in the order they start.',

@@ -27,6 +27,7 @@ import {
   LABEL_CRON_OPERATION,
   MAX_OPERATION_NAME_LENGTH,
   MAX_QUEUED_RUNS,
+  MAX_RUN_NOW_LENGTH,
   type ManualRun,
   type MissedSlot,
   OPERATION,
@@ -65,6 +66,7 @@ export const CRON_EVENT = {
   RunSkippedPaused: 'RunSkippedPaused',
   ReplacingOperation: 'ReplacingOperation',
   RunNowPending: 'RunNowPending',
+  RunNowRefused: 'RunNowRefused',
   RunQueued: 'RunQueued',
   QueuedRunDropped: 'QueuedRunDropped',
   TriggerParameterMissing: 'TriggerParameterMissing',
@@ -116,6 +118,11 @@ function parseTime(s: string | undefined): Date | undefined {
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** How status.manualRun records a run-now value: itself, or `sha256:<hex>` when it is too long to hold. */
+export function recordedRequest(value: string): string {
+  return value.length <= MAX_RUN_NOW_LENGTH ? value : `sha256:${sha256(value)}`;
+}
 
 /** The run's part of an Operation name: the slot's unix minutes, or `m` and 7 hex of the run-now value. */
 export function runId(run: CronRun): string {
@@ -563,9 +570,17 @@ export function decideCron(
   }
 
   // A run-now request: each new value runs once (suspend does not stop it, as with
-  // `kubectl create job --from=cronjob/<name>`).
+  // `kubectl create job --from=cronjob/<name>`). One longer than status.manualRun can hold (the webhook
+  // refuses it; it reached us without the webhook) is recorded as Refused by its digest, once.
   const request = cron.metadata.annotations?.[ANNOTATION_RUN_NOW];
-  if (request && request !== prev.manualRun?.request) start({ reason: 'manual', time: now, request });
+  if (request && recordedRequest(request) !== prev.manualRun?.request) {
+    if (request.length <= MAX_RUN_NOW_LENGTH) start({ reason: 'manual', time: now, request });
+    else {
+      const message = `${ANNOTATION_RUN_NOW} is ${request.length} characters long, more than ${MAX_RUN_NOW_LENGTH}: nothing runs; set a shorter value, such as a timestamp`;
+      manualRun = { request: recordedRequest(request), phase: 'Refused', time: formatTime(now), message };
+      events.push({ type: 'Warning', reason: CRON_EVENT.RunNowRefused, note: message });
+    }
+  }
 
   if (handled && (!lastSchedule || handled.getTime() > lastSchedule.getTime())) plan.handledSlot = handled;
   const lastScheduleTime = plan.handledSlot ? formatTime(plan.handledSlot) : prev.lastScheduleTime;

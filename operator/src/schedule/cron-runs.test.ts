@@ -1,5 +1,6 @@
 // decideCron beyond one slot for one target: run-now requests (ops.vworkspace.io/run-now), fleets
 // (spec.targetSelector), maxConcurrent and its queue, and parametersFromTrigger.
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ANNOTATION_TRIGGER } from '../api/index.ts';
 import { CRON_EVENT, runOperationName } from './cron-decide.ts';
@@ -39,6 +40,27 @@ describe('decideCron: run-now', () => {
     // A new value is a new request.
     runNow(w, 'again');
     expect(w.reconcile().create.map((o) => o.metadata.name)).toEqual([manualName('again')]);
+  });
+
+  it('records a value longer than status.manualRun holds as Refused, by its digest, once; nothing runs', () => {
+    const w = new CronWorld(cronOp(), '2025-06-01T00:10:00Z');
+    w.reconcile();
+    runNow(w, 'x'.repeat(300));
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(plan.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: CRON_EVENT.RunNowRefused }),
+    ]);
+    expect(plan.events[0]?.note).toContain('300 characters long, more than 256');
+    expect(w.cron.status?.manualRun).toMatchObject({
+      request: `sha256:${createHash('sha256').update('x'.repeat(300)).digest('hex')}`,
+      phase: 'Refused',
+    });
+    expect(w.cron.status?.manualRun?.request.length).toBeLessThanOrEqual(256);
+    expect(w.reconcile().events).toEqual([]);
+    // A short value afterwards runs as usual.
+    runNow(w, 'short');
+    expect(w.reconcile().create.map((o) => o.metadata.name)).toEqual([manualName('short')]);
   });
 
   it('is idempotent across a restart that lost the status write: the same name is adopted', () => {
