@@ -15,13 +15,12 @@ import {
   LABEL_CRON_OPERATION,
 } from '../../../operator/src/api/annotations.ts';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
-import type { Operation } from '../../../operator/src/api/operation.ts';
 import type { WatchOperation } from '../../../operator/src/api/watchoperation.ts';
 import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import { childName, NAME_LIMITS } from '../../../operator/src/engines/names.ts';
 import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { operationForTrigger } from '../../../operator/src/schedule/watch-decide.ts';
-import { startWorld, type World } from './harness.ts';
+import { RUNNER_SERVICE_ACCOUNT, startWorld, type World } from './harness.ts';
 import {
   APPS,
   annotate,
@@ -63,6 +62,8 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
   let firstSlot = 0;
   /** The name of that slot's Operation of `alice-slot`, pre-created by eve. */
   let squatted = '';
+  /** A namespace the webhooks do not select, once a test made it (unjudged()). */
+  let unjudgedNs: string | undefined;
 
   beforeAll(async () => {
     w = await startWorld();
@@ -138,6 +139,7 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
     });
   });
   afterAll(async () => {
+    if (unjudgedNs) await w.admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${unjudgedNs}` });
     await w?.stop();
   });
 
@@ -231,16 +233,24 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
     expect(still.status?.phase).toBe('Succeeded');
   });
 
-  it('hole 6: re-running a failed Operation needs the type verb on its target', async () => {
-    await w.operation(w.as('alice'), a, 'flaky', runCommand({ policy: { requiresApproval: true } }));
-    const op = await w.waitFor('flaky to wait for approval', async () => {
-      const o = await w.getOperation(a, 'flaky');
+  /**
+   * Operation `name` on shop, Failed with a reason a re-run retries: a Job under the first attempt's child
+   * name that the Operation did not create (ChildConflict). `approve` gives the approval it waits for.
+   */
+  async function failedOperation(
+    ns: string,
+    name: string,
+    create: () => Promise<unknown>,
+    approve: () => Promise<unknown>,
+  ): Promise<void> {
+    await create();
+    const op = await w.waitFor(`${name} to wait for approval`, async () => {
+      const o = await w.getOperation(ns, name);
       return o.status?.conditions?.some((c) => c.reason === 'AwaitingApproval') ? o : undefined;
     });
-    // A retryable failure: a Job under the first attempt's child name that the Operation did not create.
     await w.admin.request({
       method: 'POST',
-      path: jobsIn(a),
+      path: jobsIn(ns),
       body: {
         apiVersion: 'batch/v1',
         kind: 'Job',
@@ -255,9 +265,38 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
         },
       },
     });
-    await annotate(w.as('alice'), opPath('flaky'), { 'ops.vworkspace.io/approve': 'true' });
-    const failed = await settled(w, a, 'flaky');
+    await approve();
+    const failed = await settled(w, ns, name);
     expect(failed.succeeded).toMatchObject({ status: 'False', reason: 'ChildConflict' });
+  }
+
+  /** A namespace the webhooks do not select (created once, with what an Operation on shop needs). */
+  async function unjudged(): Promise<string> {
+    if (unjudgedNs) return unjudgedNs;
+    const ns = `${a}-unjudged`;
+    await w.admin.request({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    });
+    unjudgedNs = ns;
+    await w.admin.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns}/serviceaccounts`,
+      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: RUNNER_SERVICE_ACCOUNT } },
+    });
+    await w.instance(ns, 'shop', { runcommand: 'job' });
+    await w.grantProfile('runCommand.job', ns);
+    return ns;
+  }
+
+  it('hole 6: re-running a failed Operation needs the type verb on its target', async () => {
+    await failedOperation(
+      a,
+      'flaky',
+      () => w.operation(w.as('alice'), a, 'flaky', runCommand({ policy: { requiresApproval: true } })),
+      () => annotate(w.as('alice'), opPath('flaky'), { 'ops.vworkspace.io/approve': 'true' }),
+    );
 
     const d = await w.denial(annotate(w.as('mallory'), opPath('flaky'), { [ANNOTATION_RECONCILE]: 'again' }));
     expect(d.code).toBe(403);
@@ -271,6 +310,24 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
       return o.status?.phase === 'Running' ? o : undefined;
     });
     expect(rerun.metadata.annotations?.['ops.vworkspace.io/reconcile-requested-by']).toBe('alice');
+  });
+
+  it('hole 6, the reconciler: a re-run request the webhook never judged starts nothing', async () => {
+    const ns = await unjudged();
+    const path = `${OPS}/namespaces/${ns}/operations/unjudged`;
+    await failedOperation(
+      ns,
+      'unjudged',
+      () => w.operation(w.admin, ns, 'unjudged', runCommand({ policy: { requiresApproval: true } })),
+      () => annotate(w.admin, path, { 'ops.vworkspace.io/approve': 'true' }),
+    );
+    await annotate(w.admin, path, { [ANNOTATION_RECONCILE]: 'again' });
+    const ignored = await eventAbout(w, ns, 'unjudged', 'ReconcileIgnored');
+    expect(ignored.note).toContain('reconcile-requested-by');
+    const op = await w.getOperation(ns, 'unjudged');
+    expect(op.metadata.annotations?.['ops.vworkspace.io/reconcile-handled']).toBe('again');
+    expect(op.status?.phase).toBe('Failed');
+    expect(op.status?.attempts ?? 1).toBe(1);
   });
 
   it('skip-next needs the same verb as editing the schedule', async () => {
@@ -293,30 +350,17 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
 
   it('the operator records a run-now value over 256 characters that reached it as refused, once', async () => {
     // A namespace the webhooks do not select: nothing stops the value before the operator sees it.
-    const ns = `${a}-unjudged`;
-    await w.admin.request({
-      method: 'POST',
-      path: '/api/v1/namespaces',
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    const ns = await unjudged();
+    await createScheduler(w.admin, ns, 'cronoperations', 'long', cronSpec({ schedule: '0 0 1 1 *' }));
+    await annotate(w.admin, `${OPS}/namespaces/${ns}/cronoperations/long`, {
+      [ANNOTATION_RUN_NOW]: 'y'.repeat(300),
     });
-    try {
-      await createScheduler(w.admin, ns, 'cronoperations', 'long', cronSpec({ schedule: '0 0 1 1 *' }));
-      await annotate(w.admin, `${OPS}/namespaces/${ns}/cronoperations/long`, {
-        [ANNOTATION_RUN_NOW]: 'y'.repeat(300),
-      });
-      const cron = await w.waitFor('the request recorded as refused', async () => {
-        const s = await getScheduler(w, ns, 'cronoperations', 'long');
-        return s.status?.manualRun?.phase === 'Refused' ? s : undefined;
-      });
-      expect(cron.status?.manualRun?.message).toContain('256');
-      expect((await eventAbout(w, ns, 'long', 'RunNowRefused')).type).toBe('Warning');
-      const list = await w.admin.request<{ items: Operation[] }>({
-        method: 'GET',
-        path: `${OPS}/namespaces/${ns}/operations`,
-      });
-      expect(list.items).toEqual([]);
-    } finally {
-      await w.admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}` });
-    }
+    const cron = await w.waitFor('the request recorded as refused', async () => {
+      const s = await getScheduler(w, ns, 'cronoperations', 'long');
+      return s.status?.manualRun?.phase === 'Refused' ? s : undefined;
+    });
+    expect(cron.status?.manualRun?.message).toContain('256');
+    expect((await eventAbout(w, ns, 'long', 'RunNowRefused')).type).toBe('Warning');
+    expect(await ownedOperations(w, ns, cron)).toEqual([]);
   });
 });
