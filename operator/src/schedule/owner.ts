@@ -6,8 +6,9 @@
 import type { V1OwnerReference } from '@kubernetes/client-node';
 import { OPS_GROUP } from '../api/constants.ts';
 import type { Operation } from '../api/operation.ts';
+import type { SchedulerKind } from './trigger-parameters.ts';
 
-export type SchedulerKind = 'CronOperation' | 'WatchOperation';
+export type { SchedulerKind };
 
 /** The controller ownerReference of `op` when it names a scheduler of `kind`. */
 export function schedulerOwner(
