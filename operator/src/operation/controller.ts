@@ -35,6 +35,7 @@ import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
 import type { SigningKeySource } from '../identity/signing-key.ts';
 import { verifyStamps } from '../identity/stamp.ts';
 import { indexed, OPERATIONS_BY_PARAMETER_SOURCE, OPERATIONS_BY_TARGET } from '../indexes.ts';
@@ -317,6 +318,26 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       } else if (release.namespace === ns) {
         env.releaseHooks = await readReleaseHooks(deps.client, ns, release.name, signal);
       }
+    }
+    // The WorkflowTemplate's own ServiceAccounts (workflow.ts refuses those outside the template's list).
+    // A ClusterWorkflowTemplate is the platform's, reached only through a template that allows it.
+    const wfRef = op.spec.engine === 'workflow' ? parametersOf(op).workflowTemplateRef : undefined;
+    if (
+      wfRef !== null &&
+      typeof wfRef === 'object' &&
+      !Array.isArray(wfRef) &&
+      typeof (wfRef as { name?: unknown }).name === 'string' &&
+      (wfRef as { clusterScope?: unknown }).clusterScope !== true &&
+      mayMaterialize(op, children)
+    ) {
+      const wft = await readOptional<unknown>(
+        resourcePath(
+          { group: 'argoproj.io', version: 'v1alpha1', plural: 'workflowtemplates', namespace: ns },
+          (wfRef as { name: string }).name,
+        ),
+        signal,
+      );
+      if (wft) env.workflowTemplateServiceAccounts = workflowTemplateServiceAccounts(wft);
     }
     // Resolved only for the one engine that reads it: it scans the namespace's Operations.
     const backupName =
