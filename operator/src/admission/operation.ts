@@ -23,6 +23,7 @@ import { checkActsFor } from './acts-for.ts';
 import { ANNOTATION_CREATED_BY, isApprovalTransition, stampPatch } from './approval.ts';
 import {
   type AccessCheck,
+  accessKey,
   annotationPath,
   annotationsOf,
   type Facts,
@@ -131,7 +132,12 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
     }
     if (template) {
       problems.push(...checkParameters(view, template, 'spec'));
-      problems.push(...checkParametersFrom(view, template, 'spec', facts));
+      problems.push(
+        ...checkParametersFrom(view, template, 'spec', facts, (name) => {
+          const r = requester.access[accessKey({ verb: 'get', resource: 'operations', name })];
+          return r?.ok === true && r.value.allowed;
+        }),
+      );
       problems.push(...checkPolicyFloor(view, template, 'spec'));
       problems.push(...checkGrants(view, template, 'spec', user, namespace, requester));
       for (const a of sourceAccess(view, template, 'spec')) {
