@@ -78,3 +78,20 @@ describe('the reconciler re-checks admission', () => {
     expect(fine.outcome).toBe('satisfied');
   });
 });
+
+describe('parameters past the webhook bounds', () => {
+  it('end with InvalidParameters instead of overflowing schema validation', () => {
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 5000; i++) deep = { x: deep };
+    const r = evaluatePreconditions(operation('b', { parameters: { deep } }), BUILTIN_TEMPLATES, {
+      now: new Date('2025-01-01T12:00:00Z'),
+      target: instance(),
+      rbac: { allowed: true },
+      operations: [],
+      secrets: new Set(),
+      serviceAccounts: new Set(),
+    });
+    expect(r).toMatchObject({ outcome: 'rejected', reason: 'InvalidParameters', permanent: true });
+    expect(r.outcome === 'rejected' && r.message).toContain('nested more than 32 levels');
+  });
+});

@@ -25,6 +25,7 @@ import type { Operation } from '../api/operation.ts';
 import type { InputRecord } from '../api/parameters-from.ts';
 import { CONDITION_READY } from '../api/reasons.ts';
 import { requiredObjects, validateParameters } from '../catalog/parameters.ts';
+import { checkParametersLimits } from '../catalog/parameters-limits.ts';
 import { type EffectivePolicy, effectivePolicy } from '../catalog/policy.ts';
 import { resolveTemplate } from '../catalog/resolve.ts';
 import { matchTemplateTarget } from '../catalog/selectors.ts';
@@ -165,6 +166,16 @@ function validated<T extends Template>(
 ): Resolved<T> {
   const merged =
     Object.keys(inputs).length > 0 ? { ...(op.spec.parameters ?? {}), ...inputs } : op.spec.parameters;
+  // The webhook's bounds, first and without recursion: one stored past it (a 5,000-level object) must
+  // end with a condition, not overflow the stack of schema validation on every reconcile.
+  const limits = checkParametersLimits(merged ?? {});
+  if (!limits.ok) {
+    return {
+      ok: false,
+      reason: 'InvalidParameters',
+      message: `spec.parameters: ${limits.message}. spec.parameters is immutable: create a new Operation with valid parameters.`,
+    };
+  }
   const params = validateParameters(template, merged);
   if (!params.ok) {
     const from =
