@@ -4,14 +4,14 @@ import type { AdmissionFacts } from './admitted.ts';
 import { evaluatePreconditions, type PreconditionFacts } from './preconditions.ts';
 import { instance, operation } from './testing.ts';
 
-const facts = (admission: AdmissionFacts): PreconditionFacts => ({
+const facts = (admission?: AdmissionFacts): PreconditionFacts => ({
   now: new Date('2025-01-01T12:00:00Z'),
   target: instance(),
   rbac: { allowed: true },
   operations: [],
   secrets: new Set(),
   serviceAccounts: new Set(),
-  admission,
+  ...(admission ? { admission } : {}),
 });
 const stamps = { createdBy: 'alice', creatorGroups: [], actsFor: ['carol'] };
 const sod = BUILTIN_TEMPLATES.map((t) =>
@@ -83,14 +83,7 @@ describe('parameters past the webhook bounds', () => {
   it('end with InvalidParameters instead of overflowing schema validation', () => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 5000; i++) deep = { x: deep };
-    const r = evaluatePreconditions(operation('b', { parameters: { deep } }), BUILTIN_TEMPLATES, {
-      now: new Date('2025-01-01T12:00:00Z'),
-      target: instance(),
-      rbac: { allowed: true },
-      operations: [],
-      secrets: new Set(),
-      serviceAccounts: new Set(),
-    });
+    const r = evaluatePreconditions(operation('b', { parameters: { deep } }), BUILTIN_TEMPLATES, facts());
     expect(r).toMatchObject({ outcome: 'rejected', reason: 'InvalidParameters', permanent: true });
     expect(r.outcome === 'rejected' && r.message).toContain('nested more than 32 levels');
   });
