@@ -193,6 +193,7 @@ describe('CSV consistency', () => {
     const hooks = spec(c).webhookdefinitions as Obj[];
     expect(hooks.map((h) => h.webhookPath).sort()).toEqual([
       '/mutate-operation',
+      '/mutate-schedule',
       '/validate-applicationinstance',
       '/validate-cronoperation',
       '/validate-operation',
@@ -208,7 +209,7 @@ describe('CSV consistency', () => {
       operations: ['CREATE'],
       resources: ['pods'],
     });
-    hooks[1]!.deploymentName = 'other';
+    hooks[2]!.deploymentName = 'other';
     expect(webhookProblems(c)).toEqual([
       'webhook moperation.ops.vworkspace.io: rule on pods., which the CSV does not own',
       'webhook voperation.ops.vworkspace.io: deploymentName other is not a CSV deployment',

@@ -4,6 +4,7 @@
 // same inputs always give the same bytes (the staleness check depends on it).
 import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
 import { MUTATING_OPERATION_WEBHOOK } from '../../operator/src/admission/operation.ts';
+import { MUTATING_SCHEDULE_WEBHOOK } from '../../operator/src/admission/stamps.ts';
 import { ALL_KINDS, APPS_GROUP, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
 import {
   OPERATOR_CLUSTER_RULES,
@@ -227,6 +228,13 @@ export function webhookDefinitions(): Obj[] {
       generateName: MUTATING_OPERATION_WEBHOOK,
       webhookPath: WEBHOOK_PATHS.mutateOperation,
       rules: rule('operations'),
+    },
+    {
+      ...common,
+      type: 'MutatingAdmissionWebhook',
+      generateName: MUTATING_SCHEDULE_WEBHOOK,
+      webhookPath: WEBHOOK_PATHS.mutateSchedule,
+      rules: [...rule('cronoperations'), ...rule('watchoperations')],
     },
     {
       ...common,

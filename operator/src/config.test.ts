@@ -10,6 +10,7 @@ describe('loadConfig', () => {
         namespace: 'vworkspace-system',
         watchNamespaces: [],
         leaderElection: true,
+        requireAdmissionStamp: true,
         leaseDurationMs: 15_000,
         renewDeadlineMs: 10_000,
         retryPeriodMs: 2_000,

@@ -31,6 +31,11 @@ export interface OperatorConfig {
   logLevel: string;
   /** Seconds the webhook keeps a SubjectAccessReview that allowed (ADMISSION_ACCESS_CACHE_SECONDS; 0: none). */
   admissionAccessCacheSeconds: number;
+  /**
+   * Run only Operations whose signed admission record verifies (REQUIRE_ADMISSION_STAMP, default true;
+   * docs/adr/0029-signed-admission-stamps.md). false only for a development run without webhooks.
+   */
+  requireAdmissionStamp: boolean;
   /** The helm CLI image (RELATED_IMAGE_HELM), used by the helm engine's runner Jobs. */
   helmImage?: string;
   /** Namespace where Velero runs and its Backup/Restore objects live. */
@@ -161,6 +166,7 @@ export function loadConfig(
     namespace,
     watchNamespaces,
     leaderElection: bool('LEADER_ELECT', true),
+    requireAdmissionStamp: bool('REQUIRE_ADMISSION_STAMP', true),
     leaseDurationMs,
     renewDeadlineMs,
     retryPeriodMs,

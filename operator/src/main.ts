@@ -14,6 +14,7 @@ import { APPLICATION_INSTANCE } from './api/constants.ts';
 import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { type ControllerName, loadConfig, type OperatorConfig } from './config.ts';
 import { adapterFor } from './engines/index.ts';
+import { SigningKeys } from './identity/signing-key.ts';
 import { createInstanceController } from './instance/controller.ts';
 import { createOperationController } from './operation/controller.ts';
 import { realClock } from './runtime/clock.ts';
@@ -98,8 +99,12 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   manager.addInformer(catalog.informer);
   const instances = createInstanceController({ ...controllerDeps('applicationinstance'), catalog });
   manager.addController(instances.controller);
+  // The admission record's key, from the webhook's serving key (every replica mounts it): the webhook
+  // signs with it, the reconciler verifies (docs/adr/0029-signed-admission-stamps.md).
+  const signingKeys = new SigningKeys(config.webhookCertDir);
   const operations = createOperationController({
     ...controllerDeps('operation'),
+    ...(config.requireAdmissionStamp ? { admission: { keys: signingKeys } } : {}),
     mapper,
     adapterFor,
     templates: catalog,
@@ -146,6 +151,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
             templates: catalog,
             self: operatorIdentity(admissionClient),
             watchNamespaces: namespaces,
+            signingKeys,
           }),
           log,
           observe: (path, code, seconds) => metrics.observeWebhook(path, code, seconds),

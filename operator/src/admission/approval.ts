@@ -20,6 +20,8 @@ export { ANNOTATION_CREATED_BY };
 
 export interface StampExpectation {
   key: string;
+  /** Who writes it, for the refusal of a user-written value (default: the user of this request). */
+  writer?: string;
   /** What the annotation must hold after admission; undefined = absent. */
   expected: string | undefined;
   /** The value before the request (UPDATE), undefined at CREATE. */
@@ -80,9 +82,12 @@ export function stampExpectations(req: AdmissionRequest): StampExpectation[] {
 /**
  * The mutating webhook's patch: stamp (or restore, or drop) each annotation the user did not write
  * themselves. A value the user wrote that differs from the truth is left for the validating webhook
- * to refuse.
+ * to refuse. `expectations`: the stamps of this kind of object (default: an Operation's).
  */
-export function stampPatch(req: AdmissionRequest): JsonPatchOp[] {
+export function stampPatch(
+  req: AdmissionRequest,
+  expectations: readonly StampExpectation[] = stampExpectations(req),
+): JsonPatchOp[] {
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return [];
   const obj = req.object;
   if (!isRecord(obj) || !isRecord(obj.metadata)) return [];
@@ -90,7 +95,7 @@ export function stampPatch(req: AdmissionRequest): JsonPatchOp[] {
   const raw = obj.metadata.annotations;
   const ann: Record<string, unknown> = isRecord(raw) ? { ...raw } : {};
   let changed = false;
-  for (const s of stampExpectations(req)) {
+  for (const s of expectations) {
     if (s.actual === s.expected) continue;
     const untouched = s.actual === undefined || s.actual === s.old;
     if (!untouched) continue;
@@ -101,7 +106,7 @@ export function stampPatch(req: AdmissionRequest): JsonPatchOp[] {
   if (!changed) return [];
   if (!isRecord(raw)) return [{ op: 'add', path: '/metadata/annotations', value: ann }];
   const ops: JsonPatchOp[] = [];
-  for (const s of stampExpectations(req)) {
+  for (const s of expectations) {
     const path = `/metadata/annotations/${pointerSegment(s.key)}`;
     const had = Object.hasOwn(raw, s.key);
     const has = Object.hasOwn(ann, s.key);

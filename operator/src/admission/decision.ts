@@ -1,6 +1,8 @@
 // The vocabulary every admission decision shares: looked-up facts, problems with field paths, and how
 // problems become one AdmissionResponse. Pure: no I/O.
+
 import type { Template } from '../catalog/index.ts';
+import type { SigningKeySource } from '../identity/signing-key.ts';
 import { type AdmissionResponse, allow, deny, type StatusCause } from './review.ts';
 
 /** A fact the handler looked up: its value, or a transient failure (the request is denied with "retry"). */
@@ -70,6 +72,8 @@ export interface Facts {
   scheduledBy?: { claim: NonNullable<Needs['scheduledBy']>; owner: Lookup<unknown> };
   /** The Operations Needs.operations named, by name: `undefined` value = it does not exist. */
   sources?: Readonly<Record<string, Lookup<SourceOperation | undefined>>>;
+  /** The key the admission record is signed with (unset: none is written or checked; stamps.ts). */
+  signingKeys?: SigningKeySource;
 }
 
 export function accessKey(c: AccessCheck): string {

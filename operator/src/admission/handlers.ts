@@ -9,6 +9,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { APPLICATION_INSTANCE, OPERATION, OPS_GROUP, VERSION_V1ALPHA1 } from '../api/constants.ts';
 import type { Operation } from '../api/operation.ts';
 import type { Template } from '../catalog/index.ts';
+import type { SigningKeySource } from '../identity/signing-key.ts';
 import { isDryRun } from '../operation/history.ts';
 import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
 import type { AccessCache } from './access-cache.ts';
@@ -30,10 +31,12 @@ import { schedulerClaim, schedulerPlural, trustScheduled } from './scheduled.ts'
 import { decideScheduler, schedulerNeeds } from './schedules.ts';
 import { outsideScope, watches } from './scope.ts';
 import type { AdmissionHandler } from './server.ts';
+import { mutateScheduler } from './stamps.ts';
 
 /** Webhook paths, as the bundle's webhookdefinitions and the test configurations name them. */
 export const WEBHOOK_PATHS = {
   mutateOperation: '/mutate-operation',
+  mutateSchedule: '/mutate-schedule',
   validateOperation: '/validate-operation',
   validateCronOperation: '/validate-cronoperation',
   validateWatchOperation: '/validate-watchoperation',
@@ -59,6 +62,8 @@ export interface AdmissionDeps {
   instances?: { get(name: string, namespace?: string): KubernetesObject | undefined };
   /** SubjectAccessReviews that allowed, kept for a few seconds (access-cache.ts); unset: none kept. */
   accessCache?: AccessCache;
+  /** Signs the admission record of Operations (stamps.ts); unset: no record is written or checked. */
+  signingKeys?: SigningKeySource;
 }
 
 /**
@@ -175,6 +180,7 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
     byKey[accessKey(c)] = access[i]!;
   });
   return {
+    ...(deps.signingKeys ? { signingKeys: deps.signingKeys } : {}),
     templates: deps.templates.lookupTemplates(),
     ...(target !== undefined ? { target } : {}),
     access: byKey,
@@ -214,7 +220,9 @@ export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, Adm
   const watched = deps.watchNamespaces ?? [];
   return {
     [WEBHOOK_PATHS.mutateOperation]: (req) =>
-      watches(watched, req.namespace) ? mutateOperation(req) : allow(req.uid),
+      watches(watched, req.namespace) ? mutateOperation(req, deps.signingKeys) : allow(req.uid),
+    [WEBHOOK_PATHS.mutateSchedule]: (req) =>
+      watches(watched, req.namespace) ? mutateScheduler(req) : allow(req.uid),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
       outsideScope(req, watched) ??
       decideOperation(req, await gatherFacts(deps, req, await operationNeedsOf(deps, req))),

@@ -12,12 +12,15 @@
 //   6. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview), or, for an
 //      Operation the operator creates for a CronOperation/WatchOperation, that object's checked authority
 //      (scheduled.ts)
-//   7. created-by / approved-by are the webhook's; approving needs verb `approve` and, with the
-//      template's separationOfDuties, someone other than the creator
+//   7. created-by / approved-by / reconcile-requested-by / admission are the webhook's, acts-for the
+//      operator's (stamps.ts, acts-for.ts); approving needs verb `approve` and, with the template's
+//      separationOfDuties, someone other than the creator and than those a scheduled Operation acts for
 //   8. a controller ownerReference naming a CronOperation/WatchOperation only from the operator itself
 // UPDATE: spec is immutable except cancel (which cannot be unset), plus the approval rules of 7; a new
 // ops.vworkspace.io/reconcile value (a re-run) needs the type verb on the target and is stamped with its
-// requester (reconcile-requested-by); a scheduler's ownerReference is never added or changed (8).
+// requester (reconcile-requested-by, signed with the others); a scheduler's ownerReference is never added
+// or changed (8).
+import { ANNOTATION_ACTS_FOR } from '../api/annotations.ts';
 import {
   ANNOTATION_APPROVE,
   ANNOTATION_APPROVED_BY,
@@ -25,15 +28,12 @@ import {
   ANNOTATION_RECONCILE_REQUESTED_BY,
   OPS_GROUP,
 } from '../api/index.ts';
-import {
-  ANNOTATION_CREATED_BY,
-  isApprovalTransition,
-  isReconcileRequest,
-  stampExpectations,
-  stampPatch,
-} from './approval.ts';
+import { parseActsFor } from '../identity/stamp.ts';
+import { checkActsFor } from './acts-for.ts';
+import { ANNOTATION_CREATED_BY, isApprovalTransition, isReconcileRequest, stampPatch } from './approval.ts';
 import {
   type AccessCheck,
+  accessKey,
   annotationPath,
   annotationsOf,
   type Facts,
@@ -61,6 +61,7 @@ import {
   runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
+import { operationStamps, type SigningKeySource, signingProblem, stampProblems } from './stamps.ts';
 
 /** The verb a user needs on the target to approve an Operation on it. */
 export const APPROVE_VERB = 'approve';
@@ -113,12 +114,15 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
  * mutating webhooks run before the CRD's own validation, so the user sees this message (which says
  * what may change) instead of the CEL rule's terser one. Everything else is left to validation.
  */
-export function mutateOperation(req: AdmissionRequest): AdmissionResponse {
+export function mutateOperation(req: AdmissionRequest, keys?: SigningKeySource): AdmissionResponse {
   if (req.operation === 'UPDATE') {
     const problems = checkImmutable(specOf(req.oldObject), specOf(req.object));
     if (problems.length > 0) return respond(req.uid, problems);
   }
-  return allowWithPatch(req.uid, stampPatch(req));
+  const stamps = operationStamps(req, keys);
+  if (stamps.retry && (req.operation === 'CREATE' || req.operation === 'UPDATE'))
+    return respond(req.uid, [signingProblem(stamps.retry)]);
+  return allowWithPatch(req.uid, stampPatch(req, stamps.expectations));
 }
 
 export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionResponse {
@@ -142,7 +146,12 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
     }
     if (template) {
       problems.push(...checkParameters(view, template, 'spec'));
-      problems.push(...checkParametersFrom(view, template, 'spec', facts));
+      problems.push(
+        ...checkParametersFrom(view, template, 'spec', facts, (name) => {
+          const r = requester.access[accessKey({ verb: 'get', resource: 'operations', name })];
+          return r?.ok === true && r.value.allowed;
+        }),
+      );
       problems.push(...checkPolicyFloor(view, template, 'spec'));
       problems.push(...checkGrants(view, template, 'spec', user, namespace, requester));
       for (const a of sourceAccess(view, template, 'spec')) {
@@ -244,34 +253,20 @@ function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
       ),
     );
   }
-  for (const s of stampExpectations(req)) {
-    if (s.actual === s.expected) continue;
-    if (s.actual === undefined) {
-      // Only the mutating webhook writes a stamp and it restores one a user left out, so a missing one
-      // means it did not run: a configuration fault, not the user's.
-      problems.push(
-        invalid(
-          annotationPath(s.key),
-          `Required value: ${s.key} is missing, so the operator's mutating admission webhook (${MUTATING_OPERATION_WEBHOOK}) did not run on this request; an administrator must check that the operator's MutatingWebhookConfiguration exists and matches operations (CREATE, UPDATE)`,
-          'FieldValueRequired',
-        ),
-      );
-      continue;
-    }
-    const who =
-      s.key === ANNOTATION_CREATED_BY
+  const stamps = operationStamps(req, facts.signingKeys);
+  if (stamps.retry) problems.push(signingProblem(stamps.retry));
+  problems.push(
+    ...stampProblems(stamps.expectations, MUTATING_OPERATION_WEBHOOK, (key) =>
+      key === ANNOTATION_CREATED_BY
         ? 'the user who created the Operation'
-        : s.key === ANNOTATION_RECONCILE_REQUESTED_BY
-          ? `the user who set a new ${ANNOTATION_RECONCILE} value`
-          : `the user who set ${ANNOTATION_APPROVE}: "true"`;
-    problems.push(
-      invalid(
-        annotationPath(s.key),
-        `Forbidden: ${s.key} is written by the admission webhook (${who}) and cannot be set or changed by a user; remove it from the request${s.key === ANNOTATION_APPROVED_BY ? ` and approve with ${ANNOTATION_APPROVE}: "true"` : ''}`,
-        'FieldValueForbidden',
-      ),
-    );
-  }
+        : key === ANNOTATION_APPROVED_BY
+          ? `the user who set ${ANNOTATION_APPROVE}: "true"; approve with ${ANNOTATION_APPROVE}: "true"`
+          : key === ANNOTATION_RECONCILE_REQUESTED_BY
+            ? `the user who set a new ${ANNOTATION_RECONCILE} value`
+            : undefined,
+    ),
+  );
+  if (req.operation === 'CREATE') problems.push(...checkActsFor(req, facts));
   if (!isApprovalTransition(req)) return problems;
 
   const field = annotationPath(ANNOTATION_APPROVE);
@@ -297,12 +292,20 @@ function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
     }
     return problems;
   }
-  const creator = req.operation === 'CREATE' ? user : annotationsOf(req.oldObject)[ANNOTATION_CREATED_BY];
-  if (template.separationOfDuties === true && creator === user) {
+  const stored = req.operation === 'CREATE' ? annotationsOf(req.object) : annotationsOf(req.oldObject);
+  const creator = req.operation === 'CREATE' ? user : stored[ANNOTATION_CREATED_BY];
+  // A scheduled Operation's creator is the operator; it acts for whoever wrote its CronOperation or
+  // WatchOperation (and asked for the run), and none of them may be the second person.
+  const actsFor = parseActsFor(stored[ANNOTATION_ACTS_FOR]) ?? [];
+  if (template.separationOfDuties === true && (creator === user || actsFor.includes(user))) {
+    const why =
+      creator === user
+        ? `"${user}" created this Operation`
+        : `this Operation acts for "${user}" (${ANNOTATION_ACTS_FOR}: who wrote the CronOperation or WatchOperation that created it, or asked it to run now)`;
     problems.push(
       forbidden(
         field,
-        `template ${template.name} requires separation of duties and "${user}" created this Operation; someone else with the "${APPROVE_VERB}" verb on applicationinstances/${view.targetName ?? ''} must approve it`,
+        `template ${template.name} requires separation of duties and ${why}; someone else with the "${APPROVE_VERB}" verb on applicationinstances/${view.targetName ?? ''} must approve it`,
       ),
     );
   }

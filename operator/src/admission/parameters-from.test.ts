@@ -115,6 +115,20 @@ describe('spec.parametersFrom operationRef', () => {
     ]);
   });
 
+  it('tells a requester who may not get the source nothing of it: the same causes whether it exists', () => {
+    const causes = (sources: Record<string, ReturnType<typeof aSource> | undefined>) =>
+      causesOf(
+        decideOperation(
+          restore(fromRef('b1')),
+          someFacts({ target: restoreTarget, sources, allow: denyOperations }),
+        ),
+      );
+    const missing = causes({ b1: undefined });
+    expect(missing).toEqual(causes({ b1: aSource({ phase: 'Failed', outputs: {} }) }));
+    expect(missing).toEqual(causes({ b1: aSource() }));
+    expect(JSON.stringify(missing)).not.toMatch(/does not exist|ended|has no output/);
+  });
+
   it('is forbidden when RBAC does not let the requester get the source', () => {
     const res = decideOperation(
       restore(fromRef('b1')),

@@ -239,6 +239,7 @@ export function checkParametersFrom(
   template: Template,
   base: string,
   facts: Pick<Facts, 'templates' | 'sources'>,
+  mayGet: (operation: string) => boolean = () => true,
 ): Problem[] {
   const problems: Problem[] = [];
   const templates = facts.templates.ok ? facts.templates.value : [];
@@ -275,7 +276,10 @@ export function checkParametersFrom(
       seen.add(param);
     }
     if (s.latest) problems.push(...checkLatest(s.latest, s.outputs, path, templates));
-    if (s.operationRef) problems.push(...checkRef(s.operationRef.name, s.outputs, path, templates, facts));
+    // What the operator read of a named Operation is told only to a requester who may `get` it; anyone
+    // else hears the access denial alone, the same whether it exists or not (no existence or outcome oracle).
+    if (s.operationRef && mayGet(s.operationRef.name))
+      problems.push(...checkRef(s.operationRef.name, s.outputs, path, templates, facts));
   }
   return problems;
 }

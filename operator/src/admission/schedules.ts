@@ -52,6 +52,7 @@ import {
   runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
+import { MUTATING_SCHEDULE_WEBHOOK, schedulerStamps, stampProblems } from './stamps.ts';
 
 export type SchedulerKind = 'CronOperation' | 'WatchOperation';
 
@@ -139,6 +140,12 @@ export function schedulerNeeds(
 }
 
 export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, facts: Facts): AdmissionResponse {
+  // Who wrote the spec and who asked for a run are the mutating webhook's stamps (stamps.ts).
+  const stamped =
+    req.operation === 'CREATE' || req.operation === 'UPDATE'
+      ? stampProblems(schedulerStamps(kind, req), MUTATING_SCHEDULE_WEBHOOK)
+      : [];
+  if (stamped.length > 0) return respond(req.uid, stamped);
   if (!needsCheck(req)) {
     const controls = controlRequests(kind, req);
     const tooLong = checkRunNowLength(kind, req);

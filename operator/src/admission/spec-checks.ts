@@ -132,7 +132,7 @@ export function readOperationSpec(
       problems.push(
         invalid(
           `${base}.targetRef.namespace`,
-          'Forbidden: cross-namespace targets are not supported; create the Operation in the namespace of the ApplicationInstance',
+          'Forbidden: targets are same-namespace only: the target is the ApplicationInstance spec.targetRef.name in the namespace of the Operation; remove spec.targetRef.namespace and create the Operation in the namespace of the ApplicationInstance',
           'FieldValueForbidden',
         ),
       );

@@ -1,15 +1,18 @@
 // Test-object builders for admission tests: requests, Operations, schedulers and facts.
 import { BUILTIN_TEMPLATES, type Template } from '../catalog/index.ts';
+import type { StampExpectation } from './approval.ts';
 import {
   type AccessCheck,
   type AccessResult,
   accessKey,
   type Facts,
+  isRecord,
   type Lookup,
   type SourceOperation,
   type TargetInstance,
 } from './decision.ts';
 import type { AdmissionRequest, AdmissionResponse, UserInfo } from './review.ts';
+import { schedulerStamps } from './stamps.ts';
 
 export const NS = 'team-a';
 
@@ -55,7 +58,7 @@ export function aRequest(
   opts: { operation?: AdmissionRequest['operation']; oldObject?: unknown; user?: string | UserInfo } = {},
 ): AdmissionRequest {
   const user = opts.user ?? 'alice';
-  return {
+  const req: AdmissionRequest = {
     uid: 'uid-1',
     kind: { group: 'ops.vworkspace.io', version: 'v1alpha1', kind: 'Operation' },
     resource: { group: 'ops.vworkspace.io', version: 'v1alpha1', resource: 'operations' },
@@ -65,6 +68,24 @@ export function aRequest(
     object,
     ...(opts.oldObject !== undefined ? { oldObject: opts.oldObject } : {}),
   };
+  // The validating webhook sees a CronOperation/WatchOperation after the mutating one stamped it.
+  const kind = isRecord(object) ? object.kind : undefined;
+  return kind === 'CronOperation' || kind === 'WatchOperation'
+    ? stamped(req, schedulerStamps(kind, req))
+    : req;
+}
+
+/** `req` with the stamps the mutating webhook writes where the request left them alone. */
+function stamped(req: AdmissionRequest, expectations: readonly StampExpectation[]): AdmissionRequest {
+  if (!isRecord(req.object) || !isRecord(req.object.metadata)) return req;
+  const meta = req.object.metadata;
+  const annotations: Record<string, unknown> = isRecord(meta.annotations) ? { ...meta.annotations } : {};
+  for (const s of expectations) {
+    if (s.actual !== undefined && s.actual !== s.old) continue;
+    if (s.expected === undefined) delete annotations[s.key];
+    else annotations[s.key] = s.expected;
+  }
+  return { ...req, object: { ...req.object, metadata: { ...meta, annotations } } };
 }
 
 /** The target `shop`, advertising velero backups. */

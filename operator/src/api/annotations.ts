@@ -111,3 +111,21 @@ export const LABEL_HELM_INSTANCE = 'app.kubernetes.io/instance';
  * from the template's workflowShutdown when the Workflow was created.
  */
 export const ANNOTATION_SHUTDOWN = `${OPS_GROUP}/shutdown`;
+
+/**
+ * On an Operation a CronOperation or WatchOperation creates: a JSON array of the users it acts for (who
+ * created or last edited the scheduler's spec, and for a run-now request who asked for it). Written by the
+ * operator from the scheduler's stamps below and checked by the webhook; a tenant cannot set it. With the
+ * template's separationOfDuties none of them may approve the Operation.
+ */
+export const ANNOTATION_ACTS_FOR = `${OPS_GROUP}/acts-for`;
+/** Written by the mutating webhook on a CronOperation/WatchOperation: who created it or last changed its spec. */
+export const ANNOTATION_EDITED_BY = `${OPS_GROUP}/edited-by`;
+/** Written by the mutating webhook on a CronOperation: who set the current ops.vworkspace.io/run-now value. */
+export const ANNOTATION_RUN_NOW_BY = `${OPS_GROUP}/run-now-by`;
+/**
+ * Written by the mutating webhook on an Operation: the signed record of its admission (the groups of the
+ * creator and approver, and an HMAC over the namespace, spec and identity stamps with a key only the
+ * operator holds). The reconciler runs nothing without a valid one (docs/adr/0029-signed-admission-stamps.md).
+ */
+export const ANNOTATION_ADMISSION = `${OPS_GROUP}/admission`;

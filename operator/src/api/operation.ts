@@ -45,6 +45,14 @@ export const TargetRefSchema = Type.Object(
         ),
       ],
     }),
+    // Declared only so that it is not pruned silently: the webhook refuses it at its field path.
+    namespace: Type.Optional(
+      Type.String({
+        description:
+          'Not supported: targets are same-namespace only. Declared so that a request setting it is refused with a message (by the admission webhook) rather than silently dropped.',
+        maxLength: 63,
+      }),
+    ),
   },
   {
     description:

@@ -101,6 +101,14 @@ export const REASONS = {
     'False',
     "(added) the engine's child kinds are not served (e.g. Velero's CRDs are missing); waits, then fails",
   ),
+  NotAdmitted: accepted(
+    'False',
+    "(added) no valid signed admission record (ops.vworkspace.io/admission): the operator's webhooks did not admit it (a namespace they do not select, or stored while they were away); nothing runs",
+  ),
+  RequesterNotAuthorized: accepted(
+    'False',
+    '(added) checked again before the start: the stamped creator lost the type verb on the target, or the approver lost `approve` or is the creator or someone the Operation acts for under separationOfDuties',
+  ),
   InputsUnavailable: accepted(
     'False',
     '(added) a parametersFrom source cannot give its outputs (missing, not Succeeded, or without the output)',

@@ -10,17 +10,20 @@ import {
   TERMINAL_PHASES,
   type WatchOperation,
 } from '../api/index.ts';
+import { printableLine } from '../api/printable.ts';
 
 type Cond = { type: string; status: string; reason?: string; message?: string };
 
+// Every string below comes from the cluster, much of it written by tenants or their workloads (a
+// workflow node's message): each is printed as one printable line (api/printable.ts).
 const conditionLine = (c: Cond) =>
-  `${c.type}=${c.status}${c.reason ? ` ${c.reason}` : ''}${c.message ? `: ${c.message}` : ''}`;
+  printableLine(`${c.type}=${c.status}${c.reason ? ` ${c.reason}` : ''}${c.message ? `: ${c.message}` : ''}`);
 
 function rows(pairs: [string, string | number | boolean | undefined][]): string[] {
   const width = Math.max(...pairs.map(([k]) => k.length)) + 1;
   return pairs
     .filter(([, v]) => v !== undefined && v !== '')
-    .map(([k, v]) => `${`${k}:`.padEnd(width)} ${v}`);
+    .map(([k, v]) => `${`${k}:`.padEnd(width)} ${printableLine(String(v))}`);
 }
 
 export function isFinished(op: Operation): boolean {
@@ -83,7 +86,9 @@ export function operationStatus(op: Operation): string {
 /** One line per observed change: time, phase, reason and message. */
 export function progressLine(op: Operation, at: Date): string {
   const why = explaining(op);
-  return `${at.toISOString().slice(11, 19)} ${op.metadata.name} ${op.status?.phase ?? 'Pending'}${why?.reason ? ` ${why.reason}` : ''}${why?.message ? `: ${why.message}` : ''}`;
+  return printableLine(
+    `${at.toISOString().slice(11, 19)} ${op.metadata.name} ${op.status?.phase ?? 'Pending'}${why?.reason ? ` ${why.reason}` : ''}${why?.message ? `: ${why.message}` : ''}`,
+  );
 }
 
 export function cronStatus(c: CronOperation): string {

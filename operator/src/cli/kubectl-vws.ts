@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+
 // kubectl vws: the kubectl plugin for vworkspace Operations (docs/kubectl-vws.md). kubectl runs
 // `kubectl-vws` from PATH for `kubectl vws ...`. The thin shell: the kubeconfig, the operator's own REST
 // client and list+watch (runtime/), the pure parsing (args.ts), requests (requests.ts) and output
@@ -14,6 +15,7 @@ import {
   type ResourceId,
   WATCH_OPERATION,
 } from '../api/index.ts';
+import { printable } from '../api/printable.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { kubeListerWatcher } from '../runtime/informer.ts';
 import { KubeApiError, PATCH_TYPES, RestClient, resourcePath } from '../runtime/kube-client.ts';
@@ -293,7 +295,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 }
 
 if (import.meta.main) {
-  const io: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
+  // Last line of defence: nothing the cluster holds reaches the terminal with control characters.
+  const io: Io = {
+    out: (l) => process.stdout.write(`${printable(l)}\n`),
+    err: (l) => process.stderr.write(`${printable(l)}\n`),
+  };
   process.on('SIGINT', () => process.exit(130));
   void main(process.argv.slice(2), io).then((code) => process.exit(code));
 }

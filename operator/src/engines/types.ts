@@ -37,6 +37,11 @@ export interface EngineEnvironment {
    * target's release, read (by name, only that Secret) when a child may be materialized.
    */
   releaseHooks?: ReleaseHooks;
+  /**
+   * workflow: every ServiceAccount the namespaced WorkflowTemplate the Operation runs names (its spec's,
+   * its executor's, each template's), read when a child may be made; absent when it was not read.
+   */
+  workflowTemplateServiceAccounts?: readonly string[];
   /** Restore: the velero.io Backup parameters.backupName names, as read from the Velero namespace; absent when there is none. */
   veleroBackup?: { name: string; labels: Record<string, string> };
   /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EffectiveTemplate } from '../catalog/template.ts';
 import { anInput, builtinWith, materialized, withStatus, workflowNode } from './testing.ts';
-import { workflowAdapter } from './workflow.ts';
+import { workflowAdapter, workflowTemplateServiceAccounts } from './workflow.ts';
 
 const input = (
   parameters: Record<string, unknown> = { workflowTemplateRef: { name: 'db-maintenance' } },
@@ -68,13 +68,46 @@ describe('workflow materialize', () => {
       expect(refused.message).toMatch(/^spec\.parameters\.workflowTemplateRef\.clusterScope: /);
   });
 
-  it("leaves the ServiceAccount to the WorkflowTemplate when unset, and refuses one outside the template's list", () => {
+  it("runs as the template's first allowed ServiceAccount when unset (never the WorkflowTemplate's), and refuses one outside the list", () => {
     const [wf] = materialized(workflowAdapter.materialize(input()));
-    expect(wf?.spec).not.toHaveProperty('serviceAccountName');
+    expect(wf?.spec).toMatchObject({ serviceAccountName: 'vworkspace-runner' });
     const refused = workflowAdapter.materialize(
       input({ workflowTemplateRef: { name: 'x' }, serviceAccountName: 'argo-admin' }),
     );
     expect(refused).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+  });
+});
+
+describe("the WorkflowTemplate's own ServiceAccounts", () => {
+  it('collects spec, executor and template-level accounts', () => {
+    expect(
+      workflowTemplateServiceAccounts({
+        spec: {
+          serviceAccountName: 'a',
+          executor: { serviceAccountName: 'b' },
+          templates: [
+            { name: 'main', serviceAccountName: 'c' },
+            { name: 'x', executor: { serviceAccountName: 'a' } },
+          ],
+        },
+      }),
+    ).toEqual(['a', 'b', 'c']);
+  });
+
+  it('refuses a WorkflowTemplate naming an account outside allowedServiceAccounts, and admits allowed ones', () => {
+    const withAccounts = (accounts: string[]) => {
+      const i = input();
+      return workflowAdapter.materialize({
+        ...i,
+        env: { ...i.env, workflowTemplateServiceAccounts: accounts },
+      });
+    };
+    const refused = withAccounts(['vworkspace-runner', 'argo-admin']);
+    expect(refused).toMatchObject({ ok: false, reason: 'NotAllowedByTemplate' });
+    expect(!refused.ok && refused.message).toContain(
+      'WorkflowTemplate db-maintenance: ServiceAccount "argo-admin"',
+    );
+    expect(withAccounts(['vworkspace-runner']).ok).toBe(true);
   });
 });
 

@@ -2,6 +2,7 @@
 // WorkflowTemplate (or ClusterWorkflowTemplate); the Operation's arguments become its parameters.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { ANNOTATION_SHUTDOWN } from '../api/annotations.ts';
+import { allowedServiceAccounts, serviceAccountDenial } from '../catalog/grants.ts';
 import {
   DEFAULT_WORKFLOW_SHUTDOWN,
   WORKFLOW_SHUTDOWN_STRATEGIES,
@@ -27,6 +28,17 @@ export const ARGO_API_VERSION = 'argoproj.io/v1alpha1';
  */
 const UNRECORDED_WORKFLOW_SHUTDOWN: WorkflowShutdown = 'Terminate';
 
+/** Every ServiceAccount a WorkflowTemplate names: spec, spec.executor, and each template's (and executor's). */
+export function workflowTemplateServiceAccounts(wft: unknown): string[] {
+  const spec = isRecord(wft) && isRecord(wft.spec) ? wft.spec : {};
+  const holders = [spec, ...(Array.isArray(spec.templates) ? spec.templates.filter(isRecord) : [])];
+  const names = holders.flatMap((h) => [
+    h.serviceAccountName,
+    isRecord(h.executor) ? h.executor.serviceAccountName : undefined,
+  ]);
+  return [...new Set(names.filter((n): n is string => typeof n === 'string' && n !== ''))].sort();
+}
+
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, parameters, attempt } = input;
   const refused = refuseUngranted(input);
@@ -40,6 +52,18 @@ function materialize(input: MaterializeInput): MaterializeResult {
       message: 'parameters.workflowTemplateRef.name names the WorkflowTemplate to run; it is required',
     };
   }
+  // A WorkflowTemplate's own ServiceAccounts run its pods (a template-level one beats the Workflow's),
+  // so each must be one the template allows, whoever wrote the WorkflowTemplate.
+  const escaped = (input.env.workflowTemplateServiceAccounts ?? [])
+    .map((sa) => serviceAccountDenial(input.template, sa))
+    .find((d) => d !== undefined);
+  if (escaped) {
+    return {
+      ok: false,
+      reason: 'NotAllowedByTemplate',
+      message: `WorkflowTemplate ${templateName}: ${escaped.message}`,
+    };
+  }
   const args = isRecord(parameters.arguments) ? parameters.arguments : {};
   // Sorted: the same arguments always give the same manifest.
   const workflowParameters = Object.keys(args)
@@ -48,9 +72,11 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const spec: Json = {
     workflowTemplateRef: { name: templateName, ...(ref.clusterScope === true ? { clusterScope: true } : {}) },
     ...(workflowParameters.length > 0 ? { arguments: { parameters: workflowParameters } } : {}),
-    ...(typeof parameters.serviceAccountName === 'string'
-      ? { serviceAccountName: parameters.serviceAccountName }
-      : {}),
+    // Always explicit: without it Argo runs the pods as the WorkflowTemplate's (its author's) account.
+    serviceAccountName:
+      typeof parameters.serviceAccountName === 'string'
+        ? parameters.serviceAccountName
+        : allowedServiceAccounts(input.template)[0],
   };
   const metadata = childMetadata(op, {
     name: childName(op, attempt, NAME_LIMITS.workflow),

@@ -3,7 +3,9 @@
 // not flood the API server; a RoleBinding or ClusterRoleBinding change invalidates the namespace (or
 // everything) at once, so a grant takes effect on its watch event rather than after the cache expires.
 // A failed review is a transient error (thrown): the Operation is retried with backoff, never failed.
+// The same cache, with a SubjectAccessReviewer, keeps the reviews of stamped requesters (admitted.ts).
 
+import { APPS_GROUP, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
 import { type AccessAttributes, profileChecks, rbacProfile } from '../rbac/profiles.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { realClock } from '../runtime/clock.ts';
@@ -12,9 +14,51 @@ import type { RbacResult } from './preconditions.ts';
 
 export const ACCESS_CACHE_TTL_MS = 30_000;
 
+/** A review's attributes: the operator's own access, or (with `subject`) a stamped user's on one object. */
+export interface ReviewAttributes extends AccessAttributes {
+  name?: string;
+  subject?: { user: string; groups: readonly string[] };
+}
+
 export interface AccessReviewer {
-  /** May the operator do this? Throws when the review cannot be made. */
-  allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean>;
+  /** May the operator (or `a.subject`) do this? Throws when the review cannot be made. */
+  allowed(a: ReviewAttributes, signal?: AbortSignal): Promise<boolean>;
+}
+
+/**
+ * Posts SubjectAccessReviews for the subject the attributes name (the stamped creator or approver of an
+ * Operation, admitted.ts): user and groups as the webhook saw them.
+ */
+export class SubjectAccessReviewer implements AccessReviewer {
+  readonly #client: KubeClient;
+  constructor(client: KubeClient) {
+    this.#client = client;
+  }
+  async allowed(a: ReviewAttributes, signal?: AbortSignal): Promise<boolean> {
+    if (!a.subject) throw new Error('a SubjectAccessReview needs a subject');
+    const res = await this.#client.request<{ status?: { allowed?: boolean } }>({
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: a.subject.user,
+          groups: [...a.subject.groups],
+          resourceAttributes: {
+            namespace: a.namespace,
+            group: a.group,
+            resource: a.resource,
+            verb: a.verb,
+            ...(a.name !== undefined ? { name: a.name } : {}),
+          },
+        },
+      },
+      timeoutMs: 5_000,
+      ...(signal ? { signal } : {}),
+    });
+    return res?.status?.allowed === true;
+  }
 }
 
 /** Posts SelfSubjectAccessReviews with the operator's own credentials. */
@@ -76,8 +120,9 @@ export class AccessCache {
       for (const k of m.keys()) if (k.startsWith(`${namespace}|`)) m.delete(k);
   }
 
-  async allowed(a: AccessAttributes, signal?: AbortSignal): Promise<boolean> {
-    const key = `${a.namespace}|${a.group}|${a.resource}|${a.verb}`;
+  async allowed(a: ReviewAttributes, signal?: AbortSignal): Promise<boolean> {
+    const who = a.subject ? JSON.stringify([a.subject.user, [...a.subject.groups].sort()]) : '';
+    const key = `${a.namespace}|${a.group}|${a.resource}|${a.verb}|${a.name ?? ''}|${who}`;
     const now = this.#clock.now();
     const hit = this.#cache.get(key);
     if (hit && now - hit.at < this.#ttl) return hit.allowed;
@@ -99,6 +144,22 @@ export class AccessCache {
       pending = review;
     }
     return pending;
+  }
+
+  /**
+   * May `subject` do `verb` on the ApplicationInstance `name`? Asked for every instance of the namespace
+   * first: RBAC grants most verbs namespace-wide, and that one answer (kept like the others) then serves
+   * every Operation of the namespace, whatever its target; only a "no" asks for the one instance.
+   */
+  async instanceAllowed(
+    subject: NonNullable<ReviewAttributes['subject']>,
+    namespace: string,
+    verb: string,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const a = { namespace, group: APPS_GROUP, resource: PLURAL_APPLICATION_INSTANCES, verb, subject };
+    return (await this.allowed(a, signal)) || this.allowed({ ...a, name }, signal);
   }
 
   /** Every check of `profileId` for an Operation in `namespace`. */

@@ -35,6 +35,9 @@ import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
+import type { SigningKeySource } from '../identity/signing-key.ts';
+import { verifyStamps } from '../identity/stamp.ts';
 import { indexed, OPERATIONS_BY_PARAMETER_SOURCE, OPERATIONS_BY_TARGET } from '../indexes.ts';
 import { isPaused } from '../instance/paused.ts';
 import { releaseRef } from '../instance/status.ts';
@@ -64,7 +67,8 @@ import {
   statusCode,
 } from '../runtime/index.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { AccessCache, type AccessReviewer, SelfAccessReviewer } from './access.ts';
+import { AccessCache, type AccessReviewer, SelfAccessReviewer, SubjectAccessReviewer } from './access.ts';
+import type { AdmissionFacts } from './admitted.ts';
 import { childConflict, childConflictStatus } from './adoption.ts';
 import { isRunning, waitingQueue } from './conflicts.ts';
 import {
@@ -120,6 +124,11 @@ export interface OperationControllerDeps {
   engineRecheckMs?: number;
   /** Access reviews (default: SelfSubjectAccessReview with `client`). */
   reviewer?: AccessReviewer;
+  /**
+   * Check the signed admission record and re-review the stamped requester and approver before anything
+   * starts (admitted.ts; main always sets it). Unset: not checked (controller tests without webhooks).
+   */
+  admission?: { keys: SigningKeySource; reviewer?: AccessReviewer };
   /** Tests: list/watch from memory for the child kinds and named objects. */
   listerWatchers?: {
     operations: ListerWatcher<Operation>;
@@ -145,6 +154,21 @@ export interface OperationController {
 /** Operations not started yet (or Failed and asked to re-run) that re-evaluate on outside events. */
 function waiting(op: Operation): boolean {
   return !isTerminalPhase(op.status?.phase) && !isRunning(op);
+}
+
+/** The type verb an Operation's requester needs on its target (as the webhook asks it). */
+function typeVerb(op: Operation): string {
+  return op.spec.type.toLowerCase();
+}
+
+/** Whether an Operation names a CronOperation/WatchOperation as its controller. */
+function scheduledBy(op: Operation): boolean {
+  return (op.metadata.ownerReferences ?? []).some(
+    (r) =>
+      r.controller === true &&
+      r.apiVersion.startsWith(`${OPERATION.group}/`) &&
+      (r.kind === 'CronOperation' || r.kind === 'WatchOperation'),
+  );
 }
 
 function rbacMissing(op: Operation): boolean {
@@ -201,6 +225,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   const targetLock = new KeyedMutex();
 
   const access = new AccessCache(deps.reviewer ?? new SelfAccessReviewer(deps.client), { clock });
+  const requesters =
+    deps.admission &&
+    new AccessCache(deps.admission.reviewer ?? new SubjectAccessReviewer(deps.client), { clock });
   const discovery = new EngineDiscovery(deps.client, clock);
   const opMetrics = new OperationMetrics(deps.metrics.registry, () => operations.list());
   const watcherDeps = {
@@ -292,6 +319,26 @@ export function createOperationController(deps: OperationControllerDeps): Operat
         env.releaseHooks = await readReleaseHooks(deps.client, ns, release.name, signal);
       }
     }
+    // The WorkflowTemplate's own ServiceAccounts (workflow.ts refuses those outside the template's list).
+    // A ClusterWorkflowTemplate is the platform's, reached only through a template that allows it.
+    const wfRef = op.spec.engine === 'workflow' ? parametersOf(op).workflowTemplateRef : undefined;
+    if (
+      wfRef !== null &&
+      typeof wfRef === 'object' &&
+      !Array.isArray(wfRef) &&
+      typeof (wfRef as { name?: unknown }).name === 'string' &&
+      (wfRef as { clusterScope?: unknown }).clusterScope !== true &&
+      mayMaterialize(op, children)
+    ) {
+      const wft = await readOptional<unknown>(
+        resourcePath(
+          { group: 'argoproj.io', version: 'v1alpha1', plural: 'workflowtemplates', namespace: ns },
+          (wfRef as { name: string }).name,
+        ),
+        signal,
+      );
+      if (wft) env.workflowTemplateServiceAccounts = workflowTemplateServiceAccounts(wft);
+    }
     // Resolved only for the one engine that reads it: it scans the namespace's Operations.
     const backupName =
       op.spec.engine === 'velero' && op.spec.type === 'Restore' ? parametersOf(op).backupName : undefined;
@@ -342,6 +389,11 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       }
     }
     nameWatcher.release(ctx.key, keep);
+    const admission = await admissionFacts(
+      op,
+      resolved.ok && target ? resolved.policy : undefined,
+      ctx.signal,
+    );
     const catalogId = target?.spec.appRef?.catalogId;
     const app = catalogId ? deps.templates?.catalog?.().applications[catalogId] : undefined;
     const engine = resolved.ok && target && adapter ? await discovery.check(adapter, ctx.signal) : undefined;
@@ -354,7 +406,40 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       serviceAccounts,
       ...(app?.maintenanceWindow ? { applicationWindow: app.maintenanceWindow } : {}),
       ...(engine ? { engine } : {}),
+      ...(admission ? { admission } : {}),
     };
+  }
+
+  /**
+   * The admission record, then (once the request resolves on an existing target) the stamped creator's
+   * type verb and the approver's approve verb, reviewed through the requester cache.
+   */
+  async function admissionFacts(
+    op: Operation,
+    policy: { requiresApproval: boolean } | undefined,
+    signal: AbortSignal,
+  ): Promise<AdmissionFacts | undefined> {
+    if (!deps.admission || !requesters) return undefined;
+    const keys = deps.admission.keys;
+    const verified = verifyStamps(op, (id) => keys.find(id));
+    if (!verified.ok || !policy) return verified;
+    const { stamps } = verified;
+    const ns = op.metadata.namespace ?? '';
+    const target = op.spec.targetRef.name;
+    const review = async (user: string, groups: readonly string[], verb: string) => ({
+      user,
+      verb,
+      allowed: await requesters.instanceAllowed({ user, groups }, ns, verb, target, signal),
+    });
+    // An Operation a CronOperation/WatchOperation created carries that object's checked authority (ADR 0011).
+    const requester = scheduledBy(op)
+      ? undefined
+      : await review(stamps.createdBy, stamps.creatorGroups, typeVerb(op));
+    const approver =
+      policy.requiresApproval && stamps.approvedBy !== undefined
+        ? await review(stamps.approvedBy, stamps.approverGroups ?? [], 'approve')
+        : undefined;
+    return { ok: true, stamps, ...(requester ? { requester } : {}), ...(approver ? { approver } : {}) };
   }
 
   /** The recorded children as they are now, and the first one that is no longer the object recorded. */
@@ -678,6 +763,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     // A grant in the Velero namespace (or cluster-wide) can unblock Operations of every namespace.
     const everywhere = ns === undefined || ns === veleroNamespace;
     access.invalidate(everywhere ? undefined : ns);
+    // A revoked verb counts from its binding's watch event on.
+    requesters?.invalidate(ns === undefined ? undefined : ns);
     return operations
       .list(everywhere ? undefined : ns)
       .filter((o) => waiting(o) && rbacMissing(o))

@@ -75,6 +75,7 @@ export const RECONCILE_RETRY_REASONS: readonly string[] = [
   'UnsafePodSpec',
   'BackupNotAllowed',
   'ChildConflict',
+  'RequesterNotAuthorized',
 ];
 
 export const RETRY_BACKOFF_BASE_MS = 10_000;

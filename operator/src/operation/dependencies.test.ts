@@ -47,4 +47,18 @@ describe('checkDependencies', () => {
       message: expect.stringMatching(/there is none; waits for running \(Running\)$/),
     });
   });
+
+  it('does not count a success whose product already expired by its own ttl (a Backup kept 1s)', () => {
+    const fleeting = ran(operation('b', { parameters: { ttl: '1s' } }), 'Succeeded', {
+      startedAt: '2025-01-01T11:30:00Z',
+    });
+    expect(checkDependencies(upgrade, template, [fleeting], NOW)).toMatchObject({
+      ok: false,
+      message: expect.stringContaining('what it made expired 2025-01-01T11:30:01Z (its parameters.ttl)'),
+    });
+    const kept = ran(operation('k', { parameters: { ttl: '24h' } }), 'Succeeded', {
+      startedAt: '2025-01-01T11:30:00Z',
+    });
+    expect(checkDependencies(upgrade, template, [kept], NOW)).toEqual({ ok: true });
+  });
 });

@@ -25,6 +25,7 @@ import type { Operation } from '../api/operation.ts';
 import type { InputRecord } from '../api/parameters-from.ts';
 import { CONDITION_READY } from '../api/reasons.ts';
 import { requiredObjects, validateParameters } from '../catalog/parameters.ts';
+import { checkParametersLimits } from '../catalog/parameters-limits.ts';
 import { type EffectivePolicy, effectivePolicy } from '../catalog/policy.ts';
 import { resolveTemplate } from '../catalog/resolve.ts';
 import { matchTemplateTarget } from '../catalog/selectors.ts';
@@ -33,6 +34,7 @@ import type { AccessAttributes } from '../rbac/profiles.ts';
 import { describeAccess } from '../rbac/profiles.ts';
 import { formatGoDuration, parsePositiveDuration } from '../schedule/duration.ts';
 import { START_SEARCH_LIMIT, type StartWindow, startWindow } from '../schedule/window.ts';
+import { type AdmissionFacts, approverRefusal, notAdmittedMessage, requesterRefusal } from './admitted.ts';
 import { findConflicts } from './conflicts.ts';
 import { checkDependencies } from './dependencies.ts';
 import { type EngineFacts, engineNotInstalledMessage } from './engine-install.ts';
@@ -58,6 +60,8 @@ export interface PreconditionFacts {
   applicationWindow?: MaintenanceWindow;
   /** Whether the engine's child kinds are served; unset = installed. */
   engine?: EngineFacts;
+  /** The admission record and the access reviews of the stamped requester and approver (admitted.ts); unset = not checked. */
+  admission?: AdmissionFacts;
 }
 
 export type Resolved<T extends Template = Template> =
@@ -75,8 +79,10 @@ export type Request<T extends Template = Template> =
 export type PreconditionResult<T extends Template = Template> =
   | {
       outcome: 'rejected';
-      precondition: 'Template' | 'Inputs' | 'Parameters' | PreconditionName;
+      precondition: 'Admission' | 'Template' | 'Inputs' | 'Parameters' | PreconditionName;
       reason:
+        | 'NotAdmitted'
+        | 'RequesterNotAuthorized'
         | 'TemplateNotFound'
         | 'InputsUnavailable'
         | 'InvalidParameters'
@@ -160,6 +166,16 @@ function validated<T extends Template>(
 ): Resolved<T> {
   const merged =
     Object.keys(inputs).length > 0 ? { ...(op.spec.parameters ?? {}), ...inputs } : op.spec.parameters;
+  // The webhook's bounds, first and without recursion: one stored past it (a 5,000-level object) must
+  // end with a condition, not overflow the stack of schema validation on every reconcile.
+  const limits = checkParametersLimits(merged ?? {});
+  if (!limits.ok) {
+    return {
+      ok: false,
+      reason: 'InvalidParameters',
+      message: `spec.parameters: ${limits.message}. spec.parameters is immutable: create a new Operation with valid parameters.`,
+    };
+  }
   const params = validateParameters(template, merged);
   if (!params.ok) {
     const from =
@@ -244,6 +260,16 @@ export function evaluatePreconditions<T extends Template>(
   templates: readonly T[],
   facts: PreconditionFacts,
 ): PreconditionResult<T> {
+  // Nothing of an Operation the webhooks never admitted is believed (ADR 0029), so this comes first.
+  if (facts.admission && !facts.admission.ok) {
+    return {
+      outcome: 'rejected',
+      precondition: 'Admission',
+      reason: 'NotAdmitted',
+      message: notAdmittedMessage(op, facts.admission.message),
+      permanent: true,
+    };
+  }
   const resolved = resolveRequest(op, templates, facts.operations, facts.now);
   if (!resolved.ok) {
     const { reason, message } = resolved;
@@ -335,6 +361,9 @@ export function evaluatePreconditions<T extends Template>(
             )}${facts.rbac.missing.length > 5 ? ', …' : ''}. Bind ClusterRole vworkspace-profile-${template.rbacProfile.replace(/\./g, '-').toLowerCase()} to the operator's ServiceAccount with a RoleBinding there (docs/security/rbac.md); the Operation starts once it is granted`;
     return reject('RbacProfilePresent', 'RbacProfileMissing', message, false);
   }
+  // The requester still holds the type verb (admission checked it; the reconciler checks again).
+  const refused = facts.admission?.ok ? requesterRefusal(op, facts.admission) : undefined;
+  if (refused) return reject('ApprovalGiven', 'RequesterNotAuthorized', refused, true);
   // ApprovalGiven
   if (policy.requiresApproval && op.metadata.annotations?.[ANNOTATION_APPROVE] !== 'true') {
     return block(
@@ -343,6 +372,11 @@ export function evaluatePreconditions<T extends Template>(
       `policy.requiresApproval: waiting for approval; someone allowed to approve runs \`kubectl annotate operation ${op.metadata.name} -n ${ns} ${ANNOTATION_APPROVE}=true\` (or cancel it with spec.cancel: true)`,
     );
   }
+  const approval =
+    policy.requiresApproval && facts.admission?.ok
+      ? approverRefusal(op, template, facts.admission)
+      : undefined;
+  if (approval) return reject('ApprovalGiven', 'RequesterNotAuthorized', approval, true);
   // TargetGenerationMatches
   if (listed(template, 'TargetGenerationMatches')) {
     const gen = target.metadata.generation;

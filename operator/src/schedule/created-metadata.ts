@@ -2,6 +2,7 @@
 // annotations, the scheduler's own label and annotation, and an owner reference (garbage-collected with it).
 
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { ANNOTATION_ACTS_FOR, ANNOTATION_ADMISSION } from '../api/annotations.ts';
 import {
   ANNOTATION_APPROVE,
   ANNOTATION_APPROVED_BY,
@@ -9,6 +10,7 @@ import {
   type CronOperation,
   type WatchOperation,
 } from '../api/index.ts';
+import { actsForAnnotation } from '../identity/acts-for.ts';
 
 /**
  * Template annotations that are never copied. Approval is given per Operation, by a user, and the webhook
@@ -19,11 +21,14 @@ export const NOT_COPIED_ANNOTATIONS: readonly string[] = [
   ANNOTATION_APPROVE,
   ANNOTATION_APPROVED_BY,
   ANNOTATION_CREATED_BY,
+  ANNOTATION_ACTS_FOR,
+  ANNOTATION_ADMISSION,
 ];
 
 /**
  * metadata of an Operation `owner` creates: `name`, the template's labels plus `label`, the template's
- * annotations (less NOT_COPIED_ANNOTATIONS) plus `annotations`, and a controller owner reference.
+ * annotations (less NOT_COPIED_ANNOTATIONS) plus `annotations` and acts-for, and a controller owner
+ * reference.
  */
 export function createdOperationMetadata(
   owner: CronOperation | WatchOperation,
@@ -40,7 +45,8 @@ export function createdOperationMetadata(
     name,
     ...(owner.metadata.namespace ? { namespace: owner.metadata.namespace } : {}),
     labels: { ...(tmpl?.labels ?? {}), [label[0]]: label[1] },
-    annotations: { ...copied, ...annotations },
+    // Whom it acts for: the scheduler's editor (and run-now requester), which the webhook checks.
+    annotations: { ...copied, ...annotations, ...actsForAnnotation(owner, annotations) },
     // No blockOwnerDeletion: that would need update on the owner's finalizers subresource, and nothing
     // waits on it.
     ...(owner.metadata.uid

@@ -153,6 +153,12 @@ describe('admission webhooks', () => {
             clientConfig: clientConfig(WEBHOOK_PATHS.mutateOperation),
             rules: rule(['operations']),
           },
+          {
+            ...common,
+            name: 'mschedule.ops.vworkspace.io',
+            clientConfig: clientConfig(WEBHOOK_PATHS.mutateSchedule),
+            rules: rule(['cronoperations', 'watchoperations']),
+          },
         ],
       },
     });

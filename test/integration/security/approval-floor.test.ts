@@ -76,7 +76,7 @@ describe('approval floor: an Operation may tighten its template policy, never lo
     expect(op.status?.childRef).toBeUndefined();
   });
 
-  it('keeps the floor for an Operation admitted while the webhook was away: it waits for approval', async () => {
+  it('runs nothing of an Operation stored while the webhook was away (NotAdmitted, ADR 0029); the floor stays in effectivePolicy', async () => {
     const [, b] = w.namespaces;
     // The webhooks judge only namespaces carrying the world label: without it, b is a namespace whose
     // webhook is down (failurePolicy aside), and the Operation reaches the operator unjudged.
@@ -97,13 +97,13 @@ describe('approval floor: an Operation may tighten its template policy, never lo
         body: { metadata: { labels: { 'vws-security-world': w.id } } },
       });
     }
-    const op = await w.waitFor('unjudged to be judged by the reconciler', async () => {
+    // Before ADR 0029 it waited Blocked/AwaitingApproval (the floor); now nothing unadmitted runs at all.
+    const op = await w.waitFor('unjudged to be refused by the reconciler', async () => {
       const o = await w.getOperation(b, 'unjudged');
-      return o.status?.conditions?.some((c) => c.type === 'Blocked' || c.type === 'Running') ? o : undefined;
+      return o.status?.phase === 'Failed' ? o : undefined;
     });
-    const blocked = op.status?.conditions?.find((c) => c.type === 'Blocked');
-    expect(blocked?.status).toBe('True');
-    expect(blocked?.reason).toBe('AwaitingApproval');
+    const accepted = op.status?.conditions?.find((c) => c.type === 'Accepted');
+    expect(accepted).toMatchObject({ status: 'False', reason: 'NotAdmitted' });
     expect(op.status?.childRef).toBeUndefined();
   });
 });

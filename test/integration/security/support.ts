@@ -2,7 +2,9 @@
 // children it created, read as the admin: the tenant's own view does not matter for the verdict), and the
 // bait a hostile tenant reaches for.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import YAML from 'yaml';
 import type { Operation } from '../../../operator/src/api/operation.ts';
+import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import type { World } from './harness.ts';
 
 export interface Outcome {
@@ -44,4 +46,65 @@ export async function adminServiceAccount(w: World, namespace: string, name: str
     body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } },
   });
   await w.grantClusterRole(`system:serviceaccount:${namespace}:${name}`, namespace, 'cluster-admin');
+}
+
+/** A catalog with `guarded-runcommand`: RunCommand that requires approval by someone other than the requester. */
+export const GUARDED_TEMPLATE = 'guarded-runcommand';
+export const guardedCatalog = YAML.stringify({
+  templates: [
+    {
+      ...jobRunCommand,
+      name: GUARDED_TEMPLATE,
+      defaults: { requireReady: false, requiresApproval: true },
+      separationOfDuties: true,
+    },
+  ],
+});
+/** An Operation spec of the guarded template on `shop`. */
+export const guardedSpec = {
+  type: 'RunCommand',
+  engine: 'job',
+  template: GUARDED_TEMPLATE,
+  targetRef: { name: 'shop' },
+  parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
+};
+
+/**
+ * Runs `fn` while the webhooks do not select `namespace` (its world label removed), then selects it again.
+ * The API server picks webhooks by its namespace cache, which sees the label go a moment later: a dry run
+ * of `probe` (an Operation spec the admin may create) coming back without the webhook's stamp says it did.
+ */
+export async function unselected(
+  w: World,
+  namespace: string,
+  probe: Record<string, unknown>,
+  fn: () => Promise<void>,
+): Promise<void> {
+  const label = (value: string | null) =>
+    w.admin.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${namespace}`,
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { labels: { 'vws-security-world': value } } },
+    });
+  await label(null);
+  try {
+    await w.waitFor(`the webhooks to stop judging ${namespace}`, async () => {
+      const dry = await w.admin.request<Operation>({
+        method: 'POST',
+        path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${namespace}/operations`,
+        query: { dryRun: 'All' },
+        body: {
+          apiVersion: 'ops.vworkspace.io/v1alpha1',
+          kind: 'Operation',
+          metadata: { name: 'probe' },
+          spec: probe,
+        },
+      });
+      return !dry.metadata?.annotations?.['ops.vworkspace.io/created-by'];
+    });
+    await fn();
+  } finally {
+    await label(w.id);
+  }
 }

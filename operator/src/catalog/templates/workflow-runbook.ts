@@ -36,7 +36,7 @@ export const workflowRunbook: Template = {
         additionalProperties: { type: 'string', maxLength: 8192 },
       },
       serviceAccountName: objectName(
-        "ServiceAccount the Workflow's pods run as; unset uses the WorkflowTemplate's. One of the template's allowedServiceAccounts, unless the requester may create pods (or impersonate that ServiceAccount) in the namespace themselves",
+        "ServiceAccount the Workflow's pods run as; unset: the template's first allowedServiceAccount (never the WorkflowTemplate's own, and a WorkflowTemplate naming an account outside the list is refused). One of the template's allowedServiceAccounts, unless the requester may create pods (or impersonate that ServiceAccount) in the namespace themselves",
       ),
     },
   },

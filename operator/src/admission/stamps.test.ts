@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ANNOTATION_ACTS_FOR,
+  ANNOTATION_ADMISSION,
+  ANNOTATION_APPROVE,
+  ANNOTATION_APPROVED_BY,
+  ANNOTATION_CREATED_BY,
+  ANNOTATION_EDITED_BY,
+  ANNOTATION_RUN_NOW,
+  ANNOTATION_RUN_NOW_BY,
+} from '../api/annotations.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
+import { deriveSigningKey } from '../identity/signing-key.ts';
+import { verifyStamps } from '../identity/stamp.ts';
+import { decideOperation, mutateOperation } from './operation.ts';
+import type { JsonPatchOp } from './review.ts';
+import { schedulerStamps } from './stamps.ts';
+import { aCronOperation, anOperation, aRequest, decodePatch, fieldsOf, NS, someFacts } from './testing.ts';
+
+const key = deriveSigningKey(Buffer.from('serving key'));
+const keys = { current: () => key, find: (id: string) => (id === key.id ? key : undefined) };
+const sod = { ...BUILTIN_TEMPLATES.find((t) => t.name === 'velero-backup')!, separationOfDuties: true };
+const templates = {
+  ok: true as const,
+  value: [...BUILTIN_TEMPLATES.filter((t) => t.name !== 'velero-backup'), sod],
+};
+
+/** The object as the validating webhook sees it: after the mutating webhook's patch. */
+function mutated(req: ReturnType<typeof aRequest>) {
+  const res = mutateOperation(req, keys);
+  expect(res.allowed).toBe(true);
+  const obj = structuredClone(req.object) as { metadata: { annotations?: Record<string, string> } };
+  const ann = { ...(obj.metadata.annotations ?? {}) };
+  for (const op of (decodePatch(res) ?? []) as JsonPatchOp[]) {
+    const k = op.path.replace('/metadata/annotations/', '').replace('~1', '/');
+    if (op.path === '/metadata/annotations') Object.assign(ann, op.value as Record<string, string>);
+    else if (op.op === 'remove') delete ann[k];
+    else ann[k] = op.value as string;
+  }
+  obj.metadata.annotations = ann;
+  return obj;
+}
+
+describe('the signed admission record', () => {
+  it('is written at CREATE with the creator and groups, verifies, and is what validation expects', () => {
+    const req = aRequest(anOperation(), { user: { username: 'alice', groups: ['team-a'] } });
+    const obj = mutated(req);
+    expect(obj.metadata.annotations?.[ANNOTATION_CREATED_BY]).toBe('alice');
+    const v = verifyStamps({ ...obj, metadata: { ...obj.metadata, namespace: NS } }, keys.find);
+    expect(v).toEqual({ ok: true, stamps: { createdBy: 'alice', creatorGroups: ['team-a'], actsFor: [] } });
+    const facts = { ...someFacts(), signingKeys: keys };
+    expect(decideOperation({ ...req, object: obj }, facts).allowed).toBe(true);
+  });
+
+  it('is re-signed with the approver when approval is given, keeping the creator groups', () => {
+    const created = mutated(aRequest(anOperation(), { user: { username: 'alice', groups: ['team-a'] } }));
+    const approving = structuredClone(created);
+    approving.metadata.annotations = { ...approving.metadata.annotations, [ANNOTATION_APPROVE]: 'true' };
+    const obj = mutated(
+      aRequest(approving, {
+        operation: 'UPDATE',
+        oldObject: created,
+        user: { username: 'bob', groups: ['ops'] },
+      }),
+    );
+    const v = verifyStamps({ ...obj, metadata: { ...obj.metadata, namespace: NS } }, keys.find);
+    expect(v).toMatchObject({
+      ok: true,
+      stamps: { createdBy: 'alice', creatorGroups: ['team-a'], approvedBy: 'bob', approverGroups: ['ops'] },
+    });
+  });
+
+  it('is never written for an update of an Operation whose stored record does not verify', () => {
+    const forged = anOperation({}, { [ANNOTATION_CREATED_BY]: 'alice' });
+    const obj = mutated(aRequest({ ...forged }, { operation: 'UPDATE', oldObject: forged, user: 'bob' }));
+    expect(obj.metadata.annotations?.[ANNOTATION_ADMISSION]).toBeUndefined();
+  });
+
+  it('refuses a record the user wrote', () => {
+    const req = aRequest(anOperation({}, { [ANNOTATION_CREATED_BY]: 'alice', [ANNOTATION_ADMISSION]: '{}' }));
+    const res = decideOperation(req, { ...someFacts(), signingKeys: keys });
+    expect(fieldsOf(res)).toEqual([`metadata.annotations[${ANNOTATION_ADMISSION}]`]);
+  });
+
+  it('answers "retry" while the serving key is not readable', () => {
+    const res = mutateOperation(aRequest(anOperation()), { current: () => undefined, find: () => undefined });
+    expect(res.allowed).toBe(false);
+    expect(res.status?.code).toBe(503);
+  });
+});
+
+describe('acts-for and separation of duties', () => {
+  const scheduled = {
+    [ANNOTATION_CREATED_BY]: 'system:serviceaccount:ops:operator',
+    [ANNOTATION_ACTS_FOR]: '["alice"]',
+  };
+
+  it('refuses approval by someone a scheduled Operation acts for', () => {
+    const old = anOperation({ policy: { requiresApproval: true } }, scheduled);
+    const now = anOperation(
+      { policy: { requiresApproval: true } },
+      { ...scheduled, [ANNOTATION_APPROVE]: 'true', [ANNOTATION_APPROVED_BY]: 'alice' },
+    );
+    const res = decideOperation(aRequest(now, { operation: 'UPDATE', oldObject: old, user: 'alice' }), {
+      ...someFacts(),
+      templates,
+    });
+    expect(res.status?.code).toBe(403);
+    expect(res.status?.message).toContain('acts for "alice"');
+    const byBob = anOperation(
+      { policy: { requiresApproval: true } },
+      { ...scheduled, [ANNOTATION_APPROVE]: 'true', [ANNOTATION_APPROVED_BY]: 'bob' },
+    );
+    expect(
+      decideOperation(aRequest(byBob, { operation: 'UPDATE', oldObject: old, user: 'bob' }), {
+        ...someFacts(),
+        templates,
+      }).allowed,
+    ).toBe(true);
+  });
+
+  it('refuses acts-for written by anyone but the operator for a scheduler', () => {
+    const res = decideOperation(
+      aRequest(anOperation({}, { [ANNOTATION_CREATED_BY]: 'alice', [ANNOTATION_ACTS_FOR]: '["carol"]' })),
+      someFacts(),
+    );
+    expect(fieldsOf(res)).toEqual([`metadata.annotations[${ANNOTATION_ACTS_FOR}]`]);
+  });
+});
+
+describe('scheduler stamps', () => {
+  const value = (req: ReturnType<typeof aRequest>, k: string) =>
+    schedulerStamps('CronOperation', req).find((s) => s.key === k)?.expected;
+
+  it('edited-by follows spec changes only; run-now-by follows a new run-now value', () => {
+    const cron = aCronOperation();
+    const stored = {
+      ...cron,
+      metadata: { ...cron.metadata, annotations: { [ANNOTATION_EDITED_BY]: 'alice' } },
+    };
+    expect(value(aRequest(cron), ANNOTATION_EDITED_BY)).toBe('alice');
+    const runNow = {
+      ...stored,
+      metadata: {
+        ...stored.metadata,
+        annotations: { ...stored.metadata.annotations, [ANNOTATION_RUN_NOW]: 'x' },
+      },
+    };
+    const req = aRequest(runNow, { operation: 'UPDATE', oldObject: stored, user: 'bob' });
+    expect(value(req, ANNOTATION_EDITED_BY)).toBe('alice');
+    expect(value(req, ANNOTATION_RUN_NOW_BY)).toBe('bob');
+    const edited = { ...stored, spec: { ...stored.spec, schedule: '0 3 * * *' } };
+    expect(
+      value(aRequest(edited, { operation: 'UPDATE', oldObject: stored, user: 'bob' }), ANNOTATION_EDITED_BY),
+    ).toBe('bob');
+  });
+});

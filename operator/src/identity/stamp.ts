@@ -1,0 +1,171 @@
+// Signed admission stamps (docs/adr/0029-signed-admission-stamps.md). The webhook writes who created an
+// Operation, who approved it and whom it acts for as annotations; where the webhook did not run (a
+// namespace its namespaceSelector leaves out, an object stored while it was not registered) anyone who may
+// create an Operation could write the same annotations. So the mutating webhook also writes
+// ops.vworkspace.io/admission: the creator's and approver's groups (for the reconciler's access reviews) and
+// an HMAC-SHA256, with a key only the operator's pods hold, over the namespace, the spec (less `cancel`, the
+// one field that may change) and every stamp. The reconciler runs nothing whose record does not verify.
+// Pure, apart from node:crypto.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  ANNOTATION_ACTS_FOR,
+  ANNOTATION_ADMISSION,
+  ANNOTATION_APPROVE,
+  ANNOTATION_APPROVED_BY,
+  ANNOTATION_CREATED_BY,
+} from '../api/annotations.ts';
+import type { SigningKey } from './signing-key.ts';
+
+/** Who an admitted Operation names, as the webhook saw them. */
+export interface Stamps {
+  createdBy: string;
+  creatorGroups: readonly string[];
+  /** Set while ops.vworkspace.io/approve is "true". */
+  approvedBy?: string;
+  approverGroups?: readonly string[];
+  /** The users a scheduled Operation acts for (ANNOTATION_ACTS_FOR); empty for anyone else's. */
+  actsFor: readonly string[];
+}
+
+/** The record in ANNOTATION_ADMISSION. */
+interface AdmissionRecord {
+  v: 1;
+  kid: string;
+  creatorGroups: string[];
+  approverGroups?: string[];
+  mac: string;
+}
+
+export type Verified = { ok: true; stamps: Stamps } | { ok: false; message: string };
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** JSON with sorted keys, iteratively deep-checked by the caller's bounds (admission limits the depth). */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (isObject(v)) {
+    const keys = Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v ?? null);
+}
+
+/** The spec as signed: everything but `cancel`, which stays settable after admission. */
+function signedSpec(spec: unknown): unknown {
+  if (!isObject(spec)) return spec ?? null;
+  const { cancel: _cancel, ...rest } = spec;
+  return rest;
+}
+
+/** The users in an ANNOTATION_ACTS_FOR value; undefined when it is not a JSON array of strings. */
+export function parseActsFor(value: string | undefined): string[] | undefined {
+  if (value === undefined) return [];
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return Array.isArray(parsed) && parsed.every((x) => typeof x === 'string') ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function formatActsFor(users: readonly string[]): string | undefined {
+  const unique = [...new Set(users.filter((u) => u !== ''))];
+  return unique.length > 0 ? JSON.stringify(unique) : undefined;
+}
+
+function mac(key: Buffer, namespace: string, spec: unknown, stamps: Stamps): string {
+  const content = canonical({
+    v: 1,
+    namespace,
+    spec: signedSpec(spec),
+    createdBy: stamps.createdBy,
+    creatorGroups: [...stamps.creatorGroups],
+    approvedBy: stamps.approvedBy ?? null,
+    approverGroups: stamps.approvedBy !== undefined ? [...(stamps.approverGroups ?? [])] : null,
+    actsFor: [...stamps.actsFor],
+  });
+  return createHmac('sha256', key).update(content).digest('base64url');
+}
+
+/** The ANNOTATION_ADMISSION value for an Operation of `namespace` with `spec` and `stamps`. */
+export function signStamps(key: SigningKey, namespace: string, spec: unknown, stamps: Stamps): string {
+  const record: AdmissionRecord = {
+    v: 1,
+    kid: key.id,
+    creatorGroups: [...stamps.creatorGroups],
+    ...(stamps.approvedBy !== undefined ? { approverGroups: [...(stamps.approverGroups ?? [])] } : {}),
+    mac: mac(key.key, namespace, spec, stamps),
+  };
+  return JSON.stringify(record);
+}
+
+function readRecord(value: string): AdmissionRecord | undefined {
+  try {
+    const r: unknown = JSON.parse(value);
+    if (!isObject(r) || r.v !== 1 || typeof r.kid !== 'string' || typeof r.mac !== 'string') return undefined;
+    const strings = (x: unknown) => Array.isArray(x) && x.every((s) => typeof s === 'string');
+    if (!strings(r.creatorGroups) || (r.approverGroups !== undefined && !strings(r.approverGroups)))
+      return undefined;
+    return r as unknown as AdmissionRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+const NOT_ADMITTED =
+  "the operator's admission webhooks did not admit it: its namespace is not selected by their namespaceSelector, or it was stored while they were not registered";
+
+/**
+ * The stamps an object's annotations claim, and whether its ANNOTATION_ADMISSION record proves them. `keys`
+ * finds a key by id (the current one or one seen since the process started).
+ */
+export function verifyStamps(
+  obj: { metadata?: { namespace?: string; annotations?: Record<string, string> }; spec?: unknown },
+  keys: (id: string) => SigningKey | undefined,
+): Verified {
+  const ann = obj.metadata?.annotations ?? {};
+  const value = ann[ANNOTATION_ADMISSION];
+  if (value === undefined)
+    return { ok: false, message: `it carries no ${ANNOTATION_ADMISSION}: ${NOT_ADMITTED}` };
+  const record = readRecord(value);
+  const createdBy = ann[ANNOTATION_CREATED_BY];
+  const actsFor = parseActsFor(ann[ANNOTATION_ACTS_FOR]);
+  if (!record || createdBy === undefined || !actsFor) {
+    return { ok: false, message: `its ${ANNOTATION_ADMISSION} record is malformed: ${NOT_ADMITTED}` };
+  }
+  const key = keys(record.kid);
+  if (!key) {
+    return {
+      ok: false,
+      message: `its ${ANNOTATION_ADMISSION} record was signed with a key this operator does not hold (key ${record.kid}; the webhook's serving certificate was replaced, or the record was written by someone else)`,
+    };
+  }
+  const approved = ann[ANNOTATION_APPROVE] === 'true' ? ann[ANNOTATION_APPROVED_BY] : undefined;
+  const stamps: Stamps = {
+    createdBy,
+    creatorGroups: record.creatorGroups,
+    ...(approved !== undefined ? { approvedBy: approved, approverGroups: record.approverGroups ?? [] } : {}),
+    actsFor,
+  };
+  let expected: Buffer;
+  try {
+    expected = Buffer.from(mac(key.key, obj.metadata?.namespace ?? '', obj.spec, stamps));
+  } catch {
+    // A spec too deep to serialise was never admitted (the webhook bounds depth and size).
+    return {
+      ok: false,
+      message: `its spec cannot be checked against its ${ANNOTATION_ADMISSION} record: ${NOT_ADMITTED}`,
+    };
+  }
+  const given = Buffer.from(record.mac);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    return {
+      ok: false,
+      message: `its ${ANNOTATION_ADMISSION} record does not match its namespace, spec or identity annotations: they were written without the webhook`,
+    };
+  }
+  return { ok: true, stamps };
+}
