@@ -2,16 +2,10 @@
 // request for another namespace's instance ran on this namespace's namesake without a word; now it is
 // refused at its field path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import { startWorld, type World } from './harness.ts';
+import { runCommandSpec } from './support.ts';
 
-const runCommand = (extra: Record<string, unknown> = {}) => ({
-  type: 'RunCommand',
-  engine: 'job',
-  targetRef: { name: 'shop' },
-  parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
-  ...extra,
-});
+const runCommand = runCommandSpec;
 
 describe('bad input gets a clear answer', () => {
   let w: World;

@@ -16,8 +16,6 @@ import {
 } from '../../../operator/src/api/annotations.ts';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { WatchOperation } from '../../../operator/src/api/watchoperation.ts';
-import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
-import { childName, NAME_LIMITS } from '../../../operator/src/engines/names.ts';
 import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { operationForTrigger } from '../../../operator/src/schedule/watch-decide.ts';
 import { RUNNER_SERVICE_ACCOUNT, startWorld, type World } from './harness.ts';
@@ -36,16 +34,10 @@ import {
   readyOf,
   slotHandled,
 } from './schedule-support.ts';
-import { jobsIn, settled } from './support.ts';
+import { failedByChildConflict, runCommandSpec } from './support.ts';
 
 const EVERY_MINUTE = '* * * * *';
-const runCommand = (extra: Record<string, unknown> = {}) => ({
-  type: 'RunCommand',
-  engine: 'job',
-  targetRef: { name: 'shop' },
-  parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
-  ...extra,
-});
+const runCommand = runCommandSpec;
 const cronSpec = (extra: Record<string, unknown> = {}, policy?: Record<string, unknown>) => ({
   schedule: EVERY_MINUTE,
   operationTemplate: { spec: runCommand(policy ? { policy } : {}) },
@@ -233,43 +225,6 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
     expect(still.status?.phase).toBe('Succeeded');
   });
 
-  /**
-   * Operation `name` on shop, Failed with a reason a re-run retries: a Job under the first attempt's child
-   * name that the Operation did not create (ChildConflict). `approve` gives the approval it waits for.
-   */
-  async function failedOperation(
-    ns: string,
-    name: string,
-    create: () => Promise<unknown>,
-    approve: () => Promise<unknown>,
-  ): Promise<void> {
-    await create();
-    const op = await w.waitFor(`${name} to wait for approval`, async () => {
-      const o = await w.getOperation(ns, name);
-      return o.status?.conditions?.some((c) => c.reason === 'AwaitingApproval') ? o : undefined;
-    });
-    await w.admin.request({
-      method: 'POST',
-      path: jobsIn(ns),
-      body: {
-        apiVersion: 'batch/v1',
-        kind: 'Job',
-        metadata: { name: childName(op, 1, NAME_LIMITS.job) },
-        spec: {
-          template: {
-            spec: {
-              restartPolicy: 'Never',
-              containers: [{ name: 'x', image: RUNCOMMAND_IMAGES[0], command: ['true'] }],
-            },
-          },
-        },
-      },
-    });
-    await approve();
-    const failed = await settled(w, ns, name);
-    expect(failed.succeeded).toMatchObject({ status: 'False', reason: 'ChildConflict' });
-  }
-
   /** A namespace the webhooks do not select (created once, with what an Operation on shop needs). */
   async function unjudged(): Promise<string> {
     if (unjudgedNs) return unjudgedNs;
@@ -291,7 +246,8 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
   }
 
   it('hole 6: re-running a failed Operation needs the type verb on its target', async () => {
-    await failedOperation(
+    await failedByChildConflict(
+      w,
       a,
       'flaky',
       () => w.operation(w.as('alice'), a, 'flaky', runCommand({ policy: { requiresApproval: true } })),
@@ -310,24 +266,6 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
       return o.status?.phase === 'Running' ? o : undefined;
     });
     expect(rerun.metadata.annotations?.['ops.vworkspace.io/reconcile-requested-by']).toBe('alice');
-  });
-
-  it('hole 6, the reconciler: a re-run request the webhook never judged starts nothing', async () => {
-    const ns = await unjudged();
-    const path = `${OPS}/namespaces/${ns}/operations/unjudged`;
-    await failedOperation(
-      ns,
-      'unjudged',
-      () => w.operation(w.admin, ns, 'unjudged', runCommand({ policy: { requiresApproval: true } })),
-      () => annotate(w.admin, path, { 'ops.vworkspace.io/approve': 'true' }),
-    );
-    await annotate(w.admin, path, { [ANNOTATION_RECONCILE]: 'again' });
-    const ignored = await eventAbout(w, ns, 'unjudged', 'ReconcileIgnored');
-    expect(ignored.note).toContain('reconcile-requested-by');
-    const op = await w.getOperation(ns, 'unjudged');
-    expect(op.metadata.annotations?.['ops.vworkspace.io/reconcile-handled']).toBe('again');
-    expect(op.status?.phase).toBe('Failed');
-    expect(op.status?.attempts ?? 1).toBe(1);
   });
 
   it('skip-next needs the same verb as editing the schedule', async () => {

@@ -5,6 +5,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import YAML from 'yaml';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
+import { childName, NAME_LIMITS } from '../../../operator/src/engines/names.ts';
 import type { World } from './harness.ts';
 
 export interface Outcome {
@@ -35,8 +36,111 @@ export async function childrenOf(w: World, path: string, name: string): Promise<
   return list.items ?? [];
 }
 
+/** A RunCommand Operation spec (a Job running `true`) on `shop`, with `extra` fields. */
+export const runCommandSpec = (extra: Record<string, unknown> = {}) => ({
+  type: 'RunCommand',
+  engine: 'job',
+  targetRef: { name: 'shop' },
+  parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
+  ...extra,
+});
+
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+
+/** `user` may `verb` applicationinstances in `namespace`, through a Role and RoleBinding `<user>-<verb>` (revokeVerb). */
+export async function grantVerb(w: World, namespace: string, user: string, verb: string): Promise<void> {
+  const name = `${user}-${verb}`;
+  const rules = [{ apiGroups: ['apps.vworkspace.io'], resources: ['applicationinstances'], verbs: [verb] }];
+  const base = `${RBAC}/namespaces/${namespace}`;
+  const rbac = { apiVersion: 'rbac.authorization.k8s.io/v1' };
+  await w.admin.request({
+    method: 'POST',
+    path: `${base}/roles`,
+    body: { ...rbac, kind: 'Role', metadata: { name }, rules },
+  });
+  await w.admin.request({
+    method: 'POST',
+    path: `${base}/rolebindings`,
+    body: {
+      ...rbac,
+      kind: 'RoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+  });
+}
+
+/** Removes grantVerb's binding and waits until the API server's own authorizer says no. */
+export async function revokeVerb(w: World, namespace: string, user: string, verb: string): Promise<void> {
+  await w.admin.request({
+    method: 'DELETE',
+    path: `${RBAC}/namespaces/${namespace}/rolebindings/${user}-${verb}`,
+  });
+  await w.waitFor(`${user} to lose ${verb}`, async () => {
+    const review = await w.admin.request<{ status?: { allowed?: boolean } }>({
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user,
+          resourceAttributes: {
+            namespace,
+            group: 'apps.vworkspace.io',
+            resource: 'applicationinstances',
+            verb,
+          },
+        },
+      },
+    });
+    return review.status?.allowed !== true;
+  });
+}
+
 /** Jobs of the namespace, by collection path. */
 export const jobsIn = (namespace: string) => `/apis/batch/v1/namespaces/${namespace}/jobs`;
+
+/**
+ * Operation `name` (a RunCommand Job that waits for approval), Failed with a reason a re-run retries: a Job
+ * under the first attempt's child name that the Operation did not create (ChildConflict). `create` creates
+ * it, `approve` gives the approval it waits for.
+ */
+export async function failedByChildConflict(
+  w: World,
+  ns: string,
+  name: string,
+  create: () => Promise<unknown>,
+  approve: () => Promise<unknown>,
+): Promise<void> {
+  await create();
+  const op = await w.waitFor(`${name} to wait for approval`, async () => {
+    const o = await w.getOperation(ns, name);
+    return o.status?.conditions?.some((c) => c.reason === 'AwaitingApproval') ? o : undefined;
+  });
+  await w.admin.request({
+    method: 'POST',
+    path: jobsIn(ns),
+    body: {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: childName(op, 1, NAME_LIMITS.job) },
+      spec: {
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            containers: [{ name: 'x', image: RUNCOMMAND_IMAGES[0], command: ['true'] }],
+          },
+        },
+      },
+    },
+  });
+  await approve();
+  const failed = await settled(w, ns, name);
+  if (failed.succeeded?.reason !== 'ChildConflict')
+    throw new Error(`${name} ended ${JSON.stringify(failed.succeeded)}, not ChildConflict`);
+}
 
 /** A ServiceAccount of `namespace` bound to cluster-admin there: what a tenant must never run as through the operator. */
 export async function adminServiceAccount(w: World, namespace: string, name: string): Promise<void> {

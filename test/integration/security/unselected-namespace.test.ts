@@ -13,11 +13,19 @@ import {
 } from '../../../operator/src/api/annotations.ts';
 import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { startWorld, type World } from './harness.ts';
-import { childrenOf, guardedCatalog, guardedSpec, jobsIn, settled, unselected } from './support.ts';
+import {
+  childrenOf,
+  grantVerb,
+  guardedCatalog,
+  guardedSpec,
+  jobsIn,
+  revokeVerb,
+  settled,
+  unselected,
+} from './support.ts';
 
 const catalog = guardedCatalog;
 const spec = guardedSpec;
-const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
 describe('the reconciler runs only what the webhooks admitted, for requesters who may still run it', () => {
   let w: World;
@@ -42,29 +50,7 @@ describe('the reconciler runs only what the webhooks admitted, for requesters wh
       { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create', 'get'] },
     ]);
     // alice's type verb, in a binding of a known name so that the test can revoke it.
-    await w.admin.request({
-      method: 'POST',
-      path: `${RBAC}/namespaces/${a}/roles`,
-      body: {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name: 'alice-runcommand' },
-        rules: [
-          { apiGroups: ['apps.vworkspace.io'], resources: ['applicationinstances'], verbs: ['runcommand'] },
-        ],
-      },
-    });
-    await w.admin.request({
-      method: 'POST',
-      path: `${RBAC}/namespaces/${a}/rolebindings`,
-      body: {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: 'alice-runcommand' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'alice-runcommand' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
-      },
-    });
+    await grantVerb(w, a, 'alice', 'runcommand');
   });
   afterAll(async () => {
     await w?.stop();
@@ -117,10 +103,7 @@ describe('the reconciler runs only what the webhooks admitted, for requesters wh
       return o.status?.conditions?.find((c) => c.type === 'Blocked' && c.reason === 'AwaitingApproval');
     });
     expect(blocked).toBeTruthy();
-    await w.admin.request({
-      method: 'DELETE',
-      path: `${RBAC}/namespaces/${a}/rolebindings/alice-runcommand`,
-    });
+    await revokeVerb(w, a, 'alice', 'runcommand');
     await w.as('bob').request({
       method: 'PATCH',
       path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${a}/operations/original`,
