@@ -21,16 +21,10 @@
 // requester (reconcile-requested-by, signed with the others); a scheduler's ownerReference is never added
 // or changed (8).
 import { ANNOTATION_ACTS_FOR } from '../api/annotations.ts';
-import {
-  ANNOTATION_APPROVE,
-  ANNOTATION_APPROVED_BY,
-  ANNOTATION_RECONCILE,
-  ANNOTATION_RECONCILE_REQUESTED_BY,
-  OPS_GROUP,
-} from '../api/index.ts';
+import { ANNOTATION_APPROVE, ANNOTATION_RECONCILE, OPS_GROUP } from '../api/index.ts';
 import { parseActsFor } from '../identity/stamp.ts';
 import { checkActsFor } from './acts-for.ts';
-import { ANNOTATION_CREATED_BY, isApprovalTransition, isReconcileRequest, stampPatch } from './approval.ts';
+import { ANNOTATION_CREATED_BY, isApprovalTransition, isReconcileRequest } from './approval.ts';
 import {
   type AccessCheck,
   accessKey,
@@ -61,7 +55,13 @@ import {
   runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
-import { operationStamps, type SigningKeySource, signingProblem, stampProblems } from './stamps.ts';
+import {
+  operationStamps,
+  type SigningKeySource,
+  signingProblem,
+  stampPatch,
+  stampProblems,
+} from './stamps.ts';
 
 /** The verb a user needs on the target to approve an Operation on it. */
 export const APPROVE_VERB = 'approve';
@@ -110,7 +110,7 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
 }
 
 /**
- * The mutating webhook: stamps created-by and approved-by. It also refuses spec changes on UPDATE:
+ * The mutating webhook: writes the stamps (stamps.ts) and signs them. It also refuses spec changes on UPDATE:
  * mutating webhooks run before the CRD's own validation, so the user sees this message (which says
  * what may change) instead of the CEL rule's terser one. Everything else is left to validation.
  */
@@ -255,17 +255,7 @@ function checkApproval(req: AdmissionRequest, facts: Facts): Problem[] {
   }
   const stamps = operationStamps(req, facts.signingKeys);
   if (stamps.retry) problems.push(signingProblem(stamps.retry));
-  problems.push(
-    ...stampProblems(stamps.expectations, MUTATING_OPERATION_WEBHOOK, (key) =>
-      key === ANNOTATION_CREATED_BY
-        ? 'the user who created the Operation'
-        : key === ANNOTATION_APPROVED_BY
-          ? `the user who set ${ANNOTATION_APPROVE}: "true"; approve with ${ANNOTATION_APPROVE}: "true"`
-          : key === ANNOTATION_RECONCILE_REQUESTED_BY
-            ? `the user who set a new ${ANNOTATION_RECONCILE} value`
-            : undefined,
-    ),
-  );
+  problems.push(...stampProblems(stamps.expectations, MUTATING_OPERATION_WEBHOOK));
   if (req.operation === 'CREATE') problems.push(...checkActsFor(req, facts));
   if (!isApprovalTransition(req)) return problems;
 

@@ -6,6 +6,8 @@ import {
   ANNOTATION_APPROVED_BY,
   ANNOTATION_CREATED_BY,
   ANNOTATION_EDITED_BY,
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_REQUESTED_BY,
   ANNOTATION_RUN_NOW,
   ANNOTATION_RUN_NOW_BY,
 } from '../api/annotations.ts';
@@ -68,6 +70,57 @@ describe('the signed admission record', () => {
       ok: true,
       stamps: { createdBy: 'alice', creatorGroups: ['team-a'], approvedBy: 'bob', approverGroups: ['ops'] },
     });
+  });
+
+  it('signs a re-run request with its requester and groups; a later change of the value breaks it', () => {
+    const created = mutated(aRequest(anOperation(), { user: { username: 'alice', groups: ['team-a'] } }));
+    const asking = structuredClone(created);
+    asking.metadata.annotations = { ...asking.metadata.annotations, [ANNOTATION_RECONCILE]: '1' };
+    const obj = mutated(
+      aRequest(asking, {
+        operation: 'UPDATE',
+        oldObject: created,
+        user: { username: 'bob', groups: ['ops'] },
+      }),
+    );
+    expect(obj.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_BY]).toBe('bob');
+    const verify = (o: typeof obj) =>
+      verifyStamps({ ...o, metadata: { ...o.metadata, namespace: NS } }, keys.find);
+    expect(verify(obj)).toMatchObject({
+      ok: true,
+      stamps: {
+        createdBy: 'alice',
+        creatorGroups: ['team-a'],
+        reconcile: { value: '1', requestedBy: 'bob', requesterGroups: ['ops'] },
+      },
+    });
+    // An unrelated update by someone else keeps bob's request and groups.
+    const touched = structuredClone(obj);
+    touched.metadata.annotations = { ...touched.metadata.annotations, note: 'x' };
+    const kept = mutated(
+      aRequest(touched, { operation: 'UPDATE', oldObject: obj, user: { username: 'carol', groups: ['c'] } }),
+    );
+    expect(verify(kept)).toMatchObject({
+      ok: true,
+      stamps: { reconcile: { value: '1', requestedBy: 'bob', requesterGroups: ['ops'] } },
+    });
+    // Where the webhook did not run: another value under bob's stamp, or another requester, does not verify.
+    const again = { ...obj, metadata: { ...obj.metadata, annotations: { ...obj.metadata.annotations } } };
+    again.metadata.annotations[ANNOTATION_RECONCILE] = '2';
+    expect(verify(again).ok).toBe(false);
+    const other = { ...obj, metadata: { ...obj.metadata, annotations: { ...obj.metadata.annotations } } };
+    other.metadata.annotations[ANNOTATION_RECONCILE_REQUESTED_BY] = 'alice';
+    expect(verify(other).ok).toBe(false);
+    // The stamp goes with its request.
+    const { [ANNOTATION_RECONCILE]: _r, ...withoutRequest } = obj.metadata.annotations ?? {};
+    const dropped = mutated(
+      aRequest(
+        { ...obj, metadata: { ...obj.metadata, annotations: withoutRequest } },
+        { operation: 'UPDATE', oldObject: obj, user: 'carol' },
+      ),
+    );
+    expect(dropped.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_BY]).toBeUndefined();
+    expect(verify(dropped)).toMatchObject({ ok: true });
   });
 
   it('is never written for an update of an Operation whose stored record does not verify', () => {

@@ -1,6 +1,5 @@
 // Test-object builders for admission tests: requests, Operations, schedulers and facts.
 import { BUILTIN_TEMPLATES, type Template } from '../catalog/index.ts';
-import type { StampExpectation } from './approval.ts';
 import {
   type AccessCheck,
   type AccessResult,
@@ -12,7 +11,7 @@ import {
   type TargetInstance,
 } from './decision.ts';
 import type { AdmissionRequest, AdmissionResponse, UserInfo } from './review.ts';
-import { schedulerStamps } from './stamps.ts';
+import { type StampExpectation, schedulerStamps } from './stamps.ts';
 
 export const NS = 'team-a';
 

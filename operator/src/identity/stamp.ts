@@ -1,10 +1,11 @@
 // Signed admission stamps (docs/adr/0029-signed-admission-stamps.md). The webhook writes who created an
-// Operation, who approved it and whom it acts for as annotations; where the webhook did not run (a
+// Operation, who approved it, whom it acts for and who asked to re-run it as annotations; where the webhook did not run (a
 // namespace its namespaceSelector leaves out, an object stored while it was not registered) anyone who may
 // create an Operation could write the same annotations. So the mutating webhook also writes
 // ops.vworkspace.io/admission: the creator's and approver's groups (for the reconciler's access reviews) and
 // an HMAC-SHA256, with a key only the operator's pods hold, over the namespace, the spec (less `cancel`, the
-// one field that may change) and every stamp. The reconciler runs nothing whose record does not verify.
+// one field that may change), every stamp and the ops.vworkspace.io/reconcile value the re-run stamp belongs
+// to. The reconciler runs nothing, and re-runs nothing, whose record does not verify.
 // Pure, apart from node:crypto.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
@@ -13,6 +14,8 @@ import {
   ANNOTATION_APPROVE,
   ANNOTATION_APPROVED_BY,
   ANNOTATION_CREATED_BY,
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_REQUESTED_BY,
 } from '../api/annotations.ts';
 import type { SigningKey } from './signing-key.ts';
 
@@ -25,6 +28,14 @@ export interface Stamps {
   approverGroups?: readonly string[];
   /** The users a scheduled Operation acts for (ANNOTATION_ACTS_FOR); empty for anyone else's. */
   actsFor: readonly string[];
+  /** The current ops.vworkspace.io/reconcile request (a re-run): its value and who set it, with their groups. */
+  reconcile?: ReconcileRequest;
+}
+
+export interface ReconcileRequest {
+  value: string;
+  requestedBy: string;
+  requesterGroups: readonly string[];
 }
 
 /** The record in ANNOTATION_ADMISSION. */
@@ -33,6 +44,7 @@ interface AdmissionRecord {
   kid: string;
   creatorGroups: string[];
   approverGroups?: string[];
+  reconcileRequesterGroups?: string[];
   mac: string;
 }
 
@@ -86,6 +98,9 @@ function mac(key: Buffer, namespace: string, spec: unknown, stamps: Stamps): str
     approvedBy: stamps.approvedBy ?? null,
     approverGroups: stamps.approvedBy !== undefined ? [...(stamps.approverGroups ?? [])] : null,
     actsFor: [...stamps.actsFor],
+    reconcile: stamps.reconcile?.value ?? null,
+    reconcileRequestedBy: stamps.reconcile?.requestedBy ?? null,
+    reconcileRequesterGroups: stamps.reconcile ? [...stamps.reconcile.requesterGroups] : null,
   });
   return createHmac('sha256', key).update(content).digest('base64url');
 }
@@ -97,6 +112,7 @@ export function signStamps(key: SigningKey, namespace: string, spec: unknown, st
     kid: key.id,
     creatorGroups: [...stamps.creatorGroups],
     ...(stamps.approvedBy !== undefined ? { approverGroups: [...(stamps.approverGroups ?? [])] } : {}),
+    ...(stamps.reconcile ? { reconcileRequesterGroups: [...stamps.reconcile.requesterGroups] } : {}),
     mac: mac(key.key, namespace, spec, stamps),
   };
   return JSON.stringify(record);
@@ -107,7 +123,8 @@ function readRecord(value: string): AdmissionRecord | undefined {
     const r: unknown = JSON.parse(value);
     if (!isObject(r) || r.v !== 1 || typeof r.kid !== 'string' || typeof r.mac !== 'string') return undefined;
     const strings = (x: unknown) => Array.isArray(x) && x.every((s) => typeof s === 'string');
-    if (!strings(r.creatorGroups) || (r.approverGroups !== undefined && !strings(r.approverGroups)))
+    const optional = (x: unknown) => x === undefined || strings(x);
+    if (!strings(r.creatorGroups) || !optional(r.approverGroups) || !optional(r.reconcileRequesterGroups))
       return undefined;
     return r as unknown as AdmissionRecord;
   } catch {
@@ -144,11 +161,22 @@ export function verifyStamps(
     };
   }
   const approved = ann[ANNOTATION_APPROVE] === 'true' ? ann[ANNOTATION_APPROVED_BY] : undefined;
+  const reconcile = ann[ANNOTATION_RECONCILE];
+  const requestedBy = reconcile !== undefined ? ann[ANNOTATION_RECONCILE_REQUESTED_BY] : undefined;
   const stamps: Stamps = {
     createdBy,
     creatorGroups: record.creatorGroups,
     ...(approved !== undefined ? { approvedBy: approved, approverGroups: record.approverGroups ?? [] } : {}),
     actsFor,
+    ...(reconcile !== undefined && requestedBy !== undefined
+      ? {
+          reconcile: {
+            value: reconcile,
+            requestedBy,
+            requesterGroups: record.reconcileRequesterGroups ?? [],
+          },
+        }
+      : {}),
   };
   let expected: Buffer;
   try {

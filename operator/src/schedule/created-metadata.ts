@@ -2,7 +2,12 @@
 // annotations, the scheduler's own label and annotation, and an owner reference (garbage-collected with it).
 
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import { ANNOTATION_ACTS_FOR, ANNOTATION_ADMISSION } from '../api/annotations.ts';
+import {
+  ANNOTATION_ACTS_FOR,
+  ANNOTATION_ADMISSION,
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_REQUESTED_BY,
+} from '../api/annotations.ts';
 import {
   ANNOTATION_APPROVE,
   ANNOTATION_APPROVED_BY,
@@ -15,7 +20,9 @@ import { actsForAnnotation } from '../identity/acts-for.ts';
 /**
  * Template annotations that are never copied. Approval is given per Operation, by a user, and the webhook
  * records who gave it (and who created the Operation): a template carrying `approve: "true"` would approve
- * every Operation it creates in the operator's name, past policy.requiresApproval.
+ * every Operation it creates in the operator's name, past policy.requiresApproval. A re-run request
+ * (reconcile) is a user's too: on a created Operation its stamp would name the operator, which holds no
+ * type verb, so the reconciler would refuse the Operation.
  */
 export const NOT_COPIED_ANNOTATIONS: readonly string[] = [
   ANNOTATION_APPROVE,
@@ -23,6 +30,8 @@ export const NOT_COPIED_ANNOTATIONS: readonly string[] = [
   ANNOTATION_CREATED_BY,
   ANNOTATION_ACTS_FOR,
   ANNOTATION_ADMISSION,
+  ANNOTATION_RECONCILE,
+  ANNOTATION_RECONCILE_REQUESTED_BY,
 ];
 
 /**
