@@ -102,9 +102,11 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   // The admission record's key, from the webhook's serving key (every replica mounts it): the webhook
   // signs with it, the reconciler verifies (docs/adr/0029-signed-admission-stamps.md).
   const signingKeys = new SigningKeys(config.webhookCertDir);
+  // Who the operator is: the webhook trusts its Operations for schedulers, the reconciler too.
+  const self = operatorIdentity(clientFor('identity', 0));
   const operations = createOperationController({
     ...controllerDeps('operation'),
-    ...(config.requireAdmissionStamp ? { admission: { keys: signingKeys } } : {}),
+    ...(config.requireAdmissionStamp ? { admission: { keys: signingKeys, self } } : {}),
     mapper,
     adapterFor,
     templates: catalog,
@@ -149,7 +151,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
             instances: instanceCache,
             accessCache: new AccessCache(config.admissionAccessCacheSeconds, realClock),
             templates: catalog,
-            self: operatorIdentity(admissionClient),
+            self,
             watchNamespaces: namespaces,
             signingKeys,
           }),

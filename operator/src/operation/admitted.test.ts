@@ -44,6 +44,26 @@ describe('the reconciler re-checks admission', () => {
     expect(r).toMatchObject({ outcome: 'rejected', reason: 'RequesterNotAuthorized' });
   });
 
+  it('refuses a re-run whose requester lost the type verb before it started', () => {
+    const rerun = (allowed: boolean) =>
+      evaluatePreconditions(
+        operation('b', {}, { annotations: { 'ops.vworkspace.io/reconcile': '2' } }),
+        BUILTIN_TEMPLATES,
+        facts({
+          ok: true,
+          stamps: { ...stamps, reconcile: { value: '2', requestedBy: 'bob', requesterGroups: [] } },
+          requester: { user: 'alice', verb: 'backup', allowed: true },
+          rerun: { user: 'bob', verb: 'backup', allowed },
+        }),
+      );
+    const r = rerun(false);
+    expect(r).toMatchObject({ outcome: 'rejected', reason: 'RequesterNotAuthorized', permanent: true });
+    expect(r.outcome === 'rejected' && r.message).toContain(
+      '"bob", who asked to re-run it (ops.vworkspace.io/reconcile), may no longer backup applicationinstances/app',
+    );
+    expect(rerun(true).outcome).toBe('satisfied');
+  });
+
   it('refuses an approver who lost approve, or is someone the Operation acts for under separation of duties', () => {
     const lost = evaluatePreconditions(
       approved('bob'),

@@ -67,6 +67,7 @@ import {
   statusCode,
 } from '../runtime/index.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
+import { schedulerOwner } from '../schedule/owner.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer, SubjectAccessReviewer } from './access.ts';
 import type { AdmissionFacts } from './admitted.ts';
 import { childConflict, childConflictStatus } from './adoption.ts';
@@ -128,7 +129,15 @@ export interface OperationControllerDeps {
    * Check the signed admission record and re-review the stamped requester and approver before anything
    * starts (admitted.ts; main always sets it). Unset: not checked (controller tests without webhooks).
    */
-  admission?: { keys: SigningKeySource; reviewer?: AccessReviewer };
+  admission?: {
+    keys: SigningKeySource;
+    reviewer?: AccessReviewer;
+    /**
+     * The operator's own user name (SelfSubjectReview; undefined while unknown): an Operation carries a
+     * scheduler's authority only when the operator created it for that scheduler.
+     */
+    self: () => Promise<string | undefined>;
+  };
   /** Tests: list/watch from memory for the child kinds and named objects. */
   listerWatchers?: {
     operations: ListerWatcher<Operation>;
@@ -161,14 +170,22 @@ function typeVerb(op: Operation): string {
   return op.spec.type.toLowerCase();
 }
 
-/** Whether an Operation names a CronOperation/WatchOperation as its controller. */
-function scheduledBy(op: Operation): boolean {
-  return (op.metadata.ownerReferences ?? []).some(
-    (r) =>
-      r.controller === true &&
-      r.apiVersion.startsWith(`${OPERATION.group}/`) &&
-      (r.kind === 'CronOperation' || r.kind === 'WatchOperation'),
-  );
+/**
+ * An Operation carries the checked authority of a CronOperation/WatchOperation (ADR 0011) when its
+ * controller ownerReference names one (schedule/owner.ts: what the schedulers count as theirs) and its
+ * signed creator is the operator itself: only the operator's own Operations are admitted with such a
+ * reference, and a reference added where the webhook did not run borrows nothing.
+ */
+async function carriesSchedulerAuthority(
+  op: Operation,
+  createdBy: string,
+  self: () => Promise<string | undefined>,
+): Promise<boolean> {
+  if (!schedulerOwner(op, 'CronOperation') && !schedulerOwner(op, 'WatchOperation')) return false;
+  const me = await self();
+  // Unknown for now (the review failed): retried with backoff rather than judged as anyone's.
+  if (me === undefined) throw new Error("the operator's own user name is not known yet (SelfSubjectReview)");
+  return createdBy === me;
 }
 
 function rbacMissing(op: Operation): boolean {
@@ -411,8 +428,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   }
 
   /**
-   * The admission record, then (once the request resolves on an existing target) the stamped creator's
-   * type verb and the approver's approve verb, reviewed through the requester cache.
+   * The admission record, then the type verb of whoever asked for the current re-run (reconcile) value and
+   * (once the request resolves on an existing target) the stamped creator's type verb and the approver's
+   * approve verb, reviewed through the requester cache.
    */
   async function admissionFacts(
     op: Operation,
@@ -420,9 +438,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     signal: AbortSignal,
   ): Promise<AdmissionFacts | undefined> {
     if (!deps.admission || !requesters) return undefined;
-    const keys = deps.admission.keys;
+    const { keys, self } = deps.admission;
     const verified = verifyStamps(op, (id) => keys.find(id));
-    if (!verified.ok || !policy) return verified;
+    if (!verified.ok) return verified;
     const { stamps } = verified;
     const ns = op.metadata.namespace ?? '';
     const target = op.spec.targetRef.name;
@@ -431,15 +449,18 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       verb,
       allowed: await requesters.instanceAllowed({ user, groups }, ns, verb, target, signal),
     });
-    // An Operation a CronOperation/WatchOperation created carries that object's checked authority (ADR 0011).
-    const requester = scheduledBy(op)
+    const asked = stamps.reconcile;
+    const rerun = asked ? await review(asked.requestedBy, asked.requesterGroups, typeVerb(op)) : undefined;
+    const reviewed = { ok: true as const, stamps, ...(rerun ? { rerun } : {}) };
+    if (!policy) return reviewed;
+    const requester = (await carriesSchedulerAuthority(op, stamps.createdBy, self))
       ? undefined
       : await review(stamps.createdBy, stamps.creatorGroups, typeVerb(op));
     const approver =
       policy.requiresApproval && stamps.approvedBy !== undefined
         ? await review(stamps.approvedBy, stamps.approverGroups ?? [], 'approve')
         : undefined;
-    return { ok: true, stamps, ...(requester ? { requester } : {}), ...(approver ? { approver } : {}) };
+    return { ...reviewed, ...(requester ? { requester } : {}), ...(approver ? { approver } : {}) };
   }
 
   /** The recorded children as they are now, and the first one that is no longer the object recorded. */

@@ -5,6 +5,7 @@ import type { Operation } from '../api/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { ChildManifest, EngineAdapter } from '../engines/types.ts';
 import { FakeClock } from '../runtime/clock.ts';
+import type { AdmissionFacts } from './admitted.ts';
 import {
   ANNOTATION_RECONCILE_HANDLED,
   type DecideInput,
@@ -427,7 +428,7 @@ describe('decide: policies', () => {
     h.step();
     expect(h.op.status?.phase).toBe('Failed');
     h.factsOver = {};
-    h.annotate({ 'ops.vworkspace.io/reconcile': '1', [REQUESTED_BY]: 'alice' });
+    h.annotate({ 'ops.vworkspace.io/reconcile': '1' });
     const d = h.step();
     expect(d.reconcileHandled).toBe('1');
     expect(d.create).toHaveLength(1);
@@ -438,27 +439,55 @@ describe('decide: policies', () => {
 
     const bad = new Harness(operation('c', { parameters: { ttl: 'x' } }));
     bad.step();
-    bad.annotate({ 'ops.vworkspace.io/reconcile': 'now', [REQUESTED_BY]: 'alice' });
+    bad.annotate({ 'ops.vworkspace.io/reconcile': 'now' });
     const ignored = bad.step();
     expect(ignored.reconcileHandled).toBe('now');
     expect(bad.op.status?.phase).toBe('Failed');
     expect(ignored.events).toEqual([expect.objectContaining({ reason: 'ReconcileIgnored' })]);
   });
 
-  it('re-runs only a request the webhook judged: one without reconcile-requested-by is ignored, once', () => {
-    const h = new Harness(operation('b'));
-    h.factsOver = { target: instance('app', { capabilities: {} }) };
-    h.step();
-    h.factsOver = {};
-    h.annotate({ 'ops.vworkspace.io/reconcile': '1' });
-    const d = h.step();
-    expect(d.create ?? []).toEqual([]);
-    expect(d.reconcileHandled).toBe('1');
-    expect(h.op.status?.phase).toBe('Failed');
-    expect(d.events).toEqual([
-      expect.objectContaining({ reason: 'ReconcileIgnored', note: expect.stringContaining(REQUESTED_BY) }),
-    ]);
-    expect(h.step().events).toEqual([]);
+  it('re-runs only a request the webhook signed, for a requester who still holds the type verb', () => {
+    const stamps = { createdBy: 'alice', creatorGroups: [], actsFor: [] };
+    const asked = { value: '1', requestedBy: 'bob', requesterGroups: ['ops'] };
+    const rerunWith = (admission: AdmissionFacts) => {
+      const h = new Harness(operation('b'));
+      h.factsOver = { target: instance('app', { capabilities: {} }) };
+      h.step();
+      h.factsOver = { admission };
+      h.annotate({ 'ops.vworkspace.io/reconcile': '1' });
+      return { h, d: h.step() };
+    };
+    const ignored = (admission: AdmissionFacts, says: string) => {
+      const { h, d } = rerunWith(admission);
+      expect(d.create ?? []).toEqual([]);
+      expect(d.reconcileHandled).toBe('1');
+      expect(h.op.status?.phase).toBe('Failed');
+      expect(h.cond('Succeeded')?.reason).toBe('CapabilityMissing');
+      expect(d.events).toEqual([
+        expect.objectContaining({ reason: 'ReconcileIgnored', note: expect.stringContaining(says) }),
+      ]);
+      expect(h.step().events).toEqual([]);
+    };
+    // Written where the webhook did not run: the record does not verify.
+    ignored({ ok: false, message: 'its record does not match' }, 'its record does not match');
+    // A value the webhook never stamped.
+    ignored({ ok: true, stamps }, REQUESTED_BY);
+    // The requester lost the verb since.
+    ignored(
+      {
+        ok: true,
+        stamps: { ...stamps, reconcile: asked },
+        rerun: { user: 'bob', verb: 'backup', allowed: false },
+      },
+      '"bob", who asked to re-run it (ops.vworkspace.io/reconcile), may no longer backup',
+    );
+    const { h, d } = rerunWith({
+      ok: true,
+      stamps: { ...stamps, reconcile: asked },
+      rerun: { user: 'bob', verb: 'backup', allowed: true },
+    });
+    expect(d.create).toHaveLength(1);
+    expect(h.op.status?.phase).toBe('Running');
   });
 });
 
@@ -585,7 +614,7 @@ describe('decide: issue 14 policies', () => {
     expect(late.op.status?.phase).toBe('Failed');
     expect(late.cond('Succeeded')?.reason).toBe('EngineNotInstalled');
     late.factsOver = {};
-    late.annotate({ 'ops.vworkspace.io/reconcile': '1', [REQUESTED_BY]: 'alice' });
+    late.annotate({ 'ops.vworkspace.io/reconcile': '1' });
     expect(late.step().create).toHaveLength(1);
   });
 

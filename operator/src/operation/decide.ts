@@ -19,7 +19,6 @@ import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE,
   ANNOTATION_RECONCILE_HANDLED,
-  ANNOTATION_RECONCILE_REQUESTED_BY,
   LABEL_OPERATION,
   LABEL_OPERATION_NAMESPACE,
 } from '../api/annotations.ts';
@@ -48,6 +47,7 @@ import { isPaused, resumeHint } from '../instance/paused.ts';
 import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
 import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
+import { rerunRefusal } from './admitted.ts';
 import { ENGINE_RECHECK_MS } from './engine-install.ts';
 import { evaluatePreconditions, type PreconditionFacts, resolveOperation } from './preconditions.ts';
 export { ANNOTATION_RECONCILE_HANDLED };
@@ -323,14 +323,10 @@ function templateOf(input: DecideInput): Template | undefined {
 }
 
 function reconcileRetry(input: DecideInput): { retry: boolean; why: string } {
-  // A re-run is the action again: the webhook lets only a requester with the type verb on the target set
-  // a new value, and stamps who did. A request without the stamp never passed it (a namespace it does not
-  // judge, or an object older than the check).
-  if (input.op.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_BY] === undefined)
-    return {
-      retry: false,
-      why: `ops.vworkspace.io/reconcile ignored: the request carries no ${ANNOTATION_RECONCILE_REQUESTED_BY}, so the admission webhook never checked that its requester may run this Operation's type on its target; re-run it where the webhook judges Operations, or create a new Operation`,
-    };
+  // A re-run is the action again: only on the authority of a requester the webhook checked and signed,
+  // who still holds the type verb (admitted.ts).
+  const refused = rerunRefusal(input.op, input.facts?.admission);
+  if (refused) return { retry: false, why: refused };
   const c = findCondition(input.op.status?.conditions as Condition[] | undefined, CONDITION_SUCCEEDED);
   const reason = c?.reason ?? '';
   if (RECONCILE_RETRY_REASONS.includes(reason)) return { retry: true, why: '' };
