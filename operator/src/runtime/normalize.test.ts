@@ -1,6 +1,6 @@
 import { V1MicroTime } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { formatMicroTime, formatTime, normalizeTimestamps } from './normalize.ts';
+import { formatMicroTime, formatTime, freezeNormalized, normalizeTimestamps } from './normalize.ts';
 
 describe('timestamps', () => {
   it('formats metav1.Time at second precision and MicroTime with six digits', () => {
@@ -33,5 +33,41 @@ describe('timestamps', () => {
     expect(out.spec!.renewTime).toMatch(/^2025-03-01T11:00:00\.123\d{3}Z$/);
     expect(out.spec).not.toHaveProperty('skip');
     expect(input.metadata.creationTimestamp).toBeInstanceOf(Date);
+  });
+});
+
+describe('objects as deep as the API server stores', () => {
+  // Its JSON decoder stops at 10,000 levels: a Custom Resource's free-form field (an Operation's
+  // spec.parameters, stored where the webhook did not run) may come 9,992 levels deep, and a recursive
+  // walk ran out of stack on it in the informer, whose list and watch then failed for every object.
+  const DEPTH = 10_000;
+  const deep = () => {
+    let v: Record<string, unknown> = { at: new Date('2025-03-01T10:00:00Z'), skip: undefined };
+    for (let i = 0; i < DEPTH; i++) v = { x: v, n: [i] };
+    return v;
+  };
+  const bottom = (v: Record<string, unknown>) => {
+    let cur = v;
+    for (let i = 0; i < DEPTH; i++) cur = cur.x as Record<string, unknown>;
+    return cur;
+  };
+
+  it('freezeNormalized freezes every level and normalises the deepest', () => {
+    const v = freezeNormalized(deep());
+    expect(Object.isFrozen(v)).toBe(true);
+    expect(Object.isFrozen(v.n)).toBe(true);
+    const last = bottom(v);
+    expect(Object.isFrozen(last)).toBe(true);
+    expect(last).toEqual({ at: '2025-03-01T10:00:00Z' });
+    expect(Object.keys(v)).toEqual(['x', 'n']);
+  });
+
+  it('normalizeTimestamps copies every level, keeping key order, and leaves the input alone', () => {
+    const input = deep();
+    const v = normalizeTimestamps(input);
+    expect(bottom(v)).toEqual({ at: '2025-03-01T10:00:00Z' });
+    expect(Object.keys(v)).toEqual(['x', 'n']);
+    expect(v.n).toEqual([DEPTH - 1]);
+    expect(bottom(input).at).toBeInstanceOf(Date);
   });
 });

@@ -1,7 +1,11 @@
 // Item 10 of the threat model: hostile input size. spec.parameters nested thousands of levels deep, or
 // simply huge, is refused at spec.parameters with a message saying the limit, before any schema
 // validation runs (which recursed until the stack ran out and blamed the template); and a body larger than
-// the webhook server accepts gets HTTP 413 with a readable body instead of a connection reset.
+// the webhook server accepts gets HTTP 413 with a readable body instead of a connection reset. Where the
+// webhooks do not run, the API server stores such an Operation (its JSON decoder stops at 10,000 levels for
+// the whole object: 9,992 in spec.parameters is the deepest it stores), and the operator must still give it
+// a condition saying what to do, without a loop or a crash.
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_ADMISSION_BODY_BYTES } from '../../../operator/src/admission/server.ts';
@@ -51,15 +55,19 @@ describe('hostile input size', () => {
   });
 
   /** Creates an Operation as mallory whose spec.parameters is `parameters` (JSON text), sent verbatim. */
-  async function createRaw(name: string, parameters: string) {
+  async function createRaw(name: string, parameters: string, namespace = a) {
     const opts: { headers?: Record<string, string> } & Record<string, unknown> = {};
     await w.adminKc.applyToHTTPSOptions(opts);
     const server = w.adminKc.getCurrentCluster()?.server ?? '';
     const body = `{"apiVersion":"ops.vworkspace.io/v1alpha1","kind":"Operation","metadata":{"name":"${name}"},"spec":{"type":"RunCommand","engine":"job","targetRef":{"name":"shop"},"parameters":${parameters}}}`;
-    const res = await post(`${server}/apis/ops.vworkspace.io/v1alpha1/namespaces/${a}/operations`, body, {
-      ...opts,
-      headers: { ...opts.headers, 'Impersonate-User': 'mallory', 'content-type': 'application/json' },
-    });
+    const res = await post(
+      `${server}/apis/ops.vworkspace.io/v1alpha1/namespaces/${namespace}/operations`,
+      body,
+      {
+        ...opts,
+        headers: { ...opts.headers, 'Impersonate-User': 'mallory', 'content-type': 'application/json' },
+      },
+    );
     return res;
   }
 
@@ -114,5 +122,64 @@ describe('hostile input size', () => {
     });
     expect(res.code).toBe(413);
     expect(res.body).toContain(`${MAX_ADMISSION_BODY_BYTES} bytes`);
+  });
+
+  it('gives 5,000- and 9,992-deep Operations stored where the webhooks do not run a condition, without a loop or a crash', async () => {
+    // A namespace the webhooks do not select (it lacks the world's label); the operator watches it.
+    const ns = `${a}-unjudged`;
+    await w.admin.request({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    });
+    try {
+      await w.instance(ns, 'shop', { runcommand: 'job' });
+      await w.grantProfile('runCommand.job', ns);
+      await w.grant('mallory', ns, [
+        { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create'] },
+      ]);
+      const image = JSON.stringify(RUNCOMMAND_IMAGES[0]);
+      // 9,992: the deepest spec.parameters the API server stores (its JSON decoder stops at 10,000 levels
+      // for the whole object); 5,000: the depth of the issue. The deepest goes first, while the operator's
+      // code that walks objects is still cold (a warm, optimised recursion got further).
+      const ops = { 'deep-1': 9_992, 'deep-2': 5_000 };
+      for (const [name, depth] of Object.entries(ops)) {
+        const res = await createRaw(name, `{"image":${image},"deep":${nestedJson(depth)}}`, ns);
+        expect(res.code).toBe(201);
+      }
+      for (const name of Object.keys(ops)) {
+        const op = await w.waitFor(`${name} to get a condition`, async () => {
+          const o = await w.getOperation(ns, name);
+          return o.status?.conditions?.find((c) => c.type === 'Accepted') ? o : undefined;
+        });
+        expect(op.status?.phase).toBe('Failed');
+        const accepted = op.status?.conditions?.find((c) => c.type === 'Accepted');
+        expect(accepted).toMatchObject({ status: 'False', reason: 'NotAdmitted' });
+        expect(accepted?.message).toContain(`select namespace ${ns}; then create the Operation again`);
+      }
+      // Everyone else's Operations are still reconciled: mallory's dry run in a runs to its end.
+      await w.grantProfile('runCommand.job', a);
+      await w.operation(w.as('mallory'), a, 'neighbour', {
+        type: 'RunCommand',
+        engine: 'job',
+        targetRef: { name: 'shop' },
+        parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
+        policy: { dryRun: true, requireReady: false },
+      });
+      await w.waitFor(
+        'the neighbour to finish',
+        async () => (await w.getOperation(a, 'neighbour')).status?.phase === 'Succeeded',
+      );
+      // Nothing failed on the way (no retried list or watch, no failed reconcile), and the operator is up.
+      const complaints = readFileSync(w.operator.logPath, 'utf8')
+        .split('\n')
+        .filter((l) => /"level":"(warn|error|fatal)"/.test(l))
+        .filter((l) => l.includes(ns) || /informer|call stack/.test(l))
+        .map((l) => l.slice(0, 300));
+      expect(complaints).toEqual([]);
+      expect(w.operator.crashed).toBe(false);
+    } finally {
+      await w.admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}` });
+    }
   });
 });
