@@ -19,20 +19,40 @@ function dateToString(d: Date): string {
   return d.getUTCMilliseconds() === 0 ? formatTime(d) : d.toISOString();
 }
 
-/** Returns a copy of `value` with every Date replaced by its RFC 3339 string. */
-export function normalizeTimestamps<T>(value: T): T {
-  return walk(value) as T;
+// Both walks below keep their own stack instead of recursing: a Custom Resource's free-form fields may
+// come from the API server nested up to its JSON decoder's limit (10,000 levels), deeper than the
+// call stack of a recursive walk reaches, and the informer must store such an object like any other.
+
+type Container = Record<string, unknown> | unknown[];
+
+function put(parent: Container, key: string | number, v: unknown): void {
+  if (Array.isArray(parent)) parent[key as number] = v;
+  else parent[key as string] = v;
 }
 
-function walk(v: unknown): unknown {
-  if (v instanceof Date) return dateToString(v);
-  if (Array.isArray(v)) return v.map(walk);
-  if (typeof v === 'object' && v !== null) {
-    const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) if (x !== undefined) out[k] = walk(x);
-    return out;
+/** Returns a copy of `value` with every Date replaced by its RFC 3339 string. */
+export function normalizeTimestamps<T>(value: T): T {
+  const root: unknown[] = [undefined];
+  const todo: [unknown, Container, string | number][] = [[value, root, 0]];
+  for (let next = todo.pop(); next; next = todo.pop()) {
+    const [v, parent, key] = next;
+    if (v instanceof Date) put(parent, key, dateToString(v));
+    else if (Array.isArray(v)) {
+      const out: unknown[] = new Array(v.length);
+      put(parent, key, out);
+      for (let i = 0; i < v.length; i++) todo.push([v[i], out, i]);
+    } else if (typeof v === 'object' && v !== null) {
+      const out: Record<string, unknown> = {};
+      put(parent, key, out);
+      for (const [k, x] of Object.entries(v)) {
+        if (x === undefined) continue;
+        // Placed now, filled later: the copy keeps the key order.
+        out[k] = null;
+        todo.push([x, out, k]);
+      }
+    } else put(parent, key, v);
   }
-  return v;
+  return root[0] as T;
 }
 
 /**
@@ -43,21 +63,21 @@ function walk(v: unknown): unknown {
  * Already-frozen parts are taken as normalised.
  */
 export function freezeNormalized<T>(value: T): T {
-  return freezeWalk(value) as T;
-}
-
-function freezeWalk(v: unknown): unknown {
-  if (v instanceof Date) return dateToString(v);
-  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return v;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) v[i] = freezeWalk(v[i]);
-  } else {
-    const o = v as Record<string, unknown>;
-    for (const k of Object.keys(o)) {
-      const x = o[k];
-      if (x === undefined) delete o[k];
-      else if (typeof x === 'object' && x !== null) o[k] = freezeWalk(x);
+  if (value instanceof Date) return dateToString(value) as T;
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  const todo: object[] = [value];
+  for (let o = todo.pop(); o; o = todo.pop()) {
+    // A node is fixed up, then frozen; its children (separate objects) follow.
+    const node = o as Record<string, unknown>;
+    const list = Array.isArray(o);
+    for (const k of Object.keys(node)) {
+      const x = node[k];
+      if (x === undefined) {
+        if (!list) delete node[k];
+      } else if (x instanceof Date) node[k] = dateToString(x);
+      else if (typeof x === 'object' && x !== null && !Object.isFrozen(x)) todo.push(x);
     }
+    Object.freeze(node);
   }
-  return Object.freeze(v);
+  return value;
 }
