@@ -317,6 +317,33 @@ describe('decideCron: suspend, skip-next, invalid schedules', () => {
   });
 });
 
+describe('decideCron: a template past the webhook bounds (stored where the webhook did not run)', () => {
+  it('says so in Ready, once, and creates nothing, however deep the parameters are', () => {
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 9_992; i++) deep = { x: deep };
+    const cron = cronOp({ schedule: '* * * * *' });
+    const tmpl = cron.spec.operationTemplate;
+    const w = new CronWorld(
+      {
+        ...cron,
+        spec: { ...cron.spec, operationTemplate: { ...tmpl, spec: { ...tmpl.spec, parameters: { deep } } } },
+      },
+      '2025-06-01T05:00:30Z',
+    );
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(plan.events).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'InvalidOperationTemplate' }),
+    ]);
+    const ready = w.cron.status?.conditions?.[0];
+    expect(ready).toMatchObject({ type: 'Ready', status: 'False', reason: 'InvalidOperationTemplate' });
+    expect(ready?.message).toMatch(
+      /^spec\.operationTemplate\.spec\.parameters: .*nested more than 32 levels/,
+    );
+    expect(w.reconcile().events).toEqual([]);
+  });
+});
+
 describe('decideCron: status and history', () => {
   it('prunes finished Operations beyond the limits, oldest first, never running ones', () => {
     const w = new CronWorld(

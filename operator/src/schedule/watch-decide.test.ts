@@ -308,6 +308,27 @@ describe('decideWatch: triggers', () => {
   });
 });
 
+describe('decideWatch: a template past the webhook bounds (stored where the webhook did not run)', () => {
+  it('says so in Ready, once, and creates nothing on a trigger', () => {
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 9_992; i++) deep = { x: deep };
+    const w = new World(
+      watchOp({ operationTemplate: { spec: { type: 'Backup', engine: 'velero', parameters: { deep } } } }),
+      [instance('shop')],
+    );
+    w.reconcile();
+    w.label('shop');
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    const ready = w.watch.status?.conditions?.[0];
+    expect(ready).toMatchObject({ status: 'False', reason: 'InvalidOperationTemplate' });
+    expect(ready?.message).toMatch(/^spec\.operationTemplate\.spec\.parameters: /);
+    expect(w.plans.flatMap((p) => p.events)).toEqual([
+      expect.objectContaining({ type: 'Warning', reason: 'InvalidOperationTemplate' }),
+    ]);
+  });
+});
+
 describe('decideWatch: concurrency and coalescing', () => {
   const busy = (policy: 'Allow' | 'Forbid' | 'Replace') => {
     const w = new World(watchOp({ concurrencyPolicy: policy }), [instance('shop')]);

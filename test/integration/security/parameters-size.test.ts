@@ -51,24 +51,55 @@ describe('hostile input size', () => {
     ]);
   });
   afterAll(async () => {
+    if (unjudgedNs) await w.admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${unjudgedNs}` });
     await w?.stop();
   });
 
-  /** Creates an Operation as mallory whose spec.parameters is `parameters` (JSON text), sent verbatim. */
-  async function createRaw(name: string, parameters: string, namespace = a) {
+  /** POSTs `body` (JSON text, sent verbatim) to the collection `path` as mallory. */
+  async function postAsMallory(path: string, body: string) {
     const opts: { headers?: Record<string, string> } & Record<string, unknown> = {};
     await w.adminKc.applyToHTTPSOptions(opts);
     const server = w.adminKc.getCurrentCluster()?.server ?? '';
-    const body = `{"apiVersion":"ops.vworkspace.io/v1alpha1","kind":"Operation","metadata":{"name":"${name}"},"spec":{"type":"RunCommand","engine":"job","targetRef":{"name":"shop"},"parameters":${parameters}}}`;
-    const res = await post(
-      `${server}/apis/ops.vworkspace.io/v1alpha1/namespaces/${namespace}/operations`,
-      body,
-      {
-        ...opts,
-        headers: { ...opts.headers, 'Impersonate-User': 'mallory', 'content-type': 'application/json' },
-      },
+    return post(`${server}${path}`, body, {
+      ...opts,
+      headers: { ...opts.headers, 'Impersonate-User': 'mallory', 'content-type': 'application/json' },
+    });
+  }
+
+  /** Creates an Operation as mallory whose spec.parameters is `parameters` (JSON text), sent verbatim. */
+  function createRaw(name: string, parameters: string, namespace = a) {
+    return postAsMallory(
+      `/apis/ops.vworkspace.io/v1alpha1/namespaces/${namespace}/operations`,
+      `{"apiVersion":"ops.vworkspace.io/v1alpha1","kind":"Operation","metadata":{"name":"${name}"},"spec":{"type":"RunCommand","engine":"job","targetRef":{"name":"shop"},"parameters":${parameters}}}`,
     );
-    return res;
+  }
+
+  /** A namespace the webhooks do not select (it lacks the world's label; the operator watches it). */
+  let unjudgedNs: string | undefined;
+  async function unjudged(): Promise<string> {
+    if (unjudgedNs) return unjudgedNs;
+    const ns = `${a}-unjudged`;
+    await w.admin.request({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    });
+    unjudgedNs = ns;
+    await w.instance(ns, 'shop', { runcommand: 'job' });
+    await w.grantProfile('runCommand.job', ns);
+    await w.grant('mallory', ns, [
+      { apiGroups: ['ops.vworkspace.io'], resources: ['operations', 'cronoperations'], verbs: ['create'] },
+    ]);
+    return ns;
+  }
+
+  /** Warnings and errors about `ns`, or about an informer or a stack overflow, in the operator's log. */
+  function complaints(ns: string): string[] {
+    return readFileSync(w.operator.logPath, 'utf8')
+      .split('\n')
+      .filter((l) => /"level":"(warn|error|fatal)"/.test(l))
+      .filter((l) => l.includes(ns) || /informer|call stack/.test(l))
+      .map((l) => l.slice(0, 300));
   }
 
   it(`refuses parameters nested 5,000 levels deep at spec.parameters, naming the limit (${MAX_PARAMETERS_DEPTH})`, async () => {
@@ -125,61 +156,72 @@ describe('hostile input size', () => {
   });
 
   it('gives 5,000- and 9,992-deep Operations stored where the webhooks do not run a condition, without a loop or a crash', async () => {
-    // A namespace the webhooks do not select (it lacks the world's label); the operator watches it.
-    const ns = `${a}-unjudged`;
-    await w.admin.request({
-      method: 'POST',
-      path: '/api/v1/namespaces',
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-    });
-    try {
-      await w.instance(ns, 'shop', { runcommand: 'job' });
-      await w.grantProfile('runCommand.job', ns);
-      await w.grant('mallory', ns, [
-        { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create'] },
-      ]);
-      const image = JSON.stringify(RUNCOMMAND_IMAGES[0]);
-      // 9,992: the deepest spec.parameters the API server stores (its JSON decoder stops at 10,000 levels
-      // for the whole object); 5,000: the depth of the issue. The deepest goes first, while the operator's
-      // code that walks objects is still cold (a warm, optimised recursion got further).
-      const ops = { 'deep-1': 9_992, 'deep-2': 5_000 };
-      for (const [name, depth] of Object.entries(ops)) {
-        const res = await createRaw(name, `{"image":${image},"deep":${nestedJson(depth)}}`, ns);
-        expect(res.code).toBe(201);
-      }
-      for (const name of Object.keys(ops)) {
-        const op = await w.waitFor(`${name} to get a condition`, async () => {
-          const o = await w.getOperation(ns, name);
-          return o.status?.conditions?.find((c) => c.type === 'Accepted') ? o : undefined;
-        });
-        expect(op.status?.phase).toBe('Failed');
-        const accepted = op.status?.conditions?.find((c) => c.type === 'Accepted');
-        expect(accepted).toMatchObject({ status: 'False', reason: 'NotAdmitted' });
-        expect(accepted?.message).toContain(`select namespace ${ns}; then create the Operation again`);
-      }
-      // Everyone else's Operations are still reconciled: mallory's dry run in a runs to its end.
-      await w.grantProfile('runCommand.job', a);
-      await w.operation(w.as('mallory'), a, 'neighbour', {
-        type: 'RunCommand',
-        engine: 'job',
-        targetRef: { name: 'shop' },
-        parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
-        policy: { dryRun: true, requireReady: false },
-      });
-      await w.waitFor(
-        'the neighbour to finish',
-        async () => (await w.getOperation(a, 'neighbour')).status?.phase === 'Succeeded',
-      );
-      // Nothing failed on the way (no retried list or watch, no failed reconcile), and the operator is up.
-      const complaints = readFileSync(w.operator.logPath, 'utf8')
-        .split('\n')
-        .filter((l) => /"level":"(warn|error|fatal)"/.test(l))
-        .filter((l) => l.includes(ns) || /informer|call stack/.test(l))
-        .map((l) => l.slice(0, 300));
-      expect(complaints).toEqual([]);
-      expect(w.operator.crashed).toBe(false);
-    } finally {
-      await w.admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}` });
+    const ns = await unjudged();
+    const image = JSON.stringify(RUNCOMMAND_IMAGES[0]);
+    // 9,992: the deepest spec.parameters the API server stores (its JSON decoder stops at 10,000 levels
+    // for the whole object); 5,000: the depth of the issue. The deepest goes first, while the operator's
+    // code that walks objects is still cold (a warm, optimised recursion got further).
+    const ops = { 'deep-1': 9_992, 'deep-2': 5_000 };
+    for (const [name, depth] of Object.entries(ops)) {
+      const res = await createRaw(name, `{"image":${image},"deep":${nestedJson(depth)}}`, ns);
+      expect(res.code).toBe(201);
     }
+    for (const name of Object.keys(ops)) {
+      const op = await w.waitFor(`${name} to get a condition`, async () => {
+        const o = await w.getOperation(ns, name);
+        return o.status?.conditions?.find((c) => c.type === 'Accepted') ? o : undefined;
+      });
+      expect(op.status?.phase).toBe('Failed');
+      const accepted = op.status?.conditions?.find((c) => c.type === 'Accepted');
+      expect(accepted).toMatchObject({ status: 'False', reason: 'NotAdmitted' });
+      expect(accepted?.message).toContain(`select namespace ${ns}; then create the Operation again`);
+    }
+    // Everyone else's Operations are still reconciled: mallory's dry run in a runs to its end.
+    await w.grantProfile('runCommand.job', a);
+    await w.operation(w.as('mallory'), a, 'neighbour', {
+      type: 'RunCommand',
+      engine: 'job',
+      targetRef: { name: 'shop' },
+      parameters: { image: RUNCOMMAND_IMAGES[0], command: ['true'] },
+      policy: { dryRun: true, requireReady: false },
+    });
+    await w.waitFor(
+      'the neighbour to finish',
+      async () => (await w.getOperation(a, 'neighbour')).status?.phase === 'Succeeded',
+    );
+    // Nothing failed on the way (no retried list or watch, no failed reconcile), and the operator is up.
+    expect(complaints(ns)).toEqual([]);
+    expect(w.operator.crashed).toBe(false);
+  });
+
+  it('gives a CronOperation with a template that deep Ready=False with what to do, and creates nothing', async () => {
+    const ns = await unjudged();
+    const template = `{"type":"RunCommand","engine":"job","targetRef":{"name":"shop"},"parameters":{"image":${JSON.stringify(RUNCOMMAND_IMAGES[0])},"deep":${nestedJson(9_980)}}}`;
+    const res = await postAsMallory(
+      `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/cronoperations`,
+      `{"apiVersion":"ops.vworkspace.io/v1alpha1","kind":"CronOperation","metadata":{"name":"deep-cron"},"spec":{"schedule":"* * * * *","operationTemplate":{"spec":${template}}}}`,
+    );
+    expect(res.code).toBe(201);
+    const ready = await w.waitFor('deep-cron to say it cannot run', async () => {
+      const c = await w.admin.request<{
+        status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+      }>({
+        method: 'GET',
+        path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/cronoperations/deep-cron`,
+      });
+      return c.status?.conditions?.find((x) => x.type === 'Ready');
+    });
+    expect(ready).toMatchObject({ status: 'False', reason: 'InvalidOperationTemplate' });
+    expect(ready.message).toContain(
+      'spec.operationTemplate.spec.parameters: Invalid value: nested more than',
+    );
+    const created = await w.admin.request<{ items: unknown[] }>({
+      method: 'GET',
+      path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/operations`,
+      query: { labelSelector: 'ops.vworkspace.io/cron-operation=deep-cron' },
+    });
+    expect(created.items).toEqual([]);
+    expect(complaints(ns)).toEqual([]);
+    expect(w.operator.crashed).toBe(false);
   });
 });
