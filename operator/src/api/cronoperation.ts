@@ -185,7 +185,7 @@ export const CronOperationStatusSchema = Type.Object(
     observedGeneration: Type.Optional(ObservedGeneration('CronOperation')),
     conditions: Type.Optional(
       Conditions(
-        'Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone or Suspended.',
+        'Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone, InvalidOperationTemplate or Suspended.',
       ),
     ),
     active: Type.Optional(activeField()),

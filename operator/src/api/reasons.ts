@@ -190,6 +190,10 @@ export const REASONS = {
   Suspended: scheduler('False', 'spec.suspend is true; nothing is created'),
   WatchActive: scheduler('True', 'WatchOperation watches its ApplicationInstances'),
   InvalidSelector: scheduler('False', 'spec.selector does not parse'),
+  InvalidOperationTemplate: scheduler(
+    'False',
+    "(added) spec.operationTemplate.spec.parameters is past the webhook's depth or size bounds (stored where it did not run); nothing is created",
+  ),
   OperationRefused: scheduler(
     'False',
     '(added) the API server or the admission webhook refused the Operation a run or trigger would create; Warning Event with the refusal',

@@ -132,7 +132,9 @@ export const WatchOperationStatusSchema = Type.Object(
   {
     observedGeneration: Type.Optional(ObservedGeneration('WatchOperation')),
     conditions: Type.Optional(
-      Conditions('Ready: True/WatchActive while watching; False with InvalidSelector or Suspended.'),
+      Conditions(
+        'Ready: True/WatchActive while watching; False with InvalidSelector, InvalidOperationTemplate or Suspended.',
+      ),
     ),
     active: Type.Optional(activeField()),
     lastTriggerTime: Type.Optional(DateTime({ description: 'When an Operation was last created.' })),

@@ -51,6 +51,7 @@ import {
   nextRuns,
   operationNameForSlot,
 } from './slots.ts';
+import { INVALID_OPERATION_TEMPLATE, templateBoundsProblem } from './template-bounds.ts';
 import { applyTriggerParameters } from './trigger-parameters.ts';
 
 /** status.missedSlots keeps this many (the schema's maxItems). */
@@ -72,6 +73,7 @@ export const CRON_EVENT = {
   TriggerParameterMissing: 'TriggerParameterMissing',
   InvalidSchedule: 'InvalidSchedule',
   InvalidTimeZone: 'InvalidTimeZone',
+  InvalidOperationTemplate: INVALID_OPERATION_TEMPLATE,
 } as const;
 
 export interface PlannedEvent {
@@ -333,11 +335,19 @@ export function decideCron(
   plan.prune = operationsToPrune(ops, spec);
   const remaining = ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
 
-  // Invalid schedule or zone (the webhook refuses them, but objects may predate it): say so, run nothing.
+  // Invalid schedule or zone, or a template past the parameters' bounds (the webhook refuses them, but
+  // objects may predate it or be stored where it does not run): say so, run nothing.
   const valid = validateSchedule(spec.schedule, zone);
-  if (!valid.ok) {
-    const reason = valid.field === 'timeZone' ? CRON_EVENT.InvalidTimeZone : CRON_EVENT.InvalidSchedule;
-    const message = `spec.${valid.field}: ${valid.message}; no Operations are created until it is fixed`;
+  const bounds = templateBoundsProblem(spec.operationTemplate.spec);
+  if (!valid.ok || bounds !== undefined) {
+    const reason = !valid.ok
+      ? valid.field === 'timeZone'
+        ? CRON_EVENT.InvalidTimeZone
+        : CRON_EVENT.InvalidSchedule
+      : CRON_EVENT.InvalidOperationTemplate;
+    const message = !valid.ok
+      ? `spec.${valid.field}: ${valid.message}; no Operations are created until it is fixed`
+      : (bounds ?? '');
     const before = prev.conditions?.find((c) => c.type === CONDITION_READY);
     if (before?.reason !== reason || before.message !== message)
       events.push({ type: 'Warning', reason, note: message });

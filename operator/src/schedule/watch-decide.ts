@@ -39,6 +39,7 @@ import { createdOperationMetadata } from './created-metadata.ts';
 import type { PlannedEvent } from './cron-decide.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import { INVALID_OPERATION_TEMPLATE, templateBoundsProblem } from './template-bounds.ts';
 import { applyTriggerParameters, valueAt } from './trigger-parameters.ts';
 
 export { valueAt };
@@ -50,6 +51,7 @@ export const WATCH_EVENT = {
   TriggerLabelRemoved: 'TriggerLabelRemoved',
   InvalidSelector: 'InvalidSelector',
   TriggerParameterMissing: 'TriggerParameterMissing',
+  InvalidOperationTemplate: INVALID_OPERATION_TEMPLATE,
 } as const;
 
 type Selector = NonNullable<WatchOperation['spec']['selector']>;
@@ -261,16 +263,22 @@ export function decideWatch(
     lastSuccessfulTime: lastSuccessfulTime(ops, prev.lastSuccessfulTime),
   };
 
+  // A selector that does not parse, or a template past the parameters' bounds (the webhook refuses them,
+  // but objects may predate it or be stored where it does not run): say so, watch and create nothing.
   const problem = selectorProblem(spec.selector);
-  if (problem) {
-    const message = `spec.selector: ${problem}; nothing is watched until it is fixed`;
+  const bounds = templateBoundsProblem(spec.operationTemplate.spec);
+  if (problem || bounds !== undefined) {
+    const reason = problem ? WATCH_EVENT.InvalidSelector : WATCH_EVENT.InvalidOperationTemplate;
+    const message = problem
+      ? `spec.selector: ${problem}; nothing is watched until it is fixed`
+      : (bounds ?? '');
     const before = prev.conditions?.find((c) => c.type === CONDITION_READY);
-    if (before?.reason !== WATCH_EVENT.InvalidSelector || before.message !== message)
-      plan.events.push({ type: 'Warning', reason: WATCH_EVENT.InvalidSelector, note: message });
+    if (before?.reason !== reason || before.message !== message)
+      plan.events.push({ type: 'Warning', reason, note: message });
     const active = activeRefs(remaining);
     plan.status = withoutUndefined({
       ...base,
-      conditions: ready(prev.conditions, 'False', 'InvalidSelector', message, generation, now),
+      conditions: ready(prev.conditions, 'False', reason, message, generation, now),
       active: active.length ? active : undefined,
       targets: prev.targets,
       watchingResources: prev.watchingResources,
