@@ -15,6 +15,7 @@ import {
 } from '../../../operator/src/catalog/parameters-limits.ts';
 import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import { denial, startWorld, type World } from './harness.ts';
+import { unselectedNamespace } from './support.ts';
 
 /** `{"deep": … {} …}` nested `levels` deep, as text: JSON.stringify itself recurses and overflows. */
 const nestedJson = (levels: number) => `${'{"deep":'.repeat(levels)}{}${'}'.repeat(levels)}`;
@@ -78,19 +79,11 @@ describe('hostile input size', () => {
   let unjudgedNs: string | undefined;
   async function unjudged(): Promise<string> {
     if (unjudgedNs) return unjudgedNs;
-    const ns = `${a}-unjudged`;
-    await w.admin.request({
-      method: 'POST',
-      path: '/api/v1/namespaces',
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-    });
-    unjudgedNs = ns;
-    await w.instance(ns, 'shop', { runcommand: 'job' });
-    await w.grantProfile('runCommand.job', ns);
-    await w.grant('mallory', ns, [
+    unjudgedNs = await unselectedNamespace(w, `${a}-unjudged`);
+    await w.grant('mallory', unjudgedNs, [
       { apiGroups: ['ops.vworkspace.io'], resources: ['operations', 'cronoperations'], verbs: ['create'] },
     ]);
-    return ns;
+    return unjudgedNs;
   }
 
   /** Warnings and errors about `ns`, or about an informer or a stack overflow, in the operator's log. */

@@ -18,7 +18,7 @@ import type { ApplicationInstance } from '../../../operator/src/api/applicationi
 import type { WatchOperation } from '../../../operator/src/api/watchoperation.ts';
 import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { operationForTrigger } from '../../../operator/src/schedule/watch-decide.ts';
-import { RUNNER_SERVICE_ACCOUNT, startWorld, type World } from './harness.ts';
+import { startWorld, type World } from './harness.ts';
 import {
   APPS,
   annotate,
@@ -34,7 +34,7 @@ import {
   readyOf,
   slotHandled,
 } from './schedule-support.ts';
-import { failedByChildConflict, runCommandSpec } from './support.ts';
+import { failedByChildConflict, runCommandSpec, unselectedNamespace } from './support.ts';
 
 const EVERY_MINUTE = '* * * * *';
 const runCommand = runCommandSpec;
@@ -225,24 +225,10 @@ describe('tenant-set labels, names and annotations grant nothing on schedules an
     expect(still.status?.phase).toBe('Succeeded');
   });
 
-  /** A namespace the webhooks do not select (created once, with what an Operation on shop needs). */
+  /** A namespace the webhooks do not select (created once). */
   async function unjudged(): Promise<string> {
-    if (unjudgedNs) return unjudgedNs;
-    const ns = `${a}-unjudged`;
-    await w.admin.request({
-      method: 'POST',
-      path: '/api/v1/namespaces',
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-    });
-    unjudgedNs = ns;
-    await w.admin.request({
-      method: 'POST',
-      path: `/api/v1/namespaces/${ns}/serviceaccounts`,
-      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: RUNNER_SERVICE_ACCOUNT } },
-    });
-    await w.instance(ns, 'shop', { runcommand: 'job' });
-    await w.grantProfile('runCommand.job', ns);
-    return ns;
+    unjudgedNs ??= await unselectedNamespace(w, `${a}-unjudged`);
+    return unjudgedNs;
   }
 
   it('hole 6: re-running a failed Operation needs the type verb on its target', async () => {

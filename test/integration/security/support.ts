@@ -174,6 +174,21 @@ export const guardedSpec = {
 };
 
 /**
+ * Creates namespace `name`, which the webhooks do not select (it lacks the world's label) and the operator
+ * watches, with ApplicationInstance shop (runcommand: job) and the runCommand.job profile granted there.
+ */
+export async function unselectedNamespace(w: World, name: string): Promise<string> {
+  await w.admin.request({
+    method: 'POST',
+    path: '/api/v1/namespaces',
+    body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+  });
+  await w.instance(name, 'shop', { runcommand: 'job' });
+  await w.grantProfile('runCommand.job', name);
+  return name;
+}
+
+/**
  * Runs `fn` while the webhooks do not select `namespace` (its world label removed), then selects it again.
  * The API server picks webhooks by its namespace cache, which sees the label go a moment later: a dry run
  * of `probe` (an Operation spec the admin may create) coming back without the webhook's stamp says it did.
