@@ -35,8 +35,14 @@ import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
 import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
-import { indexed, OPERATIONS_BY_PARAMETER_SOURCE, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import {
+  INSTANCES_BY_RELEASE,
+  indexed,
+  OPERATIONS_BY_PARAMETER_SOURCE,
+  OPERATIONS_BY_TARGET,
+} from '../indexes.ts';
 import { isPaused } from '../instance/paused.ts';
+import { releaseClaimant } from '../instance/release-claim.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
   type Clock,
@@ -196,6 +202,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       })
     : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
   const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
+  const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
   const readersOf = indexed(operations, OPERATIONS_BY_PARAMETER_SOURCE);
   // Operations on one target are decided one at a time: the conflict queue reads the others' state.
   const targetLock = new KeyedMutex();
@@ -345,9 +352,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const catalogId = target?.spec.appRef?.catalogId;
     const app = catalogId ? deps.templates?.catalog?.().applications[catalogId] : undefined;
     const engine = resolved.ok && target && adapter ? await discovery.check(adapter, ctx.signal) : undefined;
+    const release = target && releaseRef(target);
+    const claimant =
+      target && release && releaseClaimant(target, instancesOfRelease(release.namespace, release.name));
     return {
       now,
       target,
+      ...(claimant ? { claimant } : {}),
       rbac,
       operations: ops,
       secrets,
