@@ -22,7 +22,6 @@
 // API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
 // the Operation is never failed for them.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import YAML from 'yaml';
 import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
@@ -293,8 +292,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
           resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }, name),
           signal,
         );
+        // Parsed by the adapter, as untrusted text: a broken one ends the Operation with a condition.
         const text = cm?.data?.[MIGRATION_CONFIGMAP_KEY];
-        if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
+        if (text) env.migrationJobYaml = text;
       } else if (release.namespace === ns) {
         env.releaseHooks = await readReleaseHooks(deps.client, ns, release.name, signal);
       }
