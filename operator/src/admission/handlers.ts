@@ -59,7 +59,11 @@ export interface AdmissionDeps {
    * The operator's ApplicationInstance cache (its shared informer): a target found there is not read
    * again from the API server; one not found there (created a moment ago) is.
    */
-  instances?: { get(name: string, namespace?: string): KubernetesObject | undefined };
+  instances?: {
+    get(name: string, namespace?: string): KubernetesObject | undefined;
+    /** The cached instances of a namespace: whether another one names a release already (instance.ts). */
+    list?(namespace?: string): KubernetesObject[];
+  };
   /** SubjectAccessReviews that allowed, kept for a few seconds (access-cache.ts); unset: none kept. */
   accessCache?: AccessCache;
   /** Signs the admission record of Operations (stamps.ts); unset: no record is written or checked. */
@@ -240,6 +244,7 @@ export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, Adm
         req,
         await gatherFacts(deps, req, schedulerNeeds('WatchOperation', req, templatesOf(deps))),
       ),
-    [WEBHOOK_PATHS.validateApplicationInstance]: (req) => decideInstance(req),
+    [WEBHOOK_PATHS.validateApplicationInstance]: (req) =>
+      decideInstance(req, req.namespace ? (deps.instances?.list?.(req.namespace) ?? []) : []),
   };
 }

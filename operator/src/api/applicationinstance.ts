@@ -22,19 +22,42 @@ import {
   StringEnum,
 } from './schema-helpers.ts';
 
+/**
+ * A chart name: letters, digits, '.', '_' and '-', starting with a letter or digit. It reaches helm's
+ * command line, so it must never read as a flag (`--post-renderer=...`) or hold a path or a space.
+ */
+export const CHART_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]*$';
+
+const chartSourceFields = {
+  sourceType: StringEnum(CHART_SOURCE_TYPES, {
+    description:
+      'oci for an OCI registry (url oci://...), helm for a classic chart repository (url http(s)://...).',
+  }),
+  url: Type.String({
+    description:
+      'Where the chart comes from: oci://registry.example.com/charts or https://charts.example.com.',
+    minLength: 1,
+    maxLength: 2048,
+  }),
+  name: Type.String({
+    description:
+      'Chart name, e.g. nextcloud: letters, digits, ".", "_" and "-", starting with a letter or digit.',
+    minLength: 1,
+    maxLength: 253,
+    pattern: CHART_NAME_PATTERN,
+  }),
+};
+
+/** Where a release's chart comes from: status.release.chartSource (ADR 0027). */
+export const ChartSourceSchema = Type.Object(chartSourceFields, {
+  description:
+    "Where the release was installed from: spec.appRef.chart as it was when the release record first showed that chart deployed, kept afterwards. An Upgrade installs only from here (a later edit of spec.appRef.chart does not move it) unless its template's allowedChartSources lists the new url.",
+});
+export type ChartSource = Static<typeof ChartSourceSchema>;
+
 export const ChartRefSchema = Type.Object(
   {
-    sourceType: StringEnum(CHART_SOURCE_TYPES, {
-      description:
-        'oci for an OCI registry (url oci://...), helm for a classic chart repository (url http(s)://...).',
-    }),
-    url: Type.String({
-      description:
-        'Where the chart comes from: oci://registry.example.com/charts or https://charts.example.com.',
-      minLength: 1,
-      maxLength: 2048,
-    }),
-    name: Type.String({ description: 'Chart name, e.g. nextcloud.', minLength: 1, maxLength: 253 }),
+    ...chartSourceFields,
     version: Type.String({
       description:
         'Chart version the release should run, e.g. 6.6.0. A WatchOperation can trigger on a change of spec.appRef.chart.version (e.g. a backup before an upgrade).',
@@ -171,7 +194,7 @@ export const ApplicationInstanceStatusSchema = Type.Object(
     observedGeneration: Type.Optional(ObservedGeneration('ApplicationInstance')),
     conditions: Type.Optional(
       Conditions(
-        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound; ReleaseNamespaceForbidden when spec.release.namespace names another namespace).',
+        'Ready: from the latest revision of the Helm release record (ReleaseDeployed, ReleaseFailed, ReleasePending, ReleaseNotFound; ReleaseNamespaceForbidden when spec.release.namespace names another namespace; ReleaseClaimed when an older instance of the namespace names the same release; ReleaseRecordUnreadable when no revision of the record can be decoded, e.g. it inflates past 32 MiB).',
       ),
     ),
     release: Type.Optional(
@@ -193,6 +216,7 @@ export const ApplicationInstanceStatusSchema = Type.Object(
           appVersion: Type.Optional(
             Type.String({ description: 'App version of that revision.', maxLength: 128 }),
           ),
+          chartSource: Type.Optional(ChartSourceSchema),
         },
         { description: 'What the Helm release record says.' },
       ),

@@ -113,6 +113,14 @@ export const REASONS = {
     'False',
     '(added) a parametersFrom source cannot give its outputs (missing, not Succeeded, or without the output)',
   ),
+  TargetReleaseClaimed: accepted(
+    'False',
+    '(added) the target names a Helm release an older ApplicationInstance of the namespace describes',
+  ),
+  ChartSourceNotAllowed: accepted(
+    'False',
+    "(added) Upgrade: spec.appRef.chart differs from the source the release was installed from (status.release.chartSource) and the template's allowedChartSources does not list it",
+  ),
   // Blocked
   TargetNotReady: blocked('policy.requireReady and the target is not Ready'),
   ConflictingOperation: blocked('another Operation on the same target conflicts; waits in FIFO order'),
@@ -182,6 +190,14 @@ export const REASONS = {
   ReleaseNamespaceForbidden: instance(
     'False',
     '(added) spec.release.namespace names another namespace; the record is not read (admitted without the webhook)',
+  ),
+  ReleaseClaimed: instance(
+    'False',
+    '(added) an older ApplicationInstance of the namespace names the same release; the record is not read (admitted without the webhook)',
+  ),
+  ReleaseRecordUnreadable: instance(
+    'False',
+    '(added) no revision of the release record can be decoded (e.g. it inflates past the size limit)',
   ),
   // CronOperation / WatchOperation Ready
   ScheduleActive: scheduler('True', 'CronOperation schedule and time zone are valid; runs are planned'),

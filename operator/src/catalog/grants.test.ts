@@ -28,7 +28,7 @@ describe('template grants', () => {
     expect(grantDenials(wider, { serviceAccountName: 'admin' })).toEqual([]);
   });
 
-  it('keeps ClusterWorkflowTemplates and cluster-scoped restores to templates that allow them', () => {
+  it('keeps ClusterWorkflowTemplates and cluster-scoped backups and restores to templates that allow them', () => {
     const runbook = byName('workflow-runbook');
     const ref = { workflowTemplateRef: { name: 'x', clusterScope: true } };
     expect(grantDenials(runbook, ref).map((d) => d.parameter)).toEqual(['workflowTemplateRef.clusterScope']);
@@ -39,7 +39,15 @@ describe('template grants', () => {
     const ask = { backupName: 'b', includeClusterResources: true };
     expect(grantDenials(restore, ask).map((d) => d.parameter)).toEqual(['includeClusterResources']);
     expect(grantDenials({ ...restore, allowClusterResources: true }, ask)).toEqual([]);
-    // A Backup writes nothing into the cluster: its includeClusterResources is not a grant.
-    expect(grantDenials(byName('velero-backup'), { includeClusterResources: true })).toEqual([]);
+    // A Backup writes nothing into the cluster, but cluster-scoped objects carrying the release's label may
+    // be another namespace's, copied to a storage location the requester chose (ADR 0028).
+    const backup = byName('velero-backup');
+    const denied = grantDenials(backup, { includeClusterResources: true });
+    expect(denied.map((d) => d.parameter)).toEqual(['includeClusterResources']);
+    expect(denied[0]?.message).toContain('does not allow backing up cluster-scoped objects');
+    expect(
+      grantDenials({ ...backup, allowClusterResources: true }, { includeClusterResources: true }),
+    ).toEqual([]);
+    expect(grantDenials(backup, { includeClusterResources: false })).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 // What a template lets a requester reach beyond what every Operation of the template gets: other
-// ServiceAccounts, ClusterWorkflowTemplates, cluster-scoped restores. The operator acts with its own
+// ServiceAccounts, ClusterWorkflowTemplates, cluster-scoped backups and restores. The operator acts with its own
 // identity, so each of these would otherwise hand the requester what RBAC does not (ADR 0009). Pure:
 // the webhook reports each denial at its field path; the engine adapters refuse the same requests
 // for Operations that reached the reconciler without the webhook.
@@ -63,13 +63,17 @@ export function grantDenials(t: GrantFields, parameters: Readonly<Record<string,
   }
   if (
     t.engine === 'velero' &&
-    t.type === 'Restore' &&
     parameters.includeClusterResources === true &&
     t.allowClusterResources !== true
   ) {
     out.push({
       parameter: 'includeClusterResources',
-      message: `template ${t.name} does not allow restoring cluster-scoped objects (allowClusterResources is not true); leave includeClusterResources out (the PersistentVolumes of restored claims are still restored), or ask a platform admin for a template that allows it`,
+      message:
+        t.type === 'Restore'
+          ? `template ${t.name} does not allow restoring cluster-scoped objects (allowClusterResources is not true); leave includeClusterResources out (the PersistentVolumes of restored claims are still restored), or ask a platform admin for a template that allows it`
+          : // A Backup's label selector also matches other namespaces' releases of the same name among
+            // cluster-scoped objects: only a platform admin's template may copy those (ADR 0028).
+            `template ${t.name} does not allow backing up cluster-scoped objects (allowClusterResources is not true): they are shared by every namespace, and the release's label may be another namespace's too; leave includeClusterResources out (Velero still includes the PersistentVolumes of the release's claims) or set it false, or ask a platform admin for a template that allows it`,
     });
   }
   return out;

@@ -293,7 +293,16 @@ export const TemplateSchema = Type.Object(
     allowClusterResources: Type.Optional(
       Type.Boolean({
         description:
-          'velero Restore: true lets spec.parameters.includeClusterResources: true restore cluster-scoped objects from the backup. Default false: the Restore leaves includeClusterResources unset, so Velero restores only namespaced objects and the PersistentVolumes of restored claims. For platform-admin templates only.',
+          'velero Backup and Restore: true lets spec.parameters.includeClusterResources: true back up (restore) cluster-scoped objects carrying the release label. Default false: such an Operation is refused; the Restore leaves includeClusterResources unset, so Velero restores only namespaced objects and the PersistentVolumes of restored claims, and a Backup includes only the cluster-scoped objects Velero relates to namespaced ones (PersistentVolumes). For platform-admin templates only.',
+      }),
+    ),
+    allowedChartSources: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 2048, pattern: '^(oci|https?)://' }), {
+        description:
+          "helm Upgrade: chart sources (oci://registry/path or https://repository, each also covering what lies under it) an Upgrade may install from although the release was installed from elsewhere (the instance's status.release.chartSource). Default: none, so an Upgrade installs only from the release's own source, whoever edited spec.appRef.chart. For a chart that moved to another repository.",
+        minItems: 1,
+        maxItems: 32,
+        uniqueItems: true,
       }),
     ),
     disabled: Type.Optional(Type.Literal(false)),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { LABEL_OPERATION } from '../api/annotations.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
 import { helmHookJobAdapter } from './helm-hook-job.ts';
@@ -42,7 +43,7 @@ const allowingChartAccount = builtinWith('Migration', 'helmHookJob', {
   allowedServiceAccounts: ['vworkspace-runner', 'nextcloud'],
 });
 
-/** The ConfigMap source: parameters.configMapName names it, env.migrationJob is what it holds. */
+/** The ConfigMap source: parameters.configMapName names it, env.migrationJobYaml is what it holds. */
 const input = (
   migrationJob?: Record<string, unknown>,
   env: Record<string, unknown> = {},
@@ -54,7 +55,7 @@ const input = (
     name: 'migrate-30',
     type: 'Migration',
     engine: 'helmHookJob',
-    env: { ...(migrationJob ? { migrationJob } : {}), ...env },
+    env: { ...(migrationJob ? { migrationJobYaml: YAML.stringify(migrationJob) } : {}), ...env },
     ...(template ? { template } : {}),
     parameters,
   });
@@ -198,5 +199,54 @@ describe('helmHookJob observe', () => {
     [{ conditions: [jobCondition('Failed', 'BackoffLimitExceeded')] }, 'Failed', 'HelmHookJobFailed'],
   ])('%j ⇒ %s/%s', (status, phase, reason) => {
     expect(helmHookJobAdapter.observe([withStatus(job, status)], input())).toMatchObject({ phase, reason });
+  });
+});
+
+describe('the ConfigMap text is untrusted', () => {
+  const fromText = (text: string) =>
+    anInput({
+      name: 'migrate-30',
+      type: 'Migration',
+      engine: 'helmHookJob',
+      env: { migrationJobYaml: text },
+      parameters: { configMapName: 'custom' },
+    });
+
+  it.each([
+    ['invalid YAML', 'kind: Job\nspec: [unclosed\n', /is not valid YAML \(.*line 3/],
+    [
+      '100,000 levels deep',
+      `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+      /is nested more than 64 levels deep/,
+    ],
+    ['not an object', '- a\n- b\n', /is not a Kubernetes object/],
+  ])('refuses %s with CapabilityMissing, naming the ConfigMap and what to do', (_what, text, problem) => {
+    const r = helmHookJobAdapter.materialize(fromText(text));
+    expect(r).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
+    if (!r.ok) {
+      expect(r.message).toMatch(problem);
+      expect(r.message).toContain('ConfigMap custom (key job.yaml)');
+      expect(r.message).toContain('fix the ConfigMap, then create a new Operation');
+    }
+  });
+
+  it('refuses more than one pod at a time (parallelism, completions) with UnsafePodSpec', () => {
+    const job = chartJob();
+    const r = helmHookJobAdapter.materialize(
+      input({ ...job, spec: { ...job.spec, parallelism: 50, completions: 50 } }),
+    );
+    expect(r).toMatchObject({ ok: false, reason: 'UnsafePodSpec' });
+    if (!r.ok) {
+      expect(r.message).toContain('spec.parallelism: parallelism 50 is not allowed');
+      expect(r.message).toContain('spec.completions: completions 50 is not allowed');
+    }
+    const one = helmHookJobAdapter.materialize(input({ ...job, spec: { ...job.spec, parallelism: 1 } }));
+    expect(one.ok).toBe(true);
+  });
+
+  it('shows the ConfigMap Job itself in a dry run (a ConfigMap is not a Secret)', () => {
+    const r = helmHookJobAdapter.materialize(input(chartJob()));
+    expect(r.ok).toBe(true);
+    expect(r).not.toHaveProperty('plan');
   });
 });

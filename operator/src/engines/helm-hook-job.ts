@@ -10,7 +10,6 @@
 // template allows (Accepted=False/NotAllowedByTemplate otherwise). The adapter makes each Job this
 // Operation's child: deterministic name, namespace, labels, owner, backoffLimit 0.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import YAML from 'yaml';
 import { ANNOTATION_HELM_HOOK, ANNOTATION_HELM_HOOK_STEP, LABEL_OPERATION } from '../api/annotations.ts';
 import { allowedServiceAccounts, serviceAccountDenial } from '../catalog/grants.ts';
 import { effectivePolicy } from '../catalog/policy.ts';
@@ -19,7 +18,8 @@ import type { ReleaseHook } from '../instance/helm-release.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
 import { asManifest, at, isRecord, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
-import { sanitizeUntrustedPodTemplate } from './pod-security.ts';
+import { type PodSecurityProblem, sanitizeUntrustedPodTemplate } from './pod-security.ts';
+import { redactSecretSourced } from './redact.ts';
 import {
   ANY_CONTAINER,
   cancelJobs,
@@ -36,6 +36,7 @@ import type {
   Observation,
   ObserveInput,
 } from './types.ts';
+import { parseUntrustedYaml } from './untrusted-yaml.ts';
 
 export const MIGRATION_CONFIGMAP_KEY = 'job.yaml';
 
@@ -101,16 +102,17 @@ function sources(input: MaterializeInput): Source[] | Refusal {
   const { env, parameters, target, op } = input;
   const configMap = migrationConfigMapName(input);
   if (configMap) {
-    const job = env.migrationJob;
+    const text = env.migrationJobYaml;
     const where = `the migration Job in ConfigMap ${configMap} (key ${MIGRATION_CONFIGMAP_KEY})`;
-    if (!job) {
+    if (!text) {
       return {
         ok: false,
         reason: 'CapabilityMissing',
         message: `no migration Job template: ConfigMap ${configMap} (key ${MIGRATION_CONFIGMAP_KEY}) is missing or empty in this namespace; unset parameters.configMapName to run the chart's Helm hook Jobs instead`,
       };
     }
-    return [{ job, where }];
+    const job = parsedJob(text, where, 'fix the ConfigMap');
+    return 'reason' in job ? job : [{ job: job.job, where }];
   }
   const release = releaseOf(target);
   const event = str(parameters.hook) ?? DEFAULT_MIGRATION_HOOK_EVENT;
@@ -147,20 +149,35 @@ function sources(input: MaterializeInput): Source[] | Refusal {
   const out: Source[] = [];
   for (const [i, hook] of jobs.entries()) {
     const where = `hook ${hook.name} (${hook.path}, ${event}) of release ${release.name} revision ${record.revision}`;
-    let job: unknown;
-    try {
-      job = YAML.parse(hook.manifest);
-    } catch (err) {
-      return {
-        ok: false,
-        reason: 'CapabilityMissing',
-        message: `${where} is not valid YAML (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); fix the chart's template`,
-      };
-    }
-    if (!isRecord(job)) {
-      return { ok: false, reason: 'CapabilityMissing', message: `${where} is not a Kubernetes object` };
-    }
-    out.push({ job, where, hook: { name: hook.name, step: i + 1, of: jobs.length } });
+    const job = parsedJob(hook.manifest, where, "fix the chart's template");
+    if ('reason' in job) return job;
+    out.push({ job: job.job, where, hook: { name: hook.name, step: i + 1, of: jobs.length } });
+  }
+  return out;
+}
+
+/** The Job `text` holds (untrusted: bounded in size and depth), or a refusal saying what is wrong. */
+function parsedJob(text: string, where: string, fix: string): { job: Json } | Refusal {
+  const parsed = parseUntrustedYaml(text);
+  const retry = `; ${fix}, then create a new Operation (or set ops.vworkspace.io/reconcile)`;
+  if (!parsed.ok)
+    return { ok: false, reason: 'CapabilityMissing', message: `${where} ${parsed.problem}${retry}` };
+  if (!isRecord(parsed.value)) {
+    return { ok: false, reason: 'CapabilityMissing', message: `${where} is not a Kubernetes object${retry}` };
+  }
+  return { job: parsed.value };
+}
+
+/**
+ * A migration runs once: parallelism or completions above 1 would start that many pods of the untrusted
+ * template at once (ADR 0028).
+ */
+export function jobShapeProblems(spec: Json): PodSecurityProblem[] {
+  const out: PodSecurityProblem[] = [];
+  for (const f of ['parallelism', 'completions'] as const) {
+    const n = num(spec[f]);
+    if (n !== undefined && n > 1)
+      out.push({ field: `spec.${f}`, message: `${f} ${n} is not allowed: a migration Job runs one pod` });
   }
   return out;
 }
@@ -188,11 +205,12 @@ function childJob(input: MaterializeInput, s: Source): { ok: true; child: ChildM
   const meta = at(job, 'metadata');
   const spec = isRecord(job.spec) ? job.spec : {};
   const sanitized = sanitizeUntrustedPodTemplate(spec.template);
-  if (!sanitized.ok) {
+  const problems = [...(sanitized.ok ? [] : sanitized.problems), ...jobShapeProblems(spec)];
+  if (!sanitized.ok || problems.length > 0) {
     return {
       ok: false,
       reason: 'UnsafePodSpec',
-      message: `${where} asks for more than the restricted Pod Security Standard: ${sanitized.problems.map((p) => `${p.field}: ${p.message}`).join('; ')}. Remove it from the chart's Job template, then create a new Operation (or set ops.vworkspace.io/reconcile)`,
+      message: `${where} asks for more than a migration Job may have (the restricted Pod Security Standard, one pod at a time, no chosen node or system priority): ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}. Remove it from the chart's Job template, then create a new Operation (or set ops.vworkspace.io/reconcile)`,
     };
   }
   const tplMeta = sanitized.template.metadata;
@@ -279,7 +297,9 @@ function materialize(input: MaterializeInput): MaterializeResult {
     if (!made.ok) return made;
     children.push(made.child);
   }
-  return { ok: true, children };
+  // Hooks come from the release record, a Secret: a dry run's plan shows their shape, not their values.
+  const fromRecord = found.some((s) => s.hook !== undefined);
+  return { ok: true, children, ...(fromRecord ? { plan: children.map(redactSecretSourced) } : {}) };
 }
 
 /** A hook child's step and step count from its annotation (`2/3`), undefined for the ConfigMap's Job. */

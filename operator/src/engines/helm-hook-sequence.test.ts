@@ -233,3 +233,25 @@ describe('a sequence of hook Jobs', () => {
     );
   });
 });
+
+describe('what a dry run shows of hooks from the release record', () => {
+  it('a plan with every value the record gave redacted; the Jobs themselves keep them', () => {
+    const withPassword = aHookJob('migrate', {
+      containers: [{ name: 'migrate', image: 'app:1', env: [{ name: 'PASSWORD', value: 'hunter2' }] }],
+    });
+    const r = helmHookJobAdapter.materialize(input({ revision: 1, hooks: [aReleaseHook(withPassword)] }));
+    if (!r.ok) throw new Error(r.message);
+    expect(JSON.stringify(r.children)).toContain('hunter2');
+    expect(r.plan).toHaveLength(1);
+    expect(JSON.stringify(r.plan)).not.toContain('hunter2');
+    expect(r.plan?.[0]?.metadata.name).toBe(r.children[0]?.metadata.name);
+  });
+
+  it('refuses a hook manifest nested deeper than any Job, naming the hook', () => {
+    const deep = { ...aReleaseHook(aHookJob('deep')), manifest: `${'['.repeat(5000)}${']'.repeat(5000)}` };
+    const r = helmHookJobAdapter.materialize(input({ revision: 2, hooks: [deep] }));
+    expect(r).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
+    if (!r.ok)
+      expect(r.message).toMatch(/^hook deep \(.*\) of release .* revision 2 is nested more than 64 levels/);
+  });
+});

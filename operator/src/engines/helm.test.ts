@@ -1,11 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { helmAdapter } from './helm.ts';
-import { anInput, type InstanceOptions, jobCondition, materialized, withStatus } from './testing.ts';
+import type { ChartSource } from '../api/applicationinstance.ts';
+import { chartSourceAllowed, helmAdapter } from './helm.ts';
+import {
+  anInput,
+  builtinTemplate,
+  type InstanceOptions,
+  jobCondition,
+  materialized,
+  withStatus,
+} from './testing.ts';
 
 const HELM =
   'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000';
+/** The default instance's chart source: where its release was installed from (anInstance records it). */
+const ORIGIN: ChartSource = {
+  sourceType: 'oci',
+  url: 'oci://registry.example.com/charts',
+  name: 'nextcloud',
+};
 const input = (
-  o: { instance?: InstanceOptions; helmImage?: string | null; parameters?: Record<string, unknown> } = {},
+  o: {
+    instance?: InstanceOptions;
+    helmImage?: string | null;
+    parameters?: Record<string, unknown>;
+    allowedChartSources?: string[];
+  } = {},
 ) =>
   anInput({
     name: 'upgrade-6-7',
@@ -14,7 +33,11 @@ const input = (
     parameters: o.parameters ?? { version: '6.7.0' },
     env: o.helmImage === null ? {} : { helmImage: o.helmImage ?? HELM },
     ...(o.instance ? { instance: o.instance } : {}),
+    ...(o.allowedChartSources
+      ? { template: { ...builtinTemplate('Upgrade', 'helm'), allowedChartSources: o.allowedChartSources } }
+      : {}),
   });
+const classic = { sourceType: 'helm' as const, url: 'https://charts.example.com', name: 'nextcloud' };
 
 type Container = { image: string; command: string[]; args: string[] };
 function containerOf(i = input()): Container {
@@ -31,17 +54,15 @@ describe('helm materialize', () => {
     expect(c.command).toEqual(['helm']);
     expect(c.args).toEqual([
       'upgrade',
-      'nextcloud-team-a',
-      'oci://registry.example.com/charts/nextcloud',
-      '--version',
-      '6.7.0',
+      '--version=6.7.0',
       '--atomic',
       '--wait',
-      '--timeout',
-      '10m',
+      '--timeout=10m',
       '--reset-then-reuse-values',
-      '--namespace',
-      'team-a',
+      '--namespace=team-a',
+      '--',
+      'nextcloud-team-a',
+      'oci://registry.example.com/charts/nextcloud',
     ]);
   });
 
@@ -49,14 +70,11 @@ describe('helm materialize', () => {
     const c = containerOf(
       input({ parameters: { version: '6.7.0', values: { replicas: 2, config: { a: 'x,y', b: null } } } }),
     );
-    expect(c.args.slice(c.args.indexOf('--reset-then-reuse-values'))).toEqual([
+    expect(c.args.slice(c.args.indexOf('--reset-then-reuse-values'), c.args.indexOf('--'))).toEqual([
       '--reset-then-reuse-values',
-      '--set-json',
-      'config={"a":"x,y","b":null}',
-      '--set-json',
-      'replicas=2',
-      '--namespace',
-      'team-a',
+      '--set-json=config={"a":"x,y","b":null}',
+      '--set-json=replicas=2',
+      '--namespace=team-a',
     ]);
   });
 
@@ -75,24 +93,78 @@ describe('helm materialize', () => {
     const c = containerOf(
       input({
         parameters: { version: '6.7.0', timeout: '20m' },
-        instance: {
-          chart: {
-            sourceType: 'helm',
-            url: 'https://charts.example.com',
-            name: 'nextcloud',
-            version: '6.6.0',
-          },
-        },
+        instance: { chart: { ...classic, version: '6.6.0' } },
       }),
     );
-    expect(c.args.slice(0, 5)).toEqual([
-      'upgrade',
+    expect(c.args.slice(-4)).toEqual([
+      '--repo=https://charts.example.com',
+      '--',
       'nextcloud-team-a',
       'nextcloud',
-      '--repo',
-      'https://charts.example.com',
     ]);
-    expect(c.args).toContain('20m');
+    expect(c.args).toContain('--timeout=20m');
+  });
+
+  it('keeps every argument before `--` a flag with its value attached, whatever the values hold', () => {
+    const c = containerOf(
+      input({ parameters: { version: '6.7.0', values: { post: '--post-renderer=/bin/sh' } } }),
+    );
+    const flags = c.args.slice(1, c.args.indexOf('--'));
+    expect(flags.every((a) => a.startsWith('--'))).toBe(true);
+    expect(flags).toContain('--set-json=post="--post-renderer=/bin/sh"');
+    expect(c.args.slice(c.args.indexOf('--') + 1)).toHaveLength(2);
+  });
+
+  it('refuses a chart source other than the recorded one (ChartSourceNotAllowed), saying what to do', () => {
+    for (const chart of [
+      { ...ORIGIN, url: 'oci://registry.attacker.example/charts' },
+      { ...classic, url: 'https://charts.attacker.example' },
+      { ...ORIGIN, name: 'other' },
+    ]) {
+      const r = helmAdapter.materialize(
+        input({ instance: { chart: { ...chart, version: '6.6.0' }, chartSource: ORIGIN } }),
+      );
+      expect(r).toMatchObject({ ok: false, reason: 'ChartSourceNotAllowed' });
+      if (!r.ok) {
+        expect(r.message).toContain(chart.url);
+        expect(r.message).toContain('Set spec.appRef.chart back to oci://registry.example.com/charts');
+        expect(r.message).toContain('allowedChartSources of template helm-upgrade');
+      }
+    }
+  });
+
+  it('refuses an instance without a recorded source, and one whose chart name is not a name', () => {
+    const r = helmAdapter.materialize(input({ instance: { chartSource: null } }));
+    expect(r).toMatchObject({ ok: false, reason: 'ChartSourceNotAllowed' });
+    if (!r.ok)
+      expect(r.message).toContain('has not recorded where release nextcloud-team-a was installed from');
+    const flag = { ...ORIGIN, name: '--post-renderer=/bin/sh' };
+    const bad = helmAdapter.materialize(
+      input({ instance: { chart: { ...flag, version: '1' }, chartSource: flag } }),
+    );
+    expect(bad).toMatchObject({ ok: false, reason: 'ChartSourceNotAllowed' });
+    if (!bad.ok) expect(bad.message).toContain('not a chart name');
+  });
+
+  it("installs from a source the template's allowedChartSources lists, and from under it", () => {
+    const moved = {
+      sourceType: 'oci' as const,
+      url: 'oci://mirror.example.com/charts/stable',
+      name: 'nextcloud',
+    };
+    const c = containerOf(
+      input({
+        instance: { chart: { ...moved, version: '6.6.0' }, chartSource: ORIGIN },
+        allowedChartSources: ['oci://mirror.example.com/charts/'],
+      }),
+    );
+    expect(c.args.at(-1)).toBe('oci://mirror.example.com/charts/stable/nextcloud');
+    const t = { allowedChartSources: ['https://charts.example.com/stable'] };
+    expect(chartSourceAllowed(t, 'https://charts.example.com/stable')).toBe(true);
+    expect(chartSourceAllowed(t, 'https://charts.example.com/stable/sub')).toBe(true);
+    expect(chartSourceAllowed(t, 'https://charts.example.com/stable-evil')).toBe(false);
+    expect(chartSourceAllowed(t, 'https://charts.example.com.evil/stable')).toBe(false);
+    expect(chartSourceAllowed({}, 'https://charts.example.com/stable')).toBe(false);
   });
 
   it('fails clearly without the helm image or without a chart on the instance', () => {

@@ -2,9 +2,15 @@
 // parameters.version, as the runner ServiceAccount the namespace admin binds (never the operator's).
 // The release keeps the values set before (--reset-then-reuse-values: the new chart's defaults, then the
 // release's own values, then parameters.values); the reconciler reads the helm container's exit code and
-// log tail, so a failed upgrade's condition carries helm's own error.
+// log tail, so a failed upgrade's condition carries helm's own error. The chart comes from where the release
+// was installed from (upgradeChart, ADR 0027), and nothing a tenant writes can become a helm flag.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import {
+  type ApplicationInstance,
+  CHART_NAME_PATTERN,
+  type ChartSource,
+} from '../api/applicationinstance.ts';
+import type { Template } from '../catalog/template.ts';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT, VALUES_KEY_PATTERN } from '../catalog/templates/fragments.ts';
 import { refuseUngranted } from './grants.ts';
 import { releaseOf } from './names.ts';
@@ -24,7 +30,7 @@ export const DEFAULT_HELM_TIMEOUT = '10m';
 export const HELM_CONTAINER = 'helm';
 
 /**
- * parameters.values as helm arguments: one `--set-json <key>=<JSON>` per top-level key, sorted, so the
+ * parameters.values as helm arguments: one `--set-json=<key>=<JSON>` per top-level key, sorted, so the
  * values are data (never a shell or a file) and the Job is the same for the same values. A key that is
  * not a plain name (helm would read `a.b` as a path) is refused.
  */
@@ -38,15 +44,75 @@ export function valuesArgs(values: unknown): { args: string[] } | { error: strin
       error: `parameters.values keys must be plain names (${VALUES_KEY_PATTERN}); nest instead of using paths: ${bad.map((k) => JSON.stringify(k)).join(', ')}`,
     };
   }
-  return { args: keys.flatMap((k) => ['--set-json', `${k}=${JSON.stringify(values[k])}`]) };
+  return { args: keys.map((k) => `--set-json=${k}=${JSON.stringify(values[k])}`) };
 }
 
-/** The chart arguments of `helm upgrade`: an OCI reference, or the chart name plus `--repo <url>`. */
-export function chartArgs(target: ApplicationInstance): string[] | undefined {
-  const chart = target.spec.appRef.chart;
-  if (!chart) return undefined;
-  if (chart.sourceType === 'oci') return [`${chart.url.replace(/\/+$/, '')}/${chart.name}`];
-  return [chart.name, '--repo', chart.url];
+/** The chart arguments of `helm upgrade`: an OCI reference, or the chart name and `--repo=<url>`. */
+export function chartArgs(chart: ChartSource): { ref: string; flags: string[] } {
+  if (chart.sourceType === 'oci') return { ref: `${chart.url.replace(/\/+$/, '')}/${chart.name}`, flags: [] };
+  return { ref: chart.name, flags: [`--repo=${chart.url}`] };
+}
+
+/** Whether `url` is one of the template's allowedChartSources or under one (a prefix ending at a `/`). */
+export function chartSourceAllowed(template: Pick<Template, 'allowedChartSources'>, url: string): boolean {
+  return (template.allowedChartSources ?? []).some((allowed) => {
+    const base = allowed.replace(/\/+$/, '');
+    return url === base || url.startsWith(`${base}/`);
+  });
+}
+
+const sameSource = (a: ChartSource, b: ChartSource) =>
+  a.sourceType === b.sourceType &&
+  a.name === b.name &&
+  a.url.replace(/\/+$/, '') === b.url.replace(/\/+$/, '');
+
+const describeSource = (c: ChartSource) => `${c.sourceType} ${c.url} chart ${c.name}`;
+
+/**
+ * The chart an Upgrade installs (ADR 0027): the instance's spec.appRef.chart when it is where the release
+ * was installed from (status.release.chartSource, which only the operator writes), or a source the
+ * template's allowedChartSources lists. Anyone who may patch the instance can change spec.appRef.chart;
+ * that alone must not make the owner's next Upgrade install from elsewhere.
+ */
+export function upgradeChart(
+  target: ApplicationInstance,
+  template: Pick<Template, 'name' | 'allowedChartSources'>,
+): { ok: true; chart: ChartSource } | { ok: false; reason: string; message: string } {
+  const spec = target.spec.appRef.chart;
+  const name = target.metadata.name;
+  if (!spec) {
+    return {
+      ok: false,
+      reason: 'CapabilityMissing',
+      message: `ApplicationInstance ${name} has no spec.appRef.chart, so there is no chart to upgrade from; add the chart's sourceType, url and name`,
+    };
+  }
+  const chart: ChartSource = { sourceType: spec.sourceType, url: spec.url, name: spec.name };
+  // The CRD's pattern; an instance stored before it had one is judged here.
+  if (!new RegExp(CHART_NAME_PATTERN).test(chart.name)) {
+    return {
+      ok: false,
+      reason: 'ChartSourceNotAllowed',
+      message: `spec.appRef.chart.name of ApplicationInstance ${name} is ${JSON.stringify(chart.name)}, which is not a chart name (${CHART_NAME_PATTERN}); helm would read it as a flag or a path. Fix the instance's chart name, then create a new Operation`,
+    };
+  }
+  const recorded = target.status?.release?.chartSource;
+  if ((recorded && sameSource(recorded, chart)) || chartSourceAllowed(template, chart.url)) {
+    return { ok: true, chart };
+  }
+  const allow = `or, if the chart really moved, have a platform admin list ${chart.url} in allowedChartSources of template ${template.name} (catalog), then create a new Operation`;
+  if (!recorded) {
+    return {
+      ok: false,
+      reason: 'ChartSourceNotAllowed',
+      message: `the operator has not recorded where release ${releaseOf(target).name} was installed from (status.release.chartSource of ApplicationInstance ${name} is set once the release record shows chart ${chart.name} deployed while spec.appRef.chart names it), so it does not upgrade from ${describeSource(chart)}: wait until the instance is Ready, make spec.appRef.chart name the release's chart, ${allow}`,
+    };
+  }
+  return {
+    ok: false,
+    reason: 'ChartSourceNotAllowed',
+    message: `spec.appRef.chart of ApplicationInstance ${name} (${describeSource(chart)}) is not where release ${releaseOf(target).name} was installed from (${describeSource(recorded)}, status.release.chartSource); an Upgrade installs only from the release's own source, whoever edited the instance. Set spec.appRef.chart back to ${recorded.url} (${recorded.sourceType}, chart ${recorded.name}), ${allow}`,
+  };
 }
 
 function materialize(input: MaterializeInput): MaterializeResult {
@@ -61,14 +127,9 @@ function materialize(input: MaterializeInput): MaterializeResult {
         'the operator has no helm CLI image (environment variable RELATED_IMAGE_HELM is unset); the helm engine cannot run until the operator Deployment sets it',
     };
   }
-  const chart = chartArgs(target);
-  if (!chart) {
-    return {
-      ok: false,
-      reason: 'CapabilityMissing',
-      message: `ApplicationInstance ${target.metadata.name} has no spec.appRef.chart, so there is no chart to upgrade from; add the chart's sourceType, url and name`,
-    };
-  }
+  const source = upgradeChart(target, template);
+  if (!source.ok) return source;
+  const chart = chartArgs(source.chart);
   const version = str(parameters.version);
   if (!version)
     return {
@@ -79,22 +140,23 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const values = valuesArgs(parameters.values);
   if ('error' in values) return { ok: false, reason: 'InvalidParameters', message: values.error };
   const release = releaseOf(target);
+  // Every value rides in its flag (`--flag=value`) and the positional arguments come after `--`, so no
+  // value, whatever it holds, is ever read as another flag (e.g. `--post-renderer=<program>`).
   const args = [
     'upgrade',
-    release.name,
-    ...chart,
-    '--version',
-    version,
+    `--version=${version}`,
     '--atomic',
     '--wait',
-    '--timeout',
-    str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT,
+    `--timeout=${str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT}`,
     // Not --reuse-values: that renders the new chart with the OLD chart's defaults (helm replaces
     // chart.Values), so a value the new version adds or changes would be missing.
     '--reset-then-reuse-values',
     ...values.args,
-    '--namespace',
-    release.namespace,
+    `--namespace=${release.namespace}`,
+    ...chart.flags,
+    '--',
+    release.name,
+    chart.ref,
   ];
   const job = runnerJob({
     op,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isRecord } from './object.ts';
-import { podSecurityProblems, sanitizeUntrustedPodTemplate } from './pod-security.ts';
+import { podPlacementProblems, podSecurityProblems, sanitizeUntrustedPodTemplate } from './pod-security.ts';
 
 /** A pod template whose spec and first container get `pod` / `container` merged in. */
 function template(pod: Record<string, unknown> = {}, container: Record<string, unknown> = {}) {
@@ -196,5 +196,48 @@ describe('sanitizeUntrustedPodTemplate', () => {
         );
       }),
     );
+  });
+});
+
+describe('podPlacementProblems', () => {
+  it('refuses a chosen node, a system priority class and tolerations of every or reserved taint', () => {
+    const problems = podPlacementProblems(
+      template({
+        nodeName: 'control-plane-1',
+        priorityClassName: 'system-node-critical',
+        tolerations: [
+          { operator: 'Exists' },
+          { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+          { key: 'node.kubernetes.io/unschedulable', operator: 'Exists' },
+          { key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' },
+        ],
+      }),
+    );
+    expect(problems.map((p) => p.field)).toEqual([
+      'spec.template.spec.nodeName',
+      'spec.template.spec.priorityClassName',
+      'spec.template.spec.tolerations[0]',
+      'spec.template.spec.tolerations[1]',
+      'spec.template.spec.tolerations[2]',
+    ]);
+    expect(problems[0]?.message).toContain('use nodeSelector or affinity');
+  });
+
+  it('leaves nodeSelector, affinity, other priority classes and keyed tolerations alone', () => {
+    expect(
+      podPlacementProblems(
+        template({
+          nodeSelector: { pool: 'db' },
+          affinity: { nodeAffinity: {} },
+          priorityClassName: 'batch-low',
+          tolerations: [{ key: 'dedicated', operator: 'Exists' }],
+        }),
+      ),
+    ).toEqual([]);
+  });
+
+  it('is part of what sanitizeUntrustedPodTemplate refuses', () => {
+    const r = sanitizeUntrustedPodTemplate(template({ nodeName: 'n1' }));
+    expect(r.ok).toBe(false);
   });
 });

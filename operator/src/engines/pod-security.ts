@@ -135,6 +135,53 @@ export function podSecurityProblems(template: unknown, path = 'spec.template'): 
   return out;
 }
 
+/**
+ * Taints that keep ordinary workloads off nodes: control-plane nodes, and cordoned ones. A toleration with
+ * no key and operator Exists tolerates every taint.
+ */
+const PROTECTED_TAINT_PREFIXES = ['node-role.kubernetes.io/'];
+const PROTECTED_TAINTS = ['node.kubernetes.io/unschedulable'];
+
+/**
+ * Where a pod runs and what it may displace, beyond what a namespace's own workload may choose through the
+ * operator (ADR 0028): a node by name (nodeName skips the scheduler, and with it every taint and the
+ * node's capacity), a system-* priority class (preempts the cluster's own critical pods), and tolerating
+ * every taint or those reserving control-plane and cordoned nodes. Affinity, nodeSelector and keyed
+ * tolerations stay: the scheduler still honours every other taint.
+ */
+export function podPlacementProblems(template: unknown, path = 'spec.template'): PodSecurityProblem[] {
+  const out: PodSecurityProblem[] = [];
+  const spec = at(template, 'spec');
+  const specPath = `${path}.spec`;
+  const nodeName = str(at(spec, 'nodeName'));
+  if (nodeName)
+    out.push({
+      field: `${specPath}.nodeName`,
+      message: `choosing the node (${nodeName}) is not allowed: it skips the scheduler and every taint; use nodeSelector or affinity`,
+    });
+  const priority = str(at(spec, 'priorityClassName'));
+  if (priority?.startsWith('system-'))
+    out.push({
+      field: `${specPath}.priorityClassName`,
+      message: `priority class ${priority} is not allowed: it is reserved for the cluster's own critical pods, which it could preempt`,
+    });
+  arr(at(spec, 'tolerations')).forEach((t, i) => {
+    if (!isRecord(t)) return;
+    const key = str(t.key) ?? '';
+    const every = key === '' && t.operator === 'Exists';
+    const reserved =
+      PROTECTED_TAINTS.includes(key) || PROTECTED_TAINT_PREFIXES.some((p) => key.startsWith(p));
+    if (every || reserved)
+      out.push({
+        field: `${specPath}.tolerations[${i}]`,
+        message: every
+          ? 'tolerating every taint (no key, operator Exists) is not allowed'
+          : `tolerating ${key} is not allowed: it keeps workloads off control-plane and cordoned nodes`,
+      });
+  });
+  return out;
+}
+
 /** Container securityContext with the restricted settings forced (readOnlyRootFilesystem only defaulted). */
 function forceContainer(c: unknown): unknown {
   if (!isRecord(c)) return c;
@@ -149,13 +196,14 @@ function forceContainer(c: unknown): unknown {
 }
 
 /**
- * The template with the restricted standard forced, or the problems that make it unrunnable. Host
+ * The template with the restricted standard forced, or the problems that make it unrunnable (the
+ * restricted standard's, and podPlacementProblems). Host
  * namespaces are set false, every container drops every capability and may not escalate, the pod runs
  * non-root with RuntimeDefault seccomp (a Localhost profile the template names is kept: the restricted
  * standard allows it).
  */
 export function sanitizeUntrustedPodTemplate(template: unknown, path = 'spec.template'): SanitizeResult {
-  const problems = podSecurityProblems(template, path);
+  const problems = [...podSecurityProblems(template, path), ...podPlacementProblems(template, path)];
   if (problems.length > 0) return { ok: false, problems };
   const metadata: Json = isRecord(at(template, 'metadata')) ? { ...(at(template, 'metadata') as Json) } : {};
   const spec: Json = isRecord(at(template, 'spec')) ? { ...(at(template, 'spec') as Json) } : {};

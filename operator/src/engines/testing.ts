@@ -3,7 +3,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
-import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import type { ApplicationInstance, ChartSource } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
 import type { Engine, OperationType } from '../api/enums.ts';
 import type { Operation, OperationSpec } from '../api/operation.ts';
@@ -53,6 +53,11 @@ export interface InstanceOptions {
   release?: string;
   chart?: NonNullable<ApplicationInstance['spec']['appRef']['chart']> | null;
   annotations?: Record<string, string>;
+  /**
+   * status.release.chartSource: where the release was installed from, as the instance controller records
+   * it. Default: the chart's source (the instance as the controller leaves it once Ready); null: none yet.
+   */
+  chartSource?: ChartSource | null;
 }
 
 export function anInstance(o: InstanceOptions = {}): ApplicationInstance {
@@ -65,6 +70,10 @@ export function anInstance(o: InstanceOptions = {}): ApplicationInstance {
           name: 'nextcloud',
           version: '6.6.0',
         });
+  const recorded =
+    o.chartSource === undefined
+      ? chart && { sourceType: chart.sourceType, url: chart.url, name: chart.name }
+      : o.chartSource;
   return {
     apiVersion: APPLICATION_INSTANCE.apiVersion,
     kind: APPLICATION_INSTANCE.kind,
@@ -77,6 +86,7 @@ export function anInstance(o: InstanceOptions = {}): ApplicationInstance {
       appRef: { catalogId: 'nextcloud', ...(chart ? { chart } : {}) },
       release: { name: o.release ?? 'nextcloud-team-a' },
     },
+    ...(recorded ? { status: { release: { chartSource: recorded } } } : {}),
   };
 }
 

@@ -30,8 +30,11 @@ export interface EngineEnvironment {
   helmImage?: string;
   /** PVC names of the target's Helm release (label app.kubernetes.io/instance=<release>), sorted. */
   pvcs?: readonly string[];
-  /** helmHookJob with parameters.configMapName: the Job that ConfigMap holds (key job.yaml), parsed. */
-  migrationJob?: Record<string, unknown>;
+  /**
+   * helmHookJob with parameters.configMapName: the text that ConfigMap holds under key job.yaml, as
+   * written (the adapter parses it as untrusted YAML).
+   */
+  migrationJobYaml?: string;
   /**
    * helmHookJob without parameters.configMapName: the hooks of the newest release record of the
    * target's release, read (by name, only that Secret) when a child may be materialized.
@@ -73,7 +76,15 @@ export interface MaterializeInput {
 }
 
 export type MaterializeResult =
-  | { ok: true; children: ChildManifest[] }
+  | {
+      ok: true;
+      children: ChildManifest[];
+      /**
+       * What a dry run shows in status.plan instead of `children`, when they hold values read from a
+       * Secret (redact.ts); unset: the children themselves.
+       */
+      plan?: ChildManifest[];
+    }
   /** Permanent problem with the request (reported as Accepted=False/InvalidParameters or the given reason). */
   | { ok: false; reason: string; message: string };
 

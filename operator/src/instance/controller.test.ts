@@ -282,4 +282,47 @@ describe('the instance controller', () => {
     expect(status?.release).toBeUndefined();
     expect(reads).toEqual([]);
   });
+
+  it('gives a release to the older of two instances naming it, and to the other once the older goes', async () => {
+    const { instances, secrets, api } = start();
+    secrets.put(releaseSecret('apps', 'web', 1, 'deployed'));
+    const older = { ...instance('shop', 'apps', { name: 'web' }) };
+    older.metadata.creationTimestamp = '2026-01-01T00:00:00Z' as unknown as Date;
+    const younger = { ...instance('mine', 'apps', { name: 'web' }) };
+    younger.metadata.creationTimestamp = '2026-01-02T00:00:00Z' as unknown as Date;
+    instances.put(older);
+    instances.put(younger);
+    const ready = (name: string) => instances.objects.get(`apps/${name}`)?.status?.conditions?.[0];
+    await vi.waitFor(() =>
+      expect(ready('mine')).toMatchObject({ status: 'False', reason: 'ReleaseClaimed' }),
+    );
+    await vi.waitFor(() =>
+      expect(ready('shop')).toMatchObject({ status: 'True', reason: 'ReleaseDeployed' }),
+    );
+    expect(ready('mine')?.message).toContain('already described by ApplicationInstance shop');
+    expect(instances.objects.get('apps/mine')?.status?.release).toBeUndefined();
+    expect(reasons(api)).toContain('Warning/ReleaseClaimed');
+
+    instances.remove('apps', 'shop');
+    await vi.waitFor(() =>
+      expect(ready('mine')).toMatchObject({ status: 'True', reason: 'ReleaseDeployed' }),
+    );
+  });
+
+  it('says Ready=False/ReleaseRecordUnreadable when no revision can be read, naming the Secret', async () => {
+    const { instances, secrets, api } = start();
+    secrets.put(releaseSecret('apps', 'web', 1, 'deployed', true));
+    instances.put(instance('shop', 'apps', { name: 'web' }));
+    await vi.waitFor(() =>
+      expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]).toMatchObject({
+        status: 'False',
+        reason: 'ReleaseRecordUnreadable',
+      }),
+    );
+    const message = instances.objects.get('apps/shop')?.status?.conditions?.[0]?.message;
+    expect(message).toContain('sh.helm.release.v1.web.v1');
+    expect(message).not.toContain('garbage');
+    // One Warning: the Ready change (the separate unreadable-record Event is for an older readable one).
+    expect(reasons(api)).toEqual([`Warning/${RELEASE_RECORD_UNREADABLE}`]);
+  });
 });

@@ -62,6 +62,7 @@ import {
   type SecretLike,
 } from './helm-release.ts';
 import { cronTargets, nextScheduledRun, summarizeOperations } from './operations-summary.ts';
+import { releaseClaimant, releaseClaimedMessage } from './release-claim.ts';
 import { type ReadSecret, ReleaseRecords } from './release-records.ts';
 import {
   computeInstanceStatus,
@@ -80,7 +81,10 @@ export const HELM_SECRET_LABEL_SELECTOR = 'owner=helm';
 /** How long Operation events wait before the summary (status.operations) is rewritten; see the watch. */
 export const OPERATION_SUMMARY_BATCH_MS = 1_000;
 
-/** Event reason when a release record cannot be decoded (Ready then comes from the next readable one). */
+/**
+ * Event reason when a release record cannot be decoded and an older one can (Ready then comes from it);
+ * when none can, it is the Ready condition's reason.
+ */
 export const RELEASE_RECORD_UNREADABLE = 'ReleaseRecordUnreadable';
 /** Event reason when another field manager owns a capability annotation the catalog wants otherwise. */
 export const CAPABILITY_NOT_PROJECTED = 'CapabilityNotProjected';
@@ -250,14 +254,22 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
       announced.set(ctx.key, seen);
     }
     const ref = releaseRef(instance);
-    // Another namespace's record is never read (status.ts says why); the status says what to do.
-    const { record, problems } = releaseNamespaceForbidden(instance)
-      ? { record: undefined, problems: [] }
-      : await latestRelease(releaseSecrets(ref.namespace, ref.name), ref.name, (meta) =>
-          records.record(meta, ctx.signal),
-        );
+    // Another namespace's record is never read (status.ts says why), nor the record of a release an older
+    // instance describes (release-claim.ts); the status says what to do.
+    const claimant = releaseClaimant(instance, instancesOfRelease(ref.namespace, ref.name));
+    const claimedBy = claimant && {
+      name: claimant.metadata.name ?? '',
+      message: releaseClaimedMessage(instance, claimant),
+    };
+    const { record, problems } =
+      releaseNamespaceForbidden(instance) || claimedBy
+        ? { record: undefined, problems: [] }
+        : await latestRelease(releaseSecrets(ref.namespace, ref.name), ref.name, (meta) =>
+            records.record(meta, ctx.signal),
+          );
 
-    if (problems.length > 0) {
+    // With no readable revision at all, Ready says it (ReleaseRecordUnreadable) and its Event follows.
+    if (problems.length > 0 && record) {
       const note = `${problems.join('; ')}. Ready is taken from the newest readable revision; inspect the record with \`helm history ${ref.name} -n ${ref.namespace}\`.`;
       if (seen.problems !== note) {
         // The messages name the Secret, never its content.
@@ -313,7 +325,10 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     if (heldNote) seen.held = heldNote;
     else delete seen.held;
 
-    const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now());
+    const { capabilities: _previous, ...computed } = computeInstanceStatus(instance, record, clock.now(), {
+      problems,
+      ...(claimedBy ? { claimedBy } : {}),
+    });
     const ns = ctx.namespace ?? '';
     const summary = summarizeOperations(ctx.name, operationsOn(ns, ctx.name), instance.status?.operations);
     const next = nextScheduledRun(instance, crons.list(ns));
@@ -354,7 +369,17 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     metrics: deps.metrics,
     ...(deps.workers ? { workers: deps.workers } : {}),
   });
-  controller.watch(instances);
+  // An instance that changes or goes may free a release another one was refused (ReleaseClaimed): those
+  // of its namespace are evaluated again (its old release name is not in the event).
+  controller.watch(instances, {
+    map: (i) => [
+      objectKey(i),
+      ...instances
+        .list(i.metadata.namespace)
+        .filter((o) => o.metadata.name !== i.metadata.name && readyReason(o.status) === 'ReleaseClaimed')
+        .map((o) => objectKey(o)),
+    ],
+  });
   controller.watch(secrets, {
     map: (secret) =>
       instanceKeysForSecret(

@@ -5,6 +5,7 @@ import {
   decodeReleaseSecret,
   HELM_RELEASE_SECRET_TYPE,
   latestRelease,
+  MAX_RELEASE_RECORD_BYTES,
   readyFromRelease,
   type SecretLike,
 } from './helm-release.ts';
@@ -200,5 +201,50 @@ describe('readyFromRelease', () => {
     const s = readyFromRelease('web', 'apps', undefined);
     expect(s).toMatchObject({ status: 'False', reason: 'ReleaseNotFound' });
     expect(s.message).toContain('install the chart or fix spec.release');
+  });
+});
+
+describe('a record that inflates without bound (decompression bomb)', () => {
+  /** A release Secret whose gzip inflates to `bytes` of JSON: tiny compressed. */
+  function bomb(bytes: number): SecretLike {
+    const head = '{"name":"web","namespace":"apps","version":1,"info":{"status":"deployed"},"manifest":"';
+    const json = Buffer.concat([
+      Buffer.from(head),
+      Buffer.alloc(bytes - head.length - 2, 'a'),
+      Buffer.from('"}'),
+    ]);
+    const helmEncoded = gzipSync(json).toString('base64');
+    return {
+      metadata: {
+        name: 'sh.helm.release.v1.web.v1',
+        namespace: 'apps',
+        labels: { owner: 'helm', name: 'web', version: '1', status: 'deployed' },
+      },
+      type: HELM_RELEASE_SECRET_TYPE,
+      data: { release: Buffer.from(helmEncoded).toString('base64') },
+    };
+  }
+
+  it('is refused past MAX_RELEASE_RECORD_BYTES with a message naming the Secret and the limit', () => {
+    const secret = bomb(MAX_RELEASE_RECORD_BYTES + 1024);
+    expect(secret.data?.release?.length).toBeLessThan(256 * 1024);
+    expect(() => decodeReleaseSecret(secret)).toThrow(
+      /^Helm release Secret apps\/sh\.helm\.release\.v1\.web\.v1 inflates to more than 32 MiB/,
+    );
+    expect(() => decodeReleaseHooks(secret)).toThrow(/inflates to more than 32 MiB/);
+  });
+
+  it('still reads a large record under the limit', () => {
+    expect(decodeReleaseSecret(bomb(MAX_RELEASE_RECORD_BYTES - 1024)).revision).toBe(1);
+  });
+
+  it('says so when the payload is not gzip although it starts like it', () => {
+    const broken: SecretLike = {
+      ...releaseSecret('web', 1, 'deployed'),
+      data: {
+        release: Buffer.from(Buffer.from([0x1f, 0x8b, 1, 2, 3]).toString('base64')).toString('base64'),
+      },
+    };
+    expect(() => decodeReleaseSecret(broken)).toThrow(/is not valid gzip/);
   });
 });

@@ -75,9 +75,35 @@ interface RawHook {
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
+const MIB = 1024 * 1024;
+
+/**
+ * The most bytes of release JSON the operator inflates from one record. A Secret holds at most 1 MiB, so
+ * a real record (rendered manifests, chart files and values, compressed a few times over) inflates to a
+ * few MiB; a record that inflates further is refused, so that a few hundred KiB of gzip cannot make the
+ * operator allocate without bound (a decompression bomb), whoever wrote the Secret.
+ */
+export const MAX_RELEASE_RECORD_BYTES = 32 * MIB;
 
 const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+
+/** The record's JSON bytes: gunzipped (bounded by MAX_RELEASE_RECORD_BYTES) when Helm compressed it. */
+function inflate(inner: Buffer, id: string): Buffer {
+  const limit = MAX_RELEASE_RECORD_BYTES;
+  const tooLarge = `Helm release Secret ${id} inflates to more than ${limit / MIB} MiB, more than any release record needs, so the operator does not read it; if helm wrote it, the chart is too large for the operator (report it); otherwise delete the Secret and find out who wrote it`;
+  if (inner[0] !== GZIP_MAGIC[0] || inner[1] !== GZIP_MAGIC[1]) {
+    if (inner.length > limit) throw new Error(tooLarge);
+    return inner;
+  }
+  try {
+    // maxOutputLength stops inflating at the limit instead of allocating what the stream asks for.
+    return gunzipSync(inner, { maxOutputLength: limit });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw new Error(tooLarge);
+    throw new Error(`Helm release Secret ${id} is not valid gzip (${(err as Error).message})`);
+  }
+}
 
 /** The release JSON inside a release Secret; throws an Error that says what is wrong with the record. */
 function decodePayload(secret: SecretLike): RawRelease {
@@ -88,7 +114,7 @@ function decodePayload(secret: SecretLike): RawRelease {
   if (!encoded) throw new Error(`Helm release Secret ${id} has no data.release`);
   // Secret data is base64; inside it Helm wrote base64 of (usually gzipped) JSON.
   const inner = Buffer.from(Buffer.from(encoded, 'base64').toString('utf8'), 'base64');
-  const bytes = inner[0] === GZIP_MAGIC[0] && inner[1] === GZIP_MAGIC[1] ? gunzipSync(inner) : inner;
+  const bytes = inflate(inner, id);
   try {
     return JSON.parse(bytes.toString('utf8')) as RawRelease;
   } catch {
@@ -179,7 +205,9 @@ export type ReadyReason =
   | 'ReleaseFailed'
   | 'ReleasePending'
   | 'ReleaseNotFound'
-  | 'ReleaseNamespaceForbidden';
+  | 'ReleaseNamespaceForbidden'
+  | 'ReleaseClaimed'
+  | 'ReleaseRecordUnreadable';
 
 export interface ReadyState {
   status: 'True' | 'False';

@@ -174,3 +174,67 @@ describe('releaseNamespaceForbidden', () => {
     expect(eventTypeFor('ReleaseNamespaceForbidden')).toBe('Warning');
   });
 });
+
+describe('status.release.chartSource (where the release was installed from)', () => {
+  const chart = {
+    sourceType: 'helm' as const,
+    url: 'https://charts.example.com',
+    name: 'tiny',
+    version: '1.0.0',
+  };
+  const withChart = (c: typeof chart, status?: ApplicationInstance['status']) =>
+    instance({
+      spec: { appRef: { catalogId: 'tiny', chart: c }, release: { name: 'web' } },
+      ...(status ? { status } : {}),
+    });
+
+  it("records the instance's chart once the record shows that chart deployed", () => {
+    const s = computeInstanceStatus(withChart(chart), record(), T0);
+    expect(s.release?.chartSource).toEqual({
+      sourceType: 'helm',
+      url: 'https://charts.example.com',
+      name: 'tiny',
+    });
+  });
+
+  it('records nothing while the record is not deployed or is another chart', () => {
+    expect(
+      computeInstanceStatus(withChart(chart), record({ status: 'failed' }), T0).release,
+    ).not.toHaveProperty('chartSource');
+    expect(
+      computeInstanceStatus(withChart(chart), record({ chartName: 'other' }), T0).release,
+    ).not.toHaveProperty('chartSource');
+    expect(computeInstanceStatus(instance(), record(), T0).release).not.toHaveProperty('chartSource');
+  });
+
+  it('keeps the recorded source when spec.appRef.chart is edited afterwards', () => {
+    const first = computeInstanceStatus(withChart(chart), record(), T0);
+    const moved = { ...chart, url: 'https://charts.attacker.example' };
+    const s = computeInstanceStatus(withChart(moved, first), record({ revision: 3 }), T1);
+    expect(s.release?.chartSource?.url).toBe('https://charts.example.com');
+  });
+});
+
+describe('Ready when the release cannot be described', () => {
+  it('is ReleaseClaimed, with nothing of the release, when an older instance names it', () => {
+    const message = 'Helm release web is already described by ApplicationInstance first';
+    const s = computeInstanceStatus(instance(), record(), T0, { claimedBy: { name: 'first', message } });
+    expect(s.conditions?.[0]).toMatchObject({ status: 'False', reason: 'ReleaseClaimed', message });
+    expect(s).not.toHaveProperty('release');
+    expect(eventTypeFor('ReleaseClaimed')).toBe('Warning');
+  });
+
+  it('is ReleaseRecordUnreadable, naming the problems, when no revision decodes', () => {
+    const problems = ['Helm release Secret apps/sh.helm.release.v1.web.v2 inflates to more than 32 MiB'];
+    const s = computeInstanceStatus(instance(), undefined, T0, { problems });
+    expect(s.conditions?.[0]).toMatchObject({ status: 'False', reason: 'ReleaseRecordUnreadable' });
+    expect(s.conditions?.[0]?.message).toContain(problems[0]);
+    expect(s.conditions?.[0]?.message).toContain('helm history web -n apps');
+    expect(s).not.toHaveProperty('release');
+  });
+
+  it('takes Ready from an older readable revision when only the newest is unreadable', () => {
+    const s = computeInstanceStatus(instance(), record(), T0, { problems: ['newest unreadable'] });
+    expect(s.conditions?.[0]).toMatchObject({ status: 'True', reason: 'ReleaseDeployed' });
+  });
+});

@@ -22,7 +22,6 @@
 // API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
 // the Operation is never failed for them.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import YAML from 'yaml';
 import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
@@ -38,8 +37,14 @@ import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } fr
 import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
 import type { SigningKeySource } from '../identity/signing-key.ts';
 import { verifyStamps } from '../identity/stamp.ts';
-import { indexed, OPERATIONS_BY_PARAMETER_SOURCE, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import {
+  INSTANCES_BY_RELEASE,
+  indexed,
+  OPERATIONS_BY_PARAMETER_SOURCE,
+  OPERATIONS_BY_TARGET,
+} from '../indexes.ts';
 import { isPaused } from '../instance/paused.ts';
+import { releaseClaimant } from '../instance/release-claim.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
   type Clock,
@@ -237,6 +242,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       })
     : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
   const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
+  const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
   const readersOf = indexed(operations, OPERATIONS_BY_PARAMETER_SOURCE);
   // Operations on one target are decided one at a time: the conflict queue reads the others' state.
   const targetLock = new KeyedMutex();
@@ -330,8 +336,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
           resourcePath({ group: '', version: 'v1', plural: 'configmaps', namespace: ns }, name),
           signal,
         );
+        // Parsed by the adapter, as untrusted text: a broken one ends the Operation with a condition.
         const text = cm?.data?.[MIGRATION_CONFIGMAP_KEY];
-        if (text) env.migrationJob = YAML.parse(text) as Record<string, unknown>;
+        if (text) env.migrationJobYaml = text;
       } else if (release.namespace === ns) {
         env.releaseHooks = await readReleaseHooks(deps.client, ns, release.name, signal);
       }
@@ -414,9 +421,13 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const catalogId = target?.spec.appRef?.catalogId;
     const app = catalogId ? deps.templates?.catalog?.().applications[catalogId] : undefined;
     const engine = resolved.ok && target && adapter ? await discovery.check(adapter, ctx.signal) : undefined;
+    const release = target && releaseRef(target);
+    const claimant =
+      target && release && releaseClaimant(target, instancesOfRelease(release.namespace, release.name));
     return {
       now,
       target,
+      ...(claimant ? { claimant } : {}),
       rbac,
       operations: ops,
       secrets,

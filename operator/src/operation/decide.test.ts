@@ -271,6 +271,25 @@ describe('decide: preconditions', () => {
     expect(plan.children[0]!.metadata.name).toBe(fakeChildName(h.op, 1));
     expect(h.op.status?.childRef).toBeUndefined();
   });
+
+  it("dryRun writes the adapter's plan (values read from a Secret redacted) instead of the children", () => {
+    const h = new Harness(operation('b', { policy: { dryRun: true } }));
+    const redacting: EngineAdapter = {
+      ...adapter,
+      materialize: (input) => {
+        const m = adapter.materialize(input);
+        if (!m.ok) return m;
+        const plan = m.children.map((c) => ({ ...c, data: { secret: '(redacted)' } }));
+        return { ...m, children: m.children.map((c) => ({ ...c, data: { secret: 'hunter2' } })), plan };
+      },
+    };
+    h.step({ adapter: redacting });
+    const plan = h.op.status?.plan as { children: ChildManifest[] };
+    expect(JSON.stringify(plan)).not.toContain('hunter2');
+    expect(plan.children[0]).toMatchObject({ data: { secret: '(redacted)' } });
+    // Owned like the child it stands for.
+    expect(plan.children[0]!.metadata.labels?.['ops.vworkspace.io/operation']).toBe(h.op.metadata.name);
+  });
 });
 
 describe('decide: policies', () => {

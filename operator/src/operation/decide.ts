@@ -522,7 +522,9 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
   const children = m.children.map((c) => withOwnership(op, c));
   accept();
   if (result.policy.dryRun) {
-    b.status.plan = { children: children as unknown[] } as Record<string, unknown>;
+    // Values an engine read from a Secret never reach status (the adapter's redacted plan).
+    const plan = m.plan ? m.plan.map((c) => withOwnership(op, c)) : children;
+    b.status.plan = { children: plan as unknown[] } as Record<string, unknown>;
     const names = children.map((c) => `${c.kind} ${c.metadata.namespace}/${c.metadata.name}`).join(', ');
     const message = `dry run: nothing was created; status.plan holds ${names}`;
     b.finish('Succeeded', 'DryRunCompleted', message);

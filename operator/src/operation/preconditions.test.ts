@@ -40,6 +40,20 @@ describe('evaluatePreconditions', () => {
     expect(r.policy).toMatchObject({ requireReady: false, retryLimit: 1 });
   });
 
+  it('refuses a target whose release an older instance describes, permanently, naming it (TargetReleaseClaimed)', () => {
+    const r = evaluate(operation('b'), { claimant: instance('shop') });
+    expect(r).toMatchObject({
+      outcome: 'rejected',
+      precondition: 'TargetExists',
+      reason: 'TargetReleaseClaimed',
+      permanent: true,
+    });
+    if (r.outcome === 'rejected') {
+      expect(r.message).toContain('which ApplicationInstance shop (created before it) describes');
+      expect(r.message).toContain('create a new Operation');
+    }
+  });
+
   it('TemplateNotFound and InvalidParameters are permanent', () => {
     const nf = evaluate(operation('b', { template: 'nope' }));
     expect(nf).toMatchObject({ outcome: 'rejected', reason: 'TemplateNotFound', permanent: true });

@@ -5,7 +5,7 @@
 // Order (docs/conditions.md): first the request itself — template resolution (TemplateNotFound), the
 // parametersFrom sources (InputsUnavailable, or Blocked/DependencyNotMet while a source runs) and the
 // merged parameters (InvalidParameters), since the template decides which preconditions apply — then, in
-// the order of PRECONDITIONS: TargetExists → CapabilityAdvertised → TemplateSelectors → EngineInstalled →
+// the order of PRECONDITIONS: TargetExists (the target exists and describes its release) → CapabilityAdvertised → TemplateSelectors → EngineInstalled →
 // RbacProfilePresent → ApprovalGiven → TargetGenerationMatches (when listed) → TargetReady (when
 // requireReady) → DependenciesSucceeded (when the template has dependencies) → NoConflictingOperation →
 // RequiredSecretsPresent → RequiredServiceAccountPresent → MaintenanceWindow. The first one that does
@@ -49,6 +49,8 @@ export type RbacResult =
 export interface PreconditionFacts {
   now: Date;
   target: ApplicationInstance | undefined;
+  /** The older instance that describes the target's Helm release (instance/release-claim.ts), if any. */
+  claimant?: ApplicationInstance;
   /** Access review results of the resolved template's rbacProfile. */
   rbac: RbacResult;
   /** Operations of the namespace (the conflict queue is computed from them). */
@@ -87,6 +89,7 @@ export type PreconditionResult<T extends Template = Template> =
         | 'InputsUnavailable'
         | 'InvalidParameters'
         | 'TargetNotFound'
+        | 'TargetReleaseClaimed'
         | 'CapabilityMissing'
         | 'SelectorMismatch'
         | 'EngineNotInstalled'
@@ -323,6 +326,17 @@ export function evaluatePreconditions<T extends Template>(
       'TargetNotFound',
       `ApplicationInstance ${targetName} does not exist in namespace ${ns}; create it (the Operation starts when it appears) or create a new Operation naming an existing instance`,
       false,
+    );
+  }
+  // TargetExists, as the instance its release belongs to: every engine acts on the release the target
+  // names, so an instance naming another's release would hand its verbs over that release.
+  if (facts.claimant) {
+    const release = target.spec.release.name;
+    return reject(
+      'TargetExists',
+      'TargetReleaseClaimed',
+      `ApplicationInstance ${targetName} names Helm release ${release}, which ApplicationInstance ${facts.claimant.metadata.name} (created before it) describes; nothing runs on a release through an instance that does not describe it. Run the Operation on ${facts.claimant.metadata.name} if you may, or set ${targetName}'s spec.release.name to its own release and create a new Operation`,
+      true,
     );
   }
   // CapabilityAdvertised, TemplateSelectors

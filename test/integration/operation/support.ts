@@ -170,7 +170,9 @@ export class Api {
         spec: {
           appRef: {
             catalogId: 'demo',
-            chart: { sourceType: 'oci', url: 'oci://example.com/charts', name: 'demo', version: '1.0.0' },
+            // The chart the crash fixture installs (tiny): the release record names it, so the instance
+            // controller records this as where the release came from and an Upgrade may run.
+            chart: { sourceType: 'oci', url: 'oci://example.com/charts', name: 'tiny', version: '1.0.0' },
           },
           release: { name },
         },

@@ -4,33 +4,10 @@
 // namespace's release for an instance that got past admission (created before the webhook existed).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
-import type { RestClient } from '../../../operator/src/runtime/index.ts';
-import { TINY_APP_REF } from '../../support/helm.ts';
 import { startWorld, type World } from './harness.ts';
+import { createInstance, withoutWebhooks } from './support.ts';
 
 const APPS = '/apis/apps.vworkspace.io/v1alpha1';
-const WORLD_LABEL = 'vws-security-world';
-
-function createInstance(
-  client: RestClient,
-  namespace: string,
-  name: string,
-  release: Record<string, string>,
-) {
-  return client.request({
-    method: 'POST',
-    path: `${APPS}/namespaces/${namespace}/applicationinstances`,
-    body: {
-      apiVersion: 'apps.vworkspace.io/v1alpha1',
-      kind: 'ApplicationInstance',
-      metadata: { name },
-      spec: {
-        appRef: TINY_APP_REF,
-        release,
-      },
-    },
-  });
-}
 
 describe('an ApplicationInstance reads only the release of its own namespace', () => {
   let w: World;
@@ -76,30 +53,9 @@ describe('an ApplicationInstance reads only the release of its own namespace', (
   it('does not read the other namespace for an instance admitted without the webhook: Ready=False and why', async () => {
     const [a, b] = w.namespaces;
     // Without the world label the webhooks do not judge namespace a: the instance predates them.
-    const ns = `/api/v1/namespaces/${a}`;
-    const label = (value: string | null) =>
-      w.admin.request({
-        method: 'PATCH',
-        path: ns,
-        contentType: 'application/merge-patch+json',
-        body: { metadata: { labels: { [WORLD_LABEL]: value } } },
-      });
-    await label(null);
-    try {
-      // The API server picks the webhooks by its namespace cache, which sees the label go a moment later:
-      // until then the webhook still judges (and denies) the instance, so try again.
-      await w.waitFor('the instance to be created unjudged', async () => {
-        try {
-          await createInstance(w.admin, a, 'legacy-spy', { name: 'payroll', namespace: b });
-          return true;
-        } catch (err) {
-          if (String(err).includes('spec.release.namespace')) return undefined;
-          throw err;
-        }
-      });
-    } finally {
-      await label(w.id);
-    }
+    await withoutWebhooks(w, a, /spec\.release\.namespace/, () =>
+      createInstance(w.admin, a, 'legacy-spy', { name: 'payroll', namespace: b }),
+    );
     const instance = await w.waitFor('legacy-spy to get a Ready condition', async () => {
       const i = await w.admin.request<ApplicationInstance>({
         method: 'GET',

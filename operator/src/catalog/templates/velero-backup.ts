@@ -27,7 +27,7 @@ export const veleroBackup: Template = {
       includeClusterResources: {
         type: 'boolean',
         description:
-          'true also backs up cluster-scoped objects the release uses, false never; unset lets Velero include only the ones related to namespaced objects (such as PersistentVolumes)',
+          'false never backs up cluster-scoped objects; unset lets Velero include only the ones related to namespaced objects (such as PersistentVolumes); true (every cluster-scoped object carrying the release label) only with a template that sets allowClusterResources',
       },
       snapshotVolumes: {
         type: 'boolean',
