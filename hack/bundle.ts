@@ -240,13 +240,18 @@ function main(argv: readonly string[]): number {
     for (const path of stale) console.error(`stale: ${path} (run: npm run bundle)`);
     return stale.length === 0 ? 0 : 1;
   }
-  for (const f of bundleFiles(opts)) {
+  writeGenerated(bundleFiles(opts));
+  return 0;
+}
+
+/** Writes each file whose content differs, saying so (the generators' write mode). */
+export function writeGenerated(files: readonly GeneratedFile[]): void {
+  for (const f of files) {
     if (readRepoFile(f.path) === f.content) continue;
     mkdirSync(dirname(join(ROOT, f.path)), { recursive: true });
     writeFileSync(join(ROOT, f.path), f.content);
     console.log(`wrote ${f.path}`);
   }
-  return 0;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) process.exit(main(process.argv.slice(2)));
