@@ -91,6 +91,20 @@ export function createdAtFor(version: string, releasesYaml: string, sourceDateEp
   return date;
 }
 
+/** Where releases are pushed and every pin points: packaging/images.yaml's `registry`. */
+export const DEFAULT_RELEASE_REGISTRY = 'quay.io/vworkspace';
+
+export function releaseRegistry(read: (p: string) => string | undefined = readRepoFile): string {
+  const text = read('packaging/images.yaml');
+  const registry = text ? (YAML.parse(text) as { registry?: unknown }).registry : undefined;
+  if (registry === undefined) return DEFAULT_RELEASE_REGISTRY;
+  if (typeof registry !== 'string' || !/^[a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)+$/.test(registry))
+    throw new Error(
+      `packaging/images.yaml: registry ${JSON.stringify(registry)} must be host[:port]/namespace`,
+    );
+  return registry;
+}
+
 /**
  * packaging/images.yaml's images for `version`: each version pins its own operator image (a release's
  * bundle names the image built for it), all share the helm runner image.
