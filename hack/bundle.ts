@@ -8,6 +8,8 @@
 //   packaging/monitoring/prometheusrule.yaml   (the alerts, beside the bundle for the same reason)
 //   packaging/network/networkpolicy.yaml       (who reaches which port; beside the bundle: the community
 //                                               pipeline refuses bundles that contain one)
+//   packaging/olm/engine-apis.yaml             (for clusters whose engines came without OLM: the CSV that
+//                                               tells OLM their APIs exist; docs/adr/0031-engine-dependencies.md)
 // The CRDs and the RBAC profile ClusterRoles in bundle/manifests/ come from hack/generate.ts.
 //
 //   node hack/bundle.ts                          write the files for package.json's version
@@ -23,6 +25,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { buildCsv, csvName, type Images, PACKAGE_NAME } from './packaging/csv.ts';
+import { ENGINE_APIS_PATH, engineApisCsv } from './packaging/engine-apis.ts';
 import {
   bundleAnnotations,
   bundleDockerfile,
@@ -189,6 +192,7 @@ export function bundleFiles(
     { path: 'packaging/monitoring/servicemonitor.yaml', content: HEADER + toYaml(serviceMonitor()) },
     { path: 'packaging/monitoring/prometheusrule.yaml', content: HEADER + toYaml(prometheusRule()) },
     { path: NETWORK_POLICY_PATH, content: HEADER + toYaml(networkPolicy()) },
+    { path: ENGINE_APIS_PATH, content: HEADER + toYaml(engineApisCsv(opts.version, minKube)) },
   ];
 }
 
