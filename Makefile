@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.vws-installed
 
-.PHONY: deps tools test test-unit test-integration demo bench generate check-generated bundle catalog catalog-validate community images mirror lint format local-cluster clean
+.PHONY: deps tools test test-unit test-integration demo bench generate check-generated bundle catalog catalog-validate community images mirror release chart krew lint format local-cluster clean
 
 # `npm install --no-save`, not `npm ci`: the registry mirror on these machines lacks some other
 # platforms' optional packages (e.g. @rollup/rollup-android-*), so the lock can never list them and
@@ -84,6 +84,24 @@ catalog-validate: deps
 # images pushed to a loopback registry (docs/release.md; also run by make test).
 community: deps
 	hack/build-tools.sh olm images helm && node hack/community.ts $(if $(OUT),--out $(OUT))
+
+# make release REGISTRY=host[:port]/namespace [VERSION=x.y.z] [OUT=dist] [INSECURE=1] [SKIP=krew,...]: the release
+# pipeline (hack/release.ts, docs/release.md): pins, bundle, images pushed by digest, published bundles, every
+# validator and the community submission, the chart (oci://REGISTRY/charts), the kubectl plugin. Leaves the
+# working tree as the release commit and OUT as the release's assets (OUT/release.json names every digest).
+release: deps
+	@test -n "$(REGISTRY)" || { echo "make release needs REGISTRY=host[:port]/namespace" >&2; exit 2; }
+	hack/build-tools.sh olm images helm
+	node hack/release.ts --registry $(REGISTRY) $(if $(VERSION),--version $(VERSION)) $(if $(OUT),--out $(OUT)) \
+	  $(if $(INSECURE),--insecure) $(if $(SKIP),--skip $(SKIP))
+
+# The Helm chart of the install without OLM (deploy/chart/vworkspace-operator), regenerated from the bundle.
+chart: deps
+	node hack/chart.ts
+
+# make krew [OUT=dist/krew]: the kubectl plugin as one executable per platform and its krew manifest.
+krew: deps
+	node hack/krew.ts --out $(or $(OUT),dist/krew)
 
 lint: deps
 	npm run lint && npm run typecheck

@@ -8,6 +8,8 @@
 //   packaging/monitoring/prometheusrule.yaml   (the alerts, beside the bundle for the same reason)
 //   packaging/network/networkpolicy.yaml       (who reaches which port; beside the bundle: the community
 //                                               pipeline refuses bundles that contain one)
+//   packaging/olm/engine-apis.yaml             (for clusters whose engines came without OLM: the CSV that
+//                                               tells OLM their APIs exist; docs/adr/0031-engine-dependencies.md)
 // The CRDs and the RBAC profile ClusterRoles in bundle/manifests/ come from hack/generate.ts.
 //
 //   node hack/bundle.ts                          write the files for package.json's version
@@ -23,6 +25,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { buildCsv, csvName, type Images, PACKAGE_NAME } from './packaging/csv.ts';
+import { ENGINE_APIS_PATH, engineApisCsv } from './packaging/engine-apis.ts';
 import {
   bundleAnnotations,
   bundleDockerfile,
@@ -89,6 +92,20 @@ export function createdAtFor(version: string, releasesYaml: string, sourceDateEp
       `packaging/releases.yaml has no date for ${version}: add "${version}": "<RFC 3339 date>"`,
     );
   return date;
+}
+
+/** Where releases are pushed and every pin points: packaging/images.yaml's `registry`. */
+export const DEFAULT_RELEASE_REGISTRY = 'quay.io/vworkspace';
+
+export function releaseRegistry(read: (p: string) => string | undefined = readRepoFile): string {
+  const text = read('packaging/images.yaml');
+  const registry = text ? (YAML.parse(text) as { registry?: unknown }).registry : undefined;
+  if (registry === undefined) return DEFAULT_RELEASE_REGISTRY;
+  if (typeof registry !== 'string' || !/^[a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)+$/.test(registry))
+    throw new Error(
+      `packaging/images.yaml: registry ${JSON.stringify(registry)} must be host[:port]/namespace`,
+    );
+  return registry;
 }
 
 /**
@@ -175,6 +192,7 @@ export function bundleFiles(
     { path: 'packaging/monitoring/servicemonitor.yaml', content: HEADER + toYaml(serviceMonitor()) },
     { path: 'packaging/monitoring/prometheusrule.yaml', content: HEADER + toYaml(prometheusRule()) },
     { path: NETWORK_POLICY_PATH, content: HEADER + toYaml(networkPolicy()) },
+    { path: ENGINE_APIS_PATH, content: HEADER + toYaml(engineApisCsv(opts.version, minKube)) },
   ];
 }
 
@@ -240,13 +258,18 @@ function main(argv: readonly string[]): number {
     for (const path of stale) console.error(`stale: ${path} (run: npm run bundle)`);
     return stale.length === 0 ? 0 : 1;
   }
-  for (const f of bundleFiles(opts)) {
+  writeGenerated(bundleFiles(opts));
+  return 0;
+}
+
+/** Writes each file whose content differs, saying so (the generators' write mode). */
+export function writeGenerated(files: readonly GeneratedFile[]): void {
+  for (const f of files) {
     if (readRepoFile(f.path) === f.content) continue;
     mkdirSync(dirname(join(ROOT, f.path)), { recursive: true });
     writeFileSync(join(ROOT, f.path), f.content);
     console.log(`wrote ${f.path}`);
   }
-  return 0;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) process.exit(main(process.argv.slice(2)));

@@ -11,8 +11,9 @@
 //       bundle-object-to-csv-metadata` of the committed template: the pinned bundle images are built,
 //       pushed to a loopback registry it starts, rendered from there, and the references renamed back
 //       (default DIR: bin/rendered-catalog). `opm validate` must pass.
-//   node hack/catalog.ts publish VERSION      after the release push: replace VERSION's template entry
-//       with `opm render` of its published image (packaging/published.yaml), frozen from then on.
+//   node hack/catalog.ts publish VERSION...   after the release push: write `opm render` of each version's
+//       published image (packaging/published.yaml) to catalog/published/VERSION.yaml, frozen from then on;
+//       the template keeps naming the image (opm's basic template takes nothing else).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,10 +23,12 @@ import { ROOT, readRepoFile, TEMPLATE_PATH, toYaml } from './bundle.ts';
 import {
   type BuiltImage,
   committedTemplate,
+  imageOnly,
   isRendered,
   openVersions,
   pinnedBundleImages,
   publishedBundles,
+  publishedRenderPath,
   pushBuilt,
   RELEASE_REGISTRY,
   withImages,
@@ -35,7 +38,16 @@ import { startRegistry } from './lib/registry.ts';
 import { PACKAGE_NAME } from './packaging/csv.ts';
 import { addVersion, bundleName, emptyChannel, type PackageBlob, parseVersion } from './packaging/fbc.ts';
 import { DEFAULT_CHANNEL } from './packaging/manifests.ts';
-import { type CatalogTemplate, renderTemplate, templateVersions } from './packaging/template.ts';
+import {
+  type CatalogTemplate,
+  parseTemplate,
+  renderTemplate,
+  templateVersions,
+} from './packaging/template.ts';
+
+const HEADER_PUBLISHED =
+  '# A published bundle, frozen: `opm render` of its pushed image (node hack/catalog.ts publish). DO NOT EDIT.\n';
+
 import { opmValidateFindings, runTool } from './packaging/tools.ts';
 
 /** The olm.package blob: the first paragraph of packaging/description.md and the icon. */
@@ -79,13 +91,17 @@ export function expectedTemplate(current: CatalogTemplate): CatalogTemplate {
   );
 }
 
-/** The template file for `t`, each image-only bundle labelled with its version. */
+/**
+ * The template file for `t`: every bundle by image, labelled with its version. Publishing a version does
+ * not change the file (its frozen render is beside it), so the submission's basic.yaml laid out before the
+ * release froze it is still the committed template.
+ */
 export function templateText(t: CatalogTemplate): string {
   const open = openVersions(t);
   const labels = t.bundles.map((b) =>
-    isRendered(b) ? `${String(b.name)} (published)` : `${bundleName(PACKAGE_NAME, open.shift() ?? '?')}`,
+    isRendered(b) ? String(b.name) : `${bundleName(PACKAGE_NAME, open.shift() ?? '?')}`,
   );
-  return renderTemplate(t, labels);
+  return renderTemplate(imageOnly(t), labels);
 }
 
 function write(path: string, content: string): void {
@@ -134,10 +150,22 @@ export function renderTemplateThrough(
   template: CatalogTemplate,
   opts: { registry: string; via: string; workDir: string },
 ): string {
+  // Published versions are not pulled: their frozen renders join opm's output, then opm orders the whole.
+  const open = { ...template, bundles: template.bundles.filter((b) => !isRendered(b)) };
   const path = join(opts.workDir, 'template.yaml');
-  writeFileSync(path, renameRegistry(renderTemplate(template), opts.registry, opts.via));
-  const out = renderTemplateFile(path, { useHttp: true });
-  return renameRegistry(out, opts.via, opts.registry);
+  writeFileSync(path, renameRegistry(renderTemplate(open), opts.registry, opts.via));
+  const out = renameRegistry(renderTemplateFile(path, { useHttp: true }), opts.via, opts.registry);
+  const frozen = template.bundles.filter(isRendered);
+  if (frozen.length === 0) return out;
+  const dir = join(opts.workDir, 'with-published', PACKAGE_NAME);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'catalog.yaml'),
+    [out.replace(/^---\n/, ''), ...frozen.map((b) => toYaml(b))].join('---\n'),
+  );
+  const r = runTool(ROOT, 'opm', ['render', join(opts.workDir, 'with-published'), '--output', 'yaml']);
+  if (r.code !== 0) throw new Error(`opm render of the catalog with the published bundles:\n${r.stderr}`);
+  return r.stdout;
 }
 
 /** Writes `<dir>/<package>/catalog.yaml` and runs `opm validate` on it. */
@@ -219,23 +247,24 @@ async function main(argv: readonly string[]): Promise<number> {
     }
   }
   if (cmd === 'publish' && arg) {
-    const ref = publishedBundles()[arg];
-    if (!ref)
-      throw new Error(`packaging/published.yaml has no ${arg}: push the release first (docs/release.md)`);
-    const [blob] = renderImage(ref, { migrate: true }).filter((b) => b.schema === 'olm.bundle');
-    if (!blob) throw new Error(`opm render ${ref} gave no olm.bundle`);
-    const t = committedTemplate();
-    const open = openVersions(t);
-    const images = t.bundles.filter((b) => !isRendered(b)).filter((_, i) => open[i] !== arg);
-    const rendered = YAML.parse(toYaml(blob)) as CatalogTemplate['bundles'][number];
-    write(
-      TEMPLATE_PATH,
-      templateText({ ...t, bundles: [...t.bundles.filter(isRendered), rendered, ...images] }),
-    );
+    // Every version named: each render is written before the template, which needs all of them.
+    for (const v of argv.slice(1)) {
+      const ref = publishedBundles()[v];
+      if (!ref)
+        throw new Error(`packaging/published.yaml has no ${v}: push the release first (docs/release.md)`);
+      const [blob] = renderImage(ref, { migrate: true }).filter((b) => b.schema === 'olm.bundle');
+      if (!blob) throw new Error(`opm render ${ref} gave no olm.bundle`);
+      if (!parseTemplate(readRepoFile(TEMPLATE_PATH) ?? '').bundles.some((b) => b.image === ref))
+        throw new Error(
+          `${TEMPLATE_PATH} does not name ${ref}: the pushed bundle is not the one the sources make`,
+        );
+      write(publishedRenderPath(v), `${HEADER_PUBLISHED}${toYaml(blob)}`);
+    }
+    write(TEMPLATE_PATH, templateText(committedTemplate()));
     return 0;
   }
   console.error(
-    'usage: node hack/catalog.ts template [--check] | add VERSION [--channels a,b] | render [--out DIR] | publish VERSION',
+    'usage: node hack/catalog.ts template [--check] | add VERSION [--channels a,b] | render [--out DIR] | publish VERSION...',
   );
   return 2;
 }

@@ -181,6 +181,9 @@ function flag(argv: readonly string[], name: string): string | undefined {
 async function main(argv: readonly string[]): Promise<number> {
   const out = flag(argv, '--out') ?? join(ROOT, 'bin/community');
   const report = await runCommunity({ out, log: (l) => console.error(`[community] ${l}`) });
+  // What was checked and found, for the release record and its test (the catalogs are in the layouts).
+  const { renderedFromRegistry: _r, renderedOffline: _o, ...found } = report;
+  writeFileSync(join(out, 'report.json'), `${JSON.stringify(found, null, 2)}\n`);
   if (!sameCatalog(report.renderedFromRegistry, report.renderedOffline)) {
     writeFileSync(join(out, 'rendered-from-registry.yaml'), report.renderedFromRegistry);
     writeFileSync(join(out, 'rendered-offline.yaml'), report.renderedOffline);

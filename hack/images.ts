@@ -65,7 +65,8 @@ export function report(s: Summary, pushed: boolean): string {
   ].join('\n');
 }
 
-function flag(argv: readonly string[], name: string): string | undefined {
+/** `--name value` from argv; a flag without its value is an error. */
+export function flag(argv: readonly string[], name: string): string | undefined {
   const i = argv.indexOf(name);
   if (i < 0) return undefined;
   const v = argv[i + 1];

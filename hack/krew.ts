@@ -1,27 +1,35 @@
-// The kubectl vws plugin as a krew plugin: one Node.js script bundled with esbuild from
-// operator/src/cli/kubectl-vws.ts (the same TypeScript the npm bin runs), packed in a reproducible
-// .tar.gz, and the krew manifest (krew.googlecontainertools.github.com/v1alpha2 Plugin) naming that
-// archive's release URL and sha256. Release step (docs/release.md):
+// The kubectl vws plugin as a krew plugin: one self-contained executable per platform (Node's single
+// executable application, hack/packaging/sea.ts: the Node 24 runtime and the bundled plugin in one
+// file), packed with the LICENSE in a reproducible .tar.gz, and the krew manifest
+// (krew.googlecontainertools.github.com/v1alpha2 Plugin) naming each archive's release URL and sha256.
+// Release step (docs/release.md; `make release` runs it):
 //
-//   node hack/krew.ts --out DIR [--version 0.1.0]     writes DIR/kubectl-vws-v<version>.tar.gz and DIR/vws.yaml
+//   node hack/krew.ts --out DIR [--version 0.1.0]
+//       writes DIR/kubectl-vws-v<version>-<os>-<arch>.tar.gz and DIR/vws.yaml
 //
-// The archive holds `kubectl-vws` (ESM, `#!/usr/bin/env node`) and a package.json with "type": "module",
-// which is how Node runs an extensionless ES module. Needs Node.js 24+ on the user's PATH.
+// Nothing is needed on the user's machine but kubectl (and krew): no Node.js on PATH.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
 import { ROOT, toYaml } from './bundle.ts';
+import { buildPluginExecutable, SEA_PLATFORMS } from './packaging/sea.ts';
 
 export const PLUGIN = 'vws';
+export const BIN = 'kubectl-vws';
 const REPO = 'https://github.com/vworkspace/vworkspace-operator';
 
 export interface ArchiveFile {
   name: string;
   content: Buffer;
   mode: number;
+}
+
+export interface Platform {
+  os: string;
+  arch: string;
 }
 
 function octal(n: number, width: number): string {
@@ -51,39 +59,23 @@ export function tarGz(files: readonly ArchiveFile[], mtime = 0): Buffer {
   return gzipSync(Buffer.concat(blocks), { level: 9 });
 }
 
-/** The bundled plugin: every import inlined; `require` provided for the CommonJS dependencies. */
-export async function bundlePlugin(): Promise<Buffer> {
-  const r = await build({
-    entryPoints: [join(ROOT, 'operator/src/cli/kubectl-vws.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node24',
-    write: false,
-    legalComments: 'none',
-    logLevel: 'warning',
-    banner: {
-      js: "import { createRequire as __vwsCreateRequire } from 'node:module';\nconst require = __vwsCreateRequire(import.meta.url);",
-    },
-  });
-  const out = r.outputFiles[0];
-  if (!out) throw new Error('esbuild wrote nothing');
-  return Buffer.from(out.contents);
+export function archiveName(version: string, p: Platform): string {
+  return `${BIN}-v${version}-${p.os}-${p.arch}.tar.gz`;
 }
 
-export function archiveName(version: string): string {
-  return `kubectl-vws-v${version}.tar.gz`;
-}
-
-export function archiveFiles(script: Buffer): ArchiveFile[] {
+/** What krew unpacks: the executable and the license it is distributed under. */
+export function archiveFiles(executable: Buffer, license: Buffer): ArchiveFile[] {
   return [
-    { name: 'kubectl-vws', content: script, mode: 0o755 },
-    { name: 'package.json', content: Buffer.from('{"type":"module"}\n'), mode: 0o644 },
+    { name: BIN, content: executable, mode: 0o755 },
+    { name: 'LICENSE', content: license, mode: 0o644 },
   ];
 }
 
-/** The krew manifest for the archive of `version` with digest `sha256`. */
-export function krewManifest(version: string, sha256: string): Record<string, unknown> {
+/** The krew manifest for `version`: one platform entry per archive, with its sha256. */
+export function krewManifest(
+  version: string,
+  archives: readonly { platform: Platform; sha256: string }[],
+): Record<string, unknown> {
   return {
     apiVersion: 'krew.googlecontainertools.github.com/v1alpha2',
     kind: 'Plugin',
@@ -94,18 +86,47 @@ export function krewManifest(version: string, sha256: string): Record<string, un
       shortDescription: 'Run and follow vworkspace day-2 Operations',
       description:
         'Runs a CronOperation now or an Operation from a template, approves and cancels Operations, follows an Operation live, and shows the history of a CronOperation, WatchOperation or ApplicationInstance of the vworkspace-operator.\n',
-      caveats:
-        'Needs Node.js 24 or newer as `node` on your PATH, and the vworkspace-operator installed in the cluster.\n',
-      platforms: [
-        {
-          selector: { matchExpressions: [{ key: 'os', operator: 'In', values: ['linux', 'darwin'] }] },
-          uri: `${REPO}/releases/download/v${version}/${archiveName(version)}`,
-          sha256,
-          bin: 'kubectl-vws',
-        },
-      ],
+      caveats: 'Needs the vworkspace-operator installed in the cluster (docs/install.md).\n',
+      platforms: archives.map(({ platform, sha256 }) => ({
+        selector: { matchLabels: { os: platform.os, arch: platform.arch } },
+        uri: `${REPO}/releases/download/v${version}/${archiveName(version, platform)}`,
+        sha256,
+        files: [
+          { from: BIN, to: '.' },
+          { from: 'LICENSE', to: '.' },
+        ],
+        bin: BIN,
+      })),
     },
   };
+}
+
+export interface KrewRelease {
+  /** archive path → sha256 */
+  archives: { path: string; platform: Platform; sha256: string }[];
+  manifest: string;
+}
+
+/** Builds the executable, packs one archive per platform into `out` and writes `out/vws.yaml`. */
+export async function writeKrewRelease(out: string, version: string, mtime = 0): Promise<KrewRelease> {
+  const work = mkdtempSync(join(tmpdir(), 'vws-krew-build-'));
+  try {
+    const exe = join(work, BIN);
+    await buildPluginExecutable(exe, work);
+    const license = readFileSync(join(ROOT, 'LICENSE'));
+    mkdirSync(out, { recursive: true });
+    const archives = SEA_PLATFORMS.map((platform) => {
+      const archive = tarGz(archiveFiles(readFileSync(exe), license), mtime);
+      const path = join(out, archiveName(version, platform));
+      writeFileSync(path, archive);
+      return { path, platform, sha256: createHash('sha256').update(archive).digest('hex') };
+    });
+    const manifest = join(out, `${PLUGIN}.yaml`);
+    writeFileSync(manifest, toYaml(krewManifest(version, archives)));
+    return { archives, manifest };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -121,14 +142,9 @@ async function main(argv: readonly string[]): Promise<number> {
   const version =
     at('--version') ??
     (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-  const archive = tarGz(archiveFiles(await bundlePlugin()), Number(process.env.SOURCE_DATE_EPOCH ?? 0));
-  const sha256 = createHash('sha256').update(archive).digest('hex');
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, archiveName(version)), archive);
-  writeFileSync(join(out, `${PLUGIN}.yaml`), toYaml(krewManifest(version, sha256)));
-  console.log(
-    `wrote ${join(out, archiveName(version))} (sha256 ${sha256}) and ${join(out, `${PLUGIN}.yaml`)}`,
-  );
+  const r = await writeKrewRelease(out, version, Number(process.env.SOURCE_DATE_EPOCH ?? 0));
+  for (const a of r.archives) console.log(`wrote ${a.path} (sha256 ${a.sha256})`);
+  console.log(`wrote ${r.manifest}`);
   return 0;
 }
 

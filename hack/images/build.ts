@@ -20,6 +20,7 @@ import {
   pinnedImages,
   ROOT,
   readRepoFile,
+  releaseRegistry,
   TEMPLATE_PATH,
   toYaml,
   writeBundleDir,
@@ -49,8 +50,11 @@ import {
 } from './oci.ts';
 import { renderBundleDir } from './opm.ts';
 
-/** Where releases are pushed: the template's bundle images and the pinned operator images live here. */
-export const RELEASE_REGISTRY = 'quay.io/vworkspace';
+/**
+ * Where releases are pushed: the template's bundle images and the pinned operator images live here
+ * (packaging/images.yaml `registry`; `make release REGISTRY=…` writes it).
+ */
+export const RELEASE_REGISTRY = releaseRegistry();
 export const REPOS = {
   operator: PACKAGE_NAME,
   bundle: `${PACKAGE_NAME}-bundle`,
@@ -116,10 +120,39 @@ function packageVersion(): string {
   return (JSON.parse(readRepoFile('package.json') ?? '{}') as { version: string }).version;
 }
 
-export function committedTemplate(): CatalogTemplate {
-  const text = readRepoFile(TEMPLATE_PATH);
+/**
+ * A published version's frozen olm.bundle: `opm render` of its pushed image, kept beside the template
+ * (catalog/published/<version>.yaml, written by `hack/catalog.ts publish`). The template itself names the
+ * image only, as opm's basic template requires (it refuses bundles with other fields).
+ */
+export const PUBLISHED_DIR = 'catalog/published';
+export const publishedRenderPath = (version: string) => `${PUBLISHED_DIR}/${version}.yaml`;
+
+/**
+ * catalog/template.yaml as the tools use it: each published version's image-only entry replaced by its
+ * frozen render, so nothing needs to pull a published image to render the catalog.
+ */
+export function committedTemplate(read: (p: string) => string | undefined = readRepoFile): CatalogTemplate {
+  const text = read(TEMPLATE_PATH);
   if (!text) throw new Error(`${TEMPLATE_PATH} is missing`);
-  return parseTemplate(text);
+  const t = parseTemplate(text);
+  const published = publishedBundles(read);
+  const bundles = t.bundles.map((b) => {
+    const v = Object.keys(published).find((x) => published[x] === b.image);
+    if (!v) return b;
+    const frozen = read(publishedRenderPath(v));
+    if (!frozen)
+      throw new Error(
+        `${v} is published but ${publishedRenderPath(v)} is missing: node hack/catalog.ts publish ${v}`,
+      );
+    return YAML.parse(frozen) as CatalogTemplate['bundles'][number];
+  });
+  return { ...t, bundles };
+}
+
+/** The template as the file holds it and opm reads it: every bundle only its image. */
+export function imageOnly(t: CatalogTemplate): CatalogTemplate {
+  return { ...t, bundles: t.bundles.map((b) => ({ schema: 'olm.bundle' as const, image: b.image })) };
 }
 
 /** The versions in the committed catalog template, oldest first. */

@@ -4,7 +4,8 @@
 // the upgrade replaces the pod's image) and the bundle image naming it by digest; then two catalog
 // images rendered from the template, one cut back to an older version and one with every version,
 // holding our package (bundles by image: OLM unpacks them with its real unpack Job) and the provider
-// packages (embedded, running the node's busybox so their pods really start).
+// packages (embedded, running the node's busybox so their pods really start); and a third with our
+// package alone, as a cluster sees it whose engines were installed from Helm charts.
 import { join } from 'node:path';
 import {
   type BuiltImage,
@@ -28,6 +29,8 @@ export interface OlmImages {
   /** The catalog with versions up to `upTo`, and the full one, by digest. */
   catalogUpTo: string;
   catalogFull: string;
+  /** Every version and no provider package: a cluster whose engines came from Helm, not OLM. */
+  catalogWithoutProviders: string;
 }
 
 /**
@@ -59,19 +62,26 @@ export function buildOlmImages(
   const registry = node.registryPrefix;
   const set = buildImages({ registry, helm: 'pinned', workDir, log });
   const container = { image: node.images.busybox, command: ['sleep', '86400'] };
-  const catalog = (name: string, template: CatalogTemplate, version: string): BuiltImage => {
+  const catalog = (
+    name: string,
+    template: CatalogTemplate,
+    version: string,
+    providers = true,
+  ): BuiltImage => {
     const dir = join(workDir, name);
     renderCatalogFor(dir, template, set.bundleDirs);
-    addProviders(dir, container);
+    if (providers) addProviders(dir, container);
     return { ...catalogImage(registry, version, dir), name };
   };
   const older = catalog('catalog-up-to', templateUpTo(set.template, upTo), upTo);
   const full = catalog('catalog-full', set.template, set.version);
-  for (const b of [...Object.values(set.operators), ...set.bundles, older, full]) pushBuilt(b, workDir);
+  const ours = catalog('catalog-without-providers', set.template, set.version, false);
+  for (const b of [...Object.values(set.operators), ...set.bundles, older, full, ours]) pushBuilt(b, workDir);
   return {
     operators: Object.fromEntries(Object.entries(set.operators).map(([v, b]) => [v, b.ref])),
     bundles: set.bundleRefs,
     catalogUpTo: older.ref,
     catalogFull: full.ref,
+    catalogWithoutProviders: ours.ref,
   };
 }

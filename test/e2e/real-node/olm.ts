@@ -6,12 +6,19 @@
 // Service with OLM's CA; the channel upgrade replaces the pod with the next bundle's image. Images are
 // built by the project's image code and pushed to the node's loopback registry (olm-images.ts). The node
 // is real-node.test.ts's, shared with the RunCommand journey.
+//
+// First, the engines' dependencies (ADR 0031): the node has the engines' CRDs as their Helm charts leave
+// them, and a catalog with our package and no provider leaves a Subscription at ConstraintsNotSatisfiable;
+// packaging/olm/engine-apis.yaml applied in its namespace makes OLM resolve our bundle alone. The
+// journey's later catalogs carry provider bundles, through which OLM installs the engines with us.
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+import { ROOT } from '../../../hack/bundle.ts';
 import {
   catalogSourcePath,
   OLM_NAMESPACE,
@@ -20,17 +27,37 @@ import {
   startOlm,
 } from '../../../hack/lib/olm.ts';
 import { DNS_IP, type RealNode } from '../../../hack/lib/real-node.ts';
-import { csvName, DEPLOYMENT_NAME } from '../../../hack/packaging/csv.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
+import { csvName, DEPLOYMENT_NAME, PACKAGE_NAME } from '../../../hack/packaging/csv.ts';
+import { ENGINE_APIS_PATH, engineApisCsvName } from '../../../hack/packaging/engine-apis.ts';
+import { dependencies } from '../../../hack/packaging/manifests.ts';
+import { isNotFound, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { createOperation, refusal, veleroBackup } from '../support/app.ts';
-import { CURRENT_VERSION, type OlmUser, waitCsvSucceeded, waitInstallPlanFor } from '../support/install.ts';
-import { olmReport, subscribe } from '../support/olm-api.ts';
+import {
+  CURRENT_VERSION,
+  getSubscription,
+  type OlmUser,
+  ownNamespaceGroup,
+  SUBSCRIPTION,
+  waitCsvSucceeded,
+  waitInstallPlanFor,
+} from '../support/install.ts';
+import { csvsPath, type InstallPlan, installPlansPath, olmReport, subscribe } from '../support/olm-api.ts';
 import { PROVIDERS, providerCsvName } from '../support/providers.ts';
 import { CATALOG_SOURCE } from '../support/world.ts';
 import { buildOlmImages, type OlmImages } from './olm-images.ts';
 
 const OLDER = '0.0.9';
+/** A namespace whose admin installed the engines from Helm charts: their CRDs exist, no OLM provider. */
+const HELM_ENGINES = 'vws-helm-engines';
+
+interface RequirementStatus {
+  group: string;
+  version: string;
+  kind: string;
+  status: string;
+  message?: string;
+}
 
 interface Pod extends KubernetesObject {
   spec: {
@@ -145,6 +172,119 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
         300_000,
         1000,
       );
+
+    it('engines from Helm, no provider in any catalog: the Subscription stays at constraints not satisfiable', async () => {
+      await pointCatalog(images.catalogWithoutProviders);
+      await catalogPodRunning(images.catalogWithoutProviders);
+      await catalogReady();
+      // The engines' CRDs are on the node, as their Helm charts install them (hack/lib/real-node.ts).
+      for (const g of dependencies().map((d) => d.value)) {
+        const kinds = await node.client.request<{ resources: { kind: string }[] }>({
+          method: 'GET',
+          path: `/apis/${g.group}/${g.version}`,
+        });
+        expect(
+          kinds.resources.map((r) => r.kind),
+          `${g.group}/${g.version}`,
+        ).toContain(g.kind);
+      }
+      await node.client.request({
+        method: 'POST',
+        path: '/api/v1/namespaces',
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: HELM_ENGINES } },
+      });
+      await ownNamespaceGroup(world, HELM_ENGINES);
+      await subscribe(
+        node.client,
+        SUBSCRIPTION,
+        {
+          name: PACKAGE_NAME,
+          channel: 'stable-v0',
+          source: CATALOG_SOURCE,
+          sourceNamespace: OLM_NAMESPACE,
+          installPlanApproval: 'Manual',
+        },
+        HELM_ENGINES,
+      );
+      const failed = await eventually(
+        'the Subscription to report ResolutionFailed',
+        async () =>
+          (await getSubscription(world, SUBSCRIPTION, HELM_ENGINES)).status?.conditions?.find(
+            (c) => c.type === 'ResolutionFailed' && c.status === 'True',
+          ),
+        300_000,
+        1000,
+      );
+      say(
+        `Subscription ${HELM_ENGINES}/${SUBSCRIPTION}: ResolutionFailed ${failed.reason}: ${failed.message}`,
+      );
+      expect(failed.reason).toBe('ConstraintsNotSatisfiable');
+      expect(failed.message).toMatch(/constraints not satisfiable/);
+      expect(failed.message).toMatch(/velero\.io|argoproj\.io|volsync\.backube/);
+      expect(
+        (await getSubscription(world, SUBSCRIPTION, HELM_ENGINES)).status?.installPlanRef,
+      ).toBeUndefined();
+    });
+
+    it('the way out: the engine-APIs CSV says the APIs exist, and OLM resolves the operator without a provider', async () => {
+      // What docs/install.md tells the admin to apply in the operator's namespace before subscribing.
+      const csv = YAML.parse(readFileSync(join(ROOT, ENGINE_APIS_PATH), 'utf8')) as Record<string, unknown>;
+      await node.client.request({ method: 'POST', path: csvsPath(HELM_ENGINES), body: csv });
+      const marker = await eventually(
+        'the engine-APIs CSV Succeeded',
+        async () => {
+          const c = await node.client.request<{
+            status?: { phase?: string; requirementStatus?: RequirementStatus[] };
+          }>({ method: 'GET', path: csvsPath(HELM_ENGINES, engineApisCsvName(CURRENT_VERSION)) });
+          return c.status?.phase === 'Succeeded' ? c : undefined;
+        },
+        180_000,
+        1000,
+      );
+      // Its requirements: minKubeVersion, and each engine API as a native API.
+      const native = (marker.status?.requirementStatus ?? []).filter((r) =>
+        dependencies().some((d) => d.value.group === r.group && d.value.kind === r.kind),
+      );
+      say(
+        `${engineApisCsvName(CURRENT_VERSION)}: Succeeded; ${native.map((r) => `${r.group}/${r.version} ${r.kind}: ${r.message}`).join('; ')}`,
+      );
+      expect(
+        native.map((r) => ({ group: r.group, version: r.version, kind: r.kind, status: r.status })),
+      ).toEqual(dependencies().map((d) => ({ ...d.value, status: 'Present' })));
+      // OLM resolves again on its own: one InstallPlan holding our CSV alone (no provider to install).
+      const sub = await eventually(
+        'the Subscription to name an InstallPlan',
+        async () => {
+          const s = await getSubscription(world, SUBSCRIPTION, HELM_ENGINES);
+          return s.status?.installPlanRef ? s : undefined;
+        },
+        300_000,
+        1000,
+      );
+      const plan = await node.client.request<InstallPlan>({
+        method: 'GET',
+        path: installPlansPath(HELM_ENGINES, sub.status?.installPlanRef?.name),
+      });
+      say(
+        `InstallPlan ${plan.metadata.name}: CSVs ${plan.spec.clusterServiceVersionNames.join(', ')}, approval ${plan.spec.approval}`,
+      );
+      expect(plan.spec.clusterServiceVersionNames).toEqual([csvName(CURRENT_VERSION)]);
+      expect(sub.status?.conditions?.find((c) => c.type === 'ResolutionFailed')?.status ?? 'False').toBe(
+        'False',
+      );
+      // Nothing of it installed (Manual approval): the namespace goes away whole before the next install.
+      await node.client.request({ method: 'DELETE', path: `/api/v1/namespaces/${HELM_ENGINES}` });
+      await eventually(
+        `namespace ${HELM_ENGINES} gone`,
+        () =>
+          node.client.request({ method: 'GET', path: `/api/v1/namespaces/${HELM_ENGINES}` }).then(
+            () => undefined,
+            (e: unknown) => (isNotFound(e) ? true : Promise.reject(e)),
+          ),
+        180_000,
+        1000,
+      );
+    });
 
     it('serves the catalog from a real CatalogSource pod running the catalog image', async () => {
       await pointCatalog(images.catalogUpTo);

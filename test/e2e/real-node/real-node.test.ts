@@ -1,8 +1,10 @@
 // The real-node journeys (docs/real-node.md): ONE real node for all of them, since starting one costs
 // a control plane, containerd, the kubelet and CoreDNS. RunCommand first (the Operation controller in
-// this process), then OLM (the operator installed as a pod, which would reconcile the same kinds).
+// this process), then the install without OLM (the Helm chart, installed and uninstalled), then OLM (the
+// engines' APIs without a provider in the catalog, then the operator installed as a pod).
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
+import { chartJourney } from './chart.ts';
 import { olmJourney } from './olm.ts';
 import { runCommandJourney } from './run-command.ts';
 
@@ -24,5 +26,6 @@ describe('a real node', () => {
   });
 
   runCommandJourney(theNode);
+  chartJourney(theNode, say);
   olmJourney(theNode, say);
 });

@@ -1,12 +1,15 @@
-// The kubectl vws plugin as kubectl runs it: an executable `kubectl-vws` found on PATH, started as its own
-// process with KUBECONFIG, against the real API server. The CronOperation controller runs in-process on a
-// FakeClock, so a run-now request is acted on.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+// The kubectl vws plugin as a user gets it from krew and kubectl runs it: the release archive
+// (hack/krew.ts: Node's single executable application and the LICENSE) unpacked with tar, its
+// `kubectl-vws` linked into a directory that is the whole PATH, so no `node` can be found, started as its
+// own process with KUBECONFIG, against the real API server. The CronOperation controller runs in-process
+// on a FakeClock, so a run-now request is acted on.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ROOT } from '../../../hack/lib/controlplane.ts';
+import { archiveName, writeKrewRelease } from '../../../hack/krew.ts';
+import { SEA_PLATFORMS } from '../../../hack/packaging/sea.ts';
 import type { CronOperation, Operation } from '../../../operator/src/api/index.ts';
 import { manualRunPrefix } from '../../../operator/src/cli/requests.ts';
 import { FakeClock, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
@@ -33,7 +36,9 @@ interface Run {
 describe('kubectl vws (the plugin as a process)', () => {
   const kc = adminKubeConfig();
   const raw = testClient(kc);
-  const bin = mkdtempSync(join(tmpdir(), 'vws-plugin-'));
+  const work = mkdtempSync(join(tmpdir(), 'vws-plugin-'));
+  /** The whole PATH of the plugin's processes: only the link krew makes, no node. */
+  const bin = join(work, 'bin');
   const children = new Set<ChildProcess>();
   let operator: Schedulers;
   let ns: string;
@@ -43,7 +48,7 @@ describe('kubectl vws (the plugin as a process)', () => {
     const child = spawn('kubectl-vws', args, {
       env: {
         ...process.env,
-        PATH: `${bin}:${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+        PATH: bin,
         KUBECONFIG: inject('kubeconfig'),
       },
     });
@@ -68,7 +73,15 @@ describe('kubectl vws (the plugin as a process)', () => {
   const getOp = (name: string) => getObject<Operation>(raw, kinds.op, ns, name);
 
   beforeAll(async () => {
-    symlinkSync(join(ROOT, 'operator/src/cli/kubectl-vws.ts'), join(bin, 'kubectl-vws'));
+    // The release archive, unpacked as krew unpacks it; krew links ~/.krew/bin/kubectl-vws to the file.
+    const release = join(work, 'release');
+    await writeKrewRelease(release, '0.0.0-test');
+    const unpacked = join(work, 'unpacked');
+    mkdirSync(unpacked);
+    mkdirSync(bin);
+    const archive = join(release, archiveName('0.0.0-test', SEA_PLATFORMS[0]));
+    expect(spawnSync('tar', ['-xzf', archive, '-C', unpacked]).status).toBe(0);
+    symlinkSync(join(unpacked, 'kubectl-vws'), join(bin, 'kubectl-vws'));
     ns = await createNamespace(kc, 'vws');
     operator = startSchedulers(kc, new FakeClock(Date.now()));
     await create(raw, instanceObject(ns, 'shop', { capabilities: { backup: 'velero' } }));
@@ -78,7 +91,15 @@ describe('kubectl vws (the plugin as a process)', () => {
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
     await operator.stop();
-    rmSync(bin, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('is one executable that runs where no node can be found on PATH', async () => {
+    // The negative control: on this PATH there is no node to run a script with.
+    expect(spawnSync('node', ['--version'], { env: { PATH: bin } }).error).toMatchObject({ code: 'ENOENT' });
+    const help = await start(['--help']).done;
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toMatch(/^kubectl vws — run, approve, cancel and follow/);
   });
 
   it('run cronoperation/<name>: asks for a run now and prints the Operation the operator created', async () => {
