@@ -1,101 +1,13 @@
-// 1. RbacProfileMissing: the controller runs as a ServiceAccount holding only the operator's declared
-//    cluster-wide rules (operator/src/rbac/operator.ts); an Operation waits Accepted=False/RbacProfileMissing
-//    until the profile's ClusterRole (generated from profiles.ts) is bound in the namespace, and then
-//    starts on the RoleBinding's watch event.
-// 2. The real velero adapter, on the same least-privilege identity with only the backup.velero profile
-//    bound in the Velero namespace: the instance is labelled for the Backup's selector, a velero.io
-//    Backup child in the Velero namespace selects the release, its record and the instance; moved by the
-//    engine simulator, the Operation ends Succeeded with outputs.backupName.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
 import { profileClusterRole } from '../../../operator/src/rbac/clusterroles.ts';
-import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../../../operator/src/rbac/operator.ts';
 import { profileClusterRoleName, rbacProfile } from '../../../operator/src/rbac/profiles.ts';
-import { PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
+import { resourcePath } from '../../../operator/src/runtime/index.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
+import { apply, grant, operatorIdentity } from './identity.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
-
-async function apply(api: Api, path: string, body: unknown) {
-  await api.client.request({
-    method: 'PATCH',
-    path,
-    query: { fieldManager: 'operation-test', force: true },
-    contentType: PATCH_TYPES.apply,
-    body,
-  });
-}
-
-/** A KubeConfig for a ServiceAccount (TokenRequest) bound to the operator's cluster-wide rules. */
-async function operatorIdentity(admin: KubeConfig, api: Api, ns: string): Promise<KubeConfig> {
-  const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
-  await apply(
-    api,
-    resourcePath({ group: '', version: 'v1', plural: 'serviceaccounts', namespace: ns }, 'operator'),
-    {
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: { name: 'operator', namespace: ns },
-    },
-  );
-  const role = `vworkspace-operator-test-${ns}`;
-  await apply(api, resourcePath({ ...rbac, plural: 'clusterroles' }, role), {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRole',
-    metadata: { name: role },
-    // AllNamespaces, as OLM installs it: the CSV's permissions lifted to the cluster with its clusterPermissions.
-    rules: [...OPERATOR_CLUSTER_RULES, ...OPERATOR_NAMESPACE_RULES].map((r) => ({
-      apiGroups: r.apiGroups,
-      resources: r.resources,
-      verbs: r.verbs,
-    })),
-  });
-  await apply(api, resourcePath({ ...rbac, plural: 'clusterrolebindings' }, role), {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: role },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-    subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: ns }],
-  });
-  const tr = await api.client.request<{ status: { token: string } }>({
-    method: 'POST',
-    path: resourcePath(
-      { group: '', version: 'v1', plural: 'serviceaccounts', namespace: ns },
-      'operator',
-      'token',
-    ),
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  });
-  const cluster = admin.getCurrentCluster()!;
-  const kc = new (admin.constructor as new () => KubeConfig)();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: 'operator', token: tr.status.token }],
-    contexts: [{ name: 'operator', cluster: cluster.name, user: 'operator' }],
-    currentContext: 'operator',
-  });
-  return kc;
-}
-
-/** Binds profile `id`'s ClusterRole (applied as generated) to the test operator of `operatorNs` in `ns`. */
-async function grant(api: Api, id: string, ns: string, operatorNs: string) {
-  const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
-  const name = profileClusterRoleName(id);
-  await apply(
-    api,
-    resourcePath({ ...rbac, plural: 'clusterroles' }, name),
-    profileClusterRole(rbacProfile(id)!),
-  );
-  await apply(api, resourcePath({ ...rbac, plural: 'rolebindings', namespace: ns }, name), {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name, namespace: ns },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-    subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: operatorNs }],
-  });
-}
 
 describe('RbacProfileMissing with a least-privilege identity', () => {
   const admin = adminKubeConfig();
