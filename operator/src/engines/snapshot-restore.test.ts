@@ -141,7 +141,7 @@ describe('snapshot Restore: each step from the cluster as it is', () => {
   const original = facts();
   const stopped = facts({
     workloads: [aWorkload('StatefulSet', 'db', 0), aWorkload('Deployment', 'web', 0)],
-    pods: [aPodMounting('db-0', CLAIM, 'Succeeded')],
+    pods: [],
   });
 
   it('scales the workloads to 0 and waits while a pod mounts the claim', () => {
@@ -155,6 +155,14 @@ describe('snapshot Restore: each step from the cluster as it is', () => {
     expect(kinds(o.actions)).toEqual(['scale Deployment web to 0', 'scale StatefulSet db to 0']);
     const scale = o.actions?.[0];
     expect(scale).toMatchObject({ kind: 'patch', subresource: 'scale' });
+  });
+
+  it('does not delete a claim a finished pod still names (Kubernetes would not let it go): says which to delete', () => {
+    const o = next({ ...stopped, pods: [aPodMounting('migrate-x', CLAIM, 'Succeeded')] });
+    expect(o.actions).toBeUndefined();
+    expect(o.message).toContain(
+      'finished pod(s) migrate-x still name the claims, and Kubernetes does not delete a claim a pod names; delete them (kubectl delete pod -n team-a migrate-x)',
+    );
   });
 
   it('then deletes the old claim (that uid only), waits for it, creates it from the snapshot', () => {

@@ -244,17 +244,28 @@ function claimState(c: PlannedClaim, pvcs: readonly KubernetesObject[]): ClaimSt
     : 'other';
 }
 
-/** Pods (not finished) that mount one of `claims`. */
-function podsMounting(pods: readonly KubernetesObject[], claims: ReadonlySet<string>): string[] {
-  return pods
-    .filter((p) => !['Succeeded', 'Failed'].includes(str(at(p, 'status', 'phase')) ?? ''))
-    .filter((p) =>
-      arr(at(p, 'spec', 'volumes')).some((v) =>
-        claims.has(str(at(v, 'persistentVolumeClaim', 'claimName')) ?? ''),
-      ),
-    )
-    .map(nameOf)
-    .sort();
+/**
+ * Pods that name one of `claims`: running ones (wait for them to stop), and finished ones, which count
+ * too — the pvc-protection controller keeps a claim while any scheduled pod names it, completed or not —
+ * and which no scaling removes.
+ */
+function podsReferring(
+  pods: readonly KubernetesObject[],
+  claims: ReadonlySet<string>,
+): { running: string[]; finished: string[] } {
+  const referring = pods.filter((p) =>
+    arr(at(p, 'spec', 'volumes')).some((v) =>
+      claims.has(str(at(v, 'persistentVolumeClaim', 'claimName')) ?? ''),
+    ),
+  );
+  const done = (p: KubernetesObject) => ['Succeeded', 'Failed'].includes(str(at(p, 'status', 'phase')) ?? '');
+  return {
+    running: referring
+      .filter((p) => !done(p))
+      .map(nameOf)
+      .sort(),
+    finished: referring.filter(done).map(nameOf).sort(),
+  };
 }
 
 function scale(w: PlannedWorkload, namespace: string, replicas: number): ChildAction {
@@ -296,11 +307,20 @@ function forward(plan: RestorePlan, facts: RestoreFacts, ns: string): Step {
   const from = plan.claims.map((c) => `${c.name} from ${c.snapshot}`).join(', ');
   if (pending.length > 0) {
     const down = scaleTo(plan, facts, ns, () => 0);
-    const busy = podsMounting(facts.pods, new Set(pending.map((s) => s.c.name)));
-    if (busy.length > 0) {
+    // Only claims still to go: a pod may already mount a restored one, or wait for a gone one.
+    const old = new Set(pending.filter((p) => p.state !== 'gone').map((p) => p.c.name));
+    const pods = podsReferring(facts.pods, old);
+    if (pods.running.length > 0) {
       return {
         phase: 'Running',
-        message: `restoring ${from}: the workloads are scaled to 0; waiting for pod(s) ${busy.join(', ')} to stop mounting the claims`,
+        message: `restoring ${from}: the workloads are scaled to 0; waiting for pod(s) ${pods.running.join(', ')} to stop mounting the claims`,
+        actions: down,
+      };
+    }
+    if (pods.finished.length > 0) {
+      return {
+        phase: 'Running',
+        message: `restoring ${from}: finished pod(s) ${pods.finished.join(', ')} still name the claims, and Kubernetes does not delete a claim a pod names; delete them (kubectl delete pod -n ${ns} ${pods.finished.join(' ')}) and the restore goes on`,
         actions: down,
       };
     }
