@@ -36,6 +36,10 @@ describe('velero Restore from spec.source', () => {
     const [r] = materialized(veleroAdapter.materialize(restore('team-a')));
     expect(r?.spec).toMatchObject({ backupName: 'nightly-1', includedNamespaces: ['team-a'] });
     expect(r?.spec).not.toHaveProperty('namespaceMapping');
+    // Helm's release record too: it names this namespace.
+    expect((r?.spec as { orLabelSelectors: unknown[] }).orLabelSelectors).toContainEqual({
+      matchLabels: { owner: 'helm', name: 'nextcloud-team-a' },
+    });
   });
 
   it("another namespace's: a clone, its objects mapped into the Operation's namespace", () => {
@@ -44,10 +48,12 @@ describe('velero Restore from spec.source', () => {
       backupName: 'nightly-1',
       includedNamespaces: ['team-prod'],
       namespaceMapping: { 'team-prod': 'team-a' },
-      orLabelSelectors: expect.arrayContaining([
-        { matchLabels: { owner: 'helm', name: 'nextcloud-team-a' } },
-      ]),
     });
+    // Without Helm's release record: it names the source namespace, where helm would apply an upgrade.
+    expect((r?.spec as { orLabelSelectors: unknown[] }).orLabelSelectors).toEqual([
+      { matchLabels: { 'app.kubernetes.io/instance': 'nextcloud-team-a' } },
+      { matchLabels: { 'ops.vworkspace.io/release': 'nextcloud-team-a' } },
+    ]);
   });
 
   it('a clone only through a template that allows it, and only once the webhook judged the requester', () => {

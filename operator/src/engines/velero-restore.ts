@@ -6,14 +6,21 @@
 // same whether it is missing or someone else's (no oracle for other teams' backup names). A Restore from
 // spec.source also needs the Backup to be of the instance it names (label ops.vworkspace.io/instance):
 // that is the instance the admission webhook checked the requester's `clone` on. Another namespace's
-// Backup is a clone: Velero's namespaceMapping writes its objects into the Operation's namespace; only a
+// Backup is a clone: Velero's namespaceMapping writes its objects into the Operation's namespace, without
+// the Helm release record (velero-scope.ts cloneSelectors says why); only a
 // template that allows clones runs one, and only for an Operation the webhook judged (created-by), since
 // the reconciler cannot repeat the requester's SubjectAccessReview. Pure.
 import { ANNOTATION_CREATED_BY, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import { cloneDenial } from '../catalog/grants.ts';
 import { type Json, str } from './object.ts';
 import type { ChildManifest, MaterializeInput, MaterializeResult } from './types.ts';
-import { NEVER_BACKED_UP, optional, releaseSelectors, VELERO_API_VERSION } from './velero-scope.ts';
+import {
+  cloneSelectors,
+  NEVER_BACKED_UP,
+  optional,
+  releaseSelectors,
+  VELERO_API_VERSION,
+} from './velero-scope.ts';
 
 export function materializeRestore(
   input: MaterializeInput,
@@ -65,7 +72,7 @@ export function materializeRestore(
     backupName,
     includedNamespaces: [source],
     ...(source !== namespace ? { namespaceMapping: { [source]: namespace } } : {}),
-    orLabelSelectors: releaseSelectors(release),
+    orLabelSelectors: source === namespace ? releaseSelectors(release) : cloneSelectors(release),
     excludedResources: NEVER_BACKED_UP,
     ...optional(parameters, ['existingResourcePolicy', 'restorePVs', ...clusterScoped]),
   };

@@ -27,6 +27,18 @@ export function releaseSelectors(release: string): LabelSelector[] {
 }
 
 /**
+ * What a clone (a Restore of another namespace's Backup) brings: the release's objects and the instance,
+ * but not Helm's release record. The record stores the namespace it was made in, and helm renders and
+ * applies an upgrade of it into THAT namespace (pkg/action/upgrade.go: the new revision takes
+ * currentRelease.Namespace): a cloned record would point the clone's next `helm upgrade` at the source.
+ * The clone's instance reports ReleaseNotFound until the chart is installed there
+ * (`helm upgrade --install … --take-ownership`).
+ */
+export function cloneSelectors(release: string): LabelSelector[] {
+  return releaseSelectors(release).filter((s) => s.matchLabels.owner !== 'helm');
+}
+
+/**
  * Never in a backup, whatever their labels: a restored Operation has no status and would run again (a
  * restored Restore would restore again), and a restored CronOperation or WatchOperation would start
  * creating Operations before anyone looked at what came back.
