@@ -49,6 +49,18 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
     let before: string;
     let backupName = '';
     const message = `hello from ${randomBytes(4).toString('hex')}`;
+    /** How the release is installed: the chart's PVC and writer, the run's message; waits for it. */
+    const installed = () => [
+      '--wait',
+      '--timeout',
+      '3m',
+      '--set',
+      'persistence=true',
+      '--set',
+      'writer.enabled=true',
+      '--set-string',
+      `message=${message}`,
+    ];
 
     beforeAll(async () => {
       node = theNode();
@@ -59,22 +71,7 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
       api = new Api(node.kc);
       controller = startController(node.kc, adapterFor, { veleroNamespace: velero.namespace });
       ns = await createNamespace(node.kc, 'velero');
-      await helm(node.kubeconfigPath, [
-        'install',
-        RELEASE,
-        TINY_CHART,
-        '-n',
-        ns,
-        '--wait',
-        '--timeout',
-        '3m',
-        '--set',
-        'persistence=true',
-        '--set',
-        'writer.enabled=true',
-        '--set-string',
-        `message=${message}`,
-      ]);
+      await helm(node.kubeconfigPath, ['install', RELEASE, TINY_CHART, '-n', ns, ...installed()]);
       const instance = tinyInstance(RELEASE, ns, {
         backup: 'velero',
         runcommand: 'job',
@@ -434,15 +431,7 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
           '-n',
           to,
           '--take-ownership',
-          '--wait',
-          '--timeout',
-          '3m',
-          '--set',
-          'persistence=true',
-          '--set',
-          'writer.enabled=true',
-          '--set-string',
-          `message=${message}`,
+          ...installed(),
         ]);
         expect(await eventually('the clone Ready', () => readyReason(to), 60_000, 500)).toBe(
           'ReleaseDeployed',
