@@ -44,6 +44,12 @@ export const LABEL_OPERATION_UID = `${OPS_GROUP}/operation-uid`;
  * LABEL_OPERATION_NAMESPACE is the Operation's namespace.
  */
 export const LABEL_INSTANCE = `${OPS_GROUP}/instance`;
+/**
+ * The Helm release a thing belongs to. On an ApplicationInstance (set by the operator before it creates
+ * a velero Backup of it): what the Backup's label selector finds it by, so the instance travels with
+ * its release. On a velero.io Backup: the release it holds, for a Restore when the instance is gone.
+ */
+export const LABEL_RELEASE = `${OPS_GROUP}/release`;
 
 /** "true" on a ConfigMap in the operator namespace: it holds a catalog (key CATALOG_CONFIGMAP_KEY). */
 export const LABEL_CATALOG = `${OPS_GROUP}/catalog`;
@@ -96,6 +102,11 @@ export const ANNOTATION_PVC = `${OPS_GROUP}/pvc`;
 export const ANNOTATION_HELM_HOOK = `${OPS_GROUP}/helm-hook`;
 /** On helmHookJob children made from a Helm hook: `<step>/<steps>`, the place in the hook-weight order. */
 export const ANNOTATION_HELM_HOOK_STEP = `${OPS_GROUP}/helm-hook-step`;
+/**
+ * On the rollback Job a helm Upgrade carries beside its runner (suspended until needed): the revision it
+ * rolls the release back to, the newest one deployed when the Upgrade started.
+ */
+export const ANNOTATION_HELM_ROLLBACK_REVISION = `${OPS_GROUP}/helm-rollback-revision`;
 /** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */
 export const LABEL_QUIESCE = `${OPS_GROUP}/quiesce`;
 /** On every generated RBAC profile ClusterRole: the profile id. */

@@ -305,6 +305,12 @@ export const TemplateSchema = Type.Object(
         uniqueItems: true,
       }),
     ),
+    allowClone: Type.Optional(
+      Type.Boolean({
+        description:
+          "velero Restore: true lets spec.source.namespace name another namespace, whose backup of the instance is restored into the Operation's namespace (a clone); the requester also needs the RBAC verb clone on that ApplicationInstance there. Default false: a Restore reads only backups made for its own namespace. The built-in velero-restore sets it.",
+      }),
+    ),
     disabled: Type.Optional(Type.Literal(false)),
   },
   { ...strict, description: 'An operation template.' },

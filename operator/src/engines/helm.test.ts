@@ -9,6 +9,7 @@ import {
   materialized,
   withStatus,
 } from './testing.ts';
+import type { HelmReleaseState } from './types.ts';
 
 const HELM =
   'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000';
@@ -24,6 +25,7 @@ const input = (
     helmImage?: string | null;
     parameters?: Record<string, unknown>;
     allowedChartSources?: string[];
+    release?: HelmReleaseState;
   } = {},
 ) =>
   anInput({
@@ -31,7 +33,10 @@ const input = (
     type: 'Upgrade',
     engine: 'helm',
     parameters: o.parameters ?? { version: '6.7.0' },
-    env: o.helmImage === null ? {} : { helmImage: o.helmImage ?? HELM },
+    env: {
+      ...(o.helmImage === null ? {} : { helmImage: o.helmImage ?? HELM }),
+      ...(o.release ? { helmRelease: o.release } : {}),
+    },
     ...(o.instance ? { instance: o.instance } : {}),
     ...(o.allowedChartSources
       ? { template: { ...builtinTemplate('Upgrade', 'helm'), allowedChartSources: o.allowedChartSources } }
@@ -64,6 +69,61 @@ describe('helm materialize', () => {
       'nextcloud-team-a',
       'oci://registry.example.com/charts/nextcloud',
     ]);
+  });
+
+  it('gives helm its --timeout and a minute after SIGTERM: stopped, it rolls the release back before it exits', () => {
+    const pod = (i = input()) => {
+      const [job] = materialized(helmAdapter.materialize(i));
+      return (job?.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    };
+    expect(pod().terminationGracePeriodSeconds).toBe(660);
+    expect(
+      pod(input({ parameters: { version: '6.7.0', timeout: '1h30m' } })).terminationGracePeriodSeconds,
+    ).toBe(5460);
+  });
+
+  it('carries a suspended rollback Job to the newest deployed revision, as the same runner', () => {
+    const [upgrade, rollback, ...more] = materialized(
+      helmAdapter.materialize(input({ release: { revision: 7, status: 'deployed', lastDeployed: 7 } })),
+    );
+    expect(more).toEqual([]);
+    expect(rollback).toMatchObject({
+      kind: 'Job',
+      metadata: { annotations: { 'ops.vworkspace.io/helm-rollback-revision': '7' } },
+      spec: {
+        suspend: true,
+        template: {
+          spec: {
+            serviceAccountName: 'vworkspace-runner',
+            containers: [
+              {
+                name: 'helm',
+                image: HELM,
+                command: ['helm'],
+                args: [
+                  'rollback',
+                  '--wait',
+                  '--timeout=10m',
+                  '--namespace=team-a',
+                  '--',
+                  'nextcloud-team-a',
+                  '7',
+                ],
+              },
+            ],
+          },
+        },
+      },
+    });
+    expect(rollback?.metadata.name).not.toBe(upgrade?.metadata.name);
+    expect(upgrade?.spec).not.toHaveProperty('suspend');
+  });
+
+  it('has no rollback Job for a release that was never deployed (nothing to go back to)', () => {
+    const children = materialized(
+      helmAdapter.materialize(input({ release: { revision: 1, status: 'failed' } })),
+    );
+    expect(children).toHaveLength(1);
   });
 
   it('passes parameters.values as one --set-json per top-level key, sorted, before --namespace', () => {

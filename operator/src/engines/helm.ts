@@ -3,8 +3,11 @@
 // The release keeps the values set before (--reset-then-reuse-values: the new chart's defaults, then the
 // release's own values, then parameters.values); the reconciler reads the helm container's exit code and
 // log tail, so a failed upgrade's condition carries helm's own error. The chart comes from where the release
-// was installed from (upgradeChart, ADR 0027), and nothing a tenant writes can become a helm flag.
+// was installed from (upgradeChart, ADR 0027), and nothing a tenant writes can become a helm flag. Beside the
+// runner, a suspended rollback Job puts the release back when the runner is stopped or dies mid-upgrade
+// (helm-rollback.ts).
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { ANNOTATION_HELM_ROLLBACK_REVISION } from '../api/annotations.ts';
 import {
   type ApplicationInstance,
   CHART_NAME_PATTERN,
@@ -12,7 +15,16 @@ import {
 } from '../api/applicationinstance.ts';
 import type { Template } from '../catalog/template.ts';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT, VALUES_KEY_PATTERN } from '../catalog/templates/fragments.ts';
+import { parsePositiveDuration } from '../schedule/duration.ts';
 import { refuseUngranted } from './grants.ts';
+import {
+  cancelRollback,
+  isRollbackJob,
+  observeRollback,
+  ROLLBACK_JOB_SUFFIX,
+  rollbackArgs,
+  STOP_GRACE_MARGIN_SECONDS,
+} from './helm-rollback.ts';
 import { releaseOf } from './names.ts';
 import { isRecord, str } from './object.ts';
 import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
@@ -142,12 +154,13 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const release = releaseOf(target);
   // Every value rides in its flag (`--flag=value`) and the positional arguments come after `--`, so no
   // value, whatever it holds, is ever read as another flag (e.g. `--post-renderer=<program>`).
+  const timeout = str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT;
   const args = [
     'upgrade',
     `--version=${version}`,
     '--atomic',
     '--wait',
-    `--timeout=${str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT}`,
+    `--timeout=${timeout}`,
     // Not --reuse-values: that renders the new chart with the OLD chart's defaults (helm replaces
     // chart.Values), so a value the new version adds or changes would be missing.
     '--reset-then-reuse-values',
@@ -158,7 +171,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
     release.name,
     chart.ref,
   ];
-  const job = runnerJob({
+  const runner = {
     op,
     template,
     env,
@@ -166,7 +179,6 @@ function materialize(input: MaterializeInput): MaterializeResult {
     containerName: HELM_CONTAINER,
     image: env.helmImage,
     command: ['helm'],
-    args,
     serviceAccountName: str(parameters.serviceAccountName) ?? DEFAULT_RUNNER_SERVICE_ACCOUNT,
     // helm writes its cache, config and registry credentials under these; /tmp is the writable path.
     containerEnv: [
@@ -174,8 +186,22 @@ function materialize(input: MaterializeInput): MaterializeResult {
       { name: 'HELM_CONFIG_HOME', value: '/tmp/helm/config' },
       { name: 'HELM_DATA_HOME', value: '/tmp/helm/data' },
     ],
+  };
+  // Stopped (cancel, deadline), helm rolls the release back before it exits: give it its --timeout.
+  const waits = parsePositiveDuration(timeout);
+  const grace = (waits.ok ? Math.ceil(waits.ms / 1000) : 0) + STOP_GRACE_MARGIN_SECONDS;
+  const job = runnerJob({ ...runner, args, terminationGracePeriodSeconds: grace });
+  // The rollback needs a revision to go back to: the newest deployed one (none: nothing to return to).
+  const back = env.helmRelease?.lastDeployed;
+  if (back === undefined) return { ok: true, children: [job] };
+  const rollback = runnerJob({
+    ...runner,
+    args: rollbackArgs(release.name, back, timeout, release.namespace),
+    nameSuffix: ROLLBACK_JOB_SUFFIX,
+    suspend: true,
+    annotations: { [ANNOTATION_HELM_ROLLBACK_REVISION]: String(back) },
   });
-  return { ok: true, children: [job] };
+  return { ok: true, children: [job, rollback] };
 }
 
 export const helmAdapter: EngineAdapter = {
@@ -183,13 +209,17 @@ export const helmAdapter: EngineAdapter = {
   types: ['Upgrade'],
   childKinds: [{ apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' }],
   materialize,
-  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation =>
-    observeJob(
-      children,
-      { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
-      'helm upgrade',
-      input.pods,
-    ),
-  cancel: cancelJobs,
+  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation => {
+    const runner = (jobs: readonly KubernetesObject[]) =>
+      observeJob(
+        jobs,
+        { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
+        'helm upgrade',
+        input.pods,
+      );
+    return observeRollback(children, input, runner) ?? runner(children.filter((c) => !isRollbackJob(c)));
+  },
+  cancel: (children, input) =>
+    children.some(isRollbackJob) ? cancelRollback(children, input) : cancelJobs(children),
   podOutcomeContainer: HELM_CONTAINER,
 };

@@ -92,6 +92,15 @@ describe('pod outcomes of a finished Job', () => {
     expect(decisiveJob([named('a'), named('z')])?.metadata?.name).toBe('z');
     expect(decisiveJob([busy])).toBeUndefined();
     expect(decisiveJob([])).toBeUndefined();
+    // A Job created suspended that never ran (a helm Upgrade's unneeded rollback) decides nothing; once
+    // resumed and started it counts like any other.
+    const parked = { ...named('r', job({})), spec: { suspend: true } };
+    expect(decisiveJob([named('a'), parked])?.metadata?.name).toBe('a');
+    const started = {
+      ...named('r', job({ active: 1, startTime: '2026-11-27T10:00:00Z' })),
+      spec: { suspend: false },
+    };
+    expect(decisiveJob([named('a'), started])).toBeUndefined();
   });
 
   it('a Job is finished once any terminal condition is True', () => {

@@ -1,20 +1,40 @@
 // velero engine: a velero.io/v1 Backup or Restore in Velero's namespace, limited to the Operation's
-// namespace and the release's objects. Owner references cannot cross namespaces, so the child carries
-// the operation / operation-namespace / operation-uid labels instead.
+// namespace and to what brings the instance back (releaseSelectors: the release's objects, Helm's release
+// record, the ApplicationInstance). Owner references cannot cross namespaces, so the child carries the
+// operation / operation-namespace / operation-uid labels instead.
 //
-// A Backup is labelled with the namespace (and instance) it was made for; a Restore accepts only a
-// Backup labelled for the Operation's own namespace, so a tenant cannot restore another team's backup
-// or an admin's full-cluster one into their namespace. A platform admin hands a backup to a namespace by
-// labelling it ops.vworkspace.io/operation-namespace=<namespace>.
+// A Backup is labelled with the namespace, instance and release it was made for (and records the
+// instance's restore capability); a Restore accepts only a Backup labelled for the namespace it reads
+// from (velero-restore.ts), so a tenant cannot restore another team's backup or an admin's full-cluster
+// one into their namespace. A platform admin hands a backup to a namespace by labelling it
+// ops.vworkspace.io/operation-namespace=<namespace>.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   capabilityAnnotation,
   LABEL_HELM_INSTANCE,
   LABEL_INSTANCE,
-  LABEL_OPERATION_NAMESPACE,
+  LABEL_RELEASE,
 } from '../api/annotations.ts';
 import type { Reason } from '../api/reasons.ts';
 import { refuseUngranted } from './grants.ts';
+import { materializeRestore } from './velero-restore.ts';
+import {
+  instanceLabelPatch,
+  NEVER_BACKED_UP,
+  optional,
+  releaseSelectors,
+  VELERO_API_VERSION,
+} from './velero-scope.ts';
+
+export { instanceLabelPatch, NEVER_BACKED_UP, releaseSelectors, VELERO_API_VERSION };
+
+/**
+ * The quiesce convention (capability `ops.vworkspace.io/quiesce: exec`): the chart labels the pods that
+ * must be quiesced with QUIESCE_POD_LABEL=exec and ships two executables in their first container.
+ * Velero runs the first before backing the pod up (a failure fails the backup: no inconsistent copy)
+ * and the second afterwards (a failure only warns: the data is already safe).
+ */
+import { LABEL_QUIESCE as QUIESCE_POD_LABEL } from '../api/annotations.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
 import { arr, asManifest, at, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
@@ -25,28 +45,12 @@ import type {
   MaterializeInput,
   MaterializeResult,
 } from './types.ts';
-
-export const VELERO_API_VERSION = 'velero.io/v1';
-
-/**
- * The quiesce convention (capability `ops.vworkspace.io/quiesce: exec`): the chart labels the pods that
- * must be quiesced with QUIESCE_POD_LABEL=exec and ships two executables in their first container.
- * Velero runs the first before backing the pod up (a failure fails the backup: no inconsistent copy)
- * and the second afterwards (a failure only warns: the data is already safe).
- */
-import { LABEL_QUIESCE as QUIESCE_POD_LABEL } from '../api/annotations.ts';
 export { QUIESCE_POD_LABEL };
 export const QUIESCE_COMMAND = ['/vworkspace/hooks/quiesce'];
 export const UNQUIESCE_COMMAND = ['/vworkspace/hooks/unquiesce'];
 export const QUIESCE_HOOK_TIMEOUT = '5m';
 
 type Kind = 'Backup' | 'Restore';
-
-function optional(parameters: Json, keys: readonly string[]): Json {
-  const out: Json = {};
-  for (const k of keys) if (parameters[k] !== undefined) out[k] = parameters[k];
-  return out;
-}
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, target, parameters, env, attempt } = input;
@@ -56,41 +60,25 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const release = releaseOf(target);
   const scope = {
     includedNamespaces: [namespace],
-    labelSelector: { matchLabels: { [LABEL_HELM_INSTANCE]: release.name } },
+    orLabelSelectors: releaseSelectors(release.name),
+    excludedResources: NEVER_BACKED_UP,
   };
+  const restoreCapability = target.metadata.annotations?.[capabilityAnnotation('restore')];
   const metadata = childMetadata(op, {
     name: childName(op, attempt, NAME_LIMITS.velero),
     namespace: env.veleroNamespace,
     attempt,
-    ...(op.spec.type === 'Backup' ? { labels: { [LABEL_INSTANCE]: target.metadata.name ?? '' } } : {}),
+    ...(op.spec.type === 'Backup'
+      ? {
+          labels: { [LABEL_INSTANCE]: target.metadata.name ?? '', [LABEL_RELEASE]: release.name },
+          // What a Restore of the instance, once it is gone, is judged on (operation/restore-source.ts).
+          ...(restoreCapability
+            ? { annotations: { [capabilityAnnotation('restore')]: restoreCapability } }
+            : {}),
+        }
+      : {}),
   });
-  if (op.spec.type === 'Restore') {
-    const backupName = str(parameters.backupName);
-    if (!backupName) {
-      return {
-        ok: false,
-        reason: 'InvalidParameters',
-        message: 'parameters.backupName names the velero.io Backup to restore; it is required',
-      };
-    }
-    const backup = env.veleroBackup;
-    if (backup?.name !== backupName || backup.labels[LABEL_OPERATION_NAMESPACE] !== namespace) {
-      // One message whether the Backup is missing or made for someone else: no oracle for other teams' names.
-      return {
-        ok: false,
-        reason: 'BackupNotAllowed',
-        message: `parameters.backupName: there is no velero.io Backup ${backupName} made for namespace ${namespace} (a Backup Operation here labels its Backup ${LABEL_OPERATION_NAMESPACE}=${namespace}); name the outputs.backupName of a Backup Operation of this namespace, or ask a platform admin to label the Backup for it`,
-      };
-    }
-    // Cluster-scoped objects only through a template a platform admin wrote for it (catalog/grants.ts).
-    const clusterScoped = input.template.allowClusterResources === true ? ['includeClusterResources'] : [];
-    const spec: Json = {
-      backupName,
-      ...scope,
-      ...optional(parameters, ['existingResourcePolicy', 'restorePVs', ...clusterScoped]),
-    };
-    return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Restore', metadata, spec }] };
-  }
+  if (op.spec.type === 'Restore') return materializeRestore(input, metadata, release.name);
   if (op.spec.type !== 'Backup') {
     return {
       ok: false,
@@ -132,7 +120,12 @@ function materialize(input: MaterializeInput): MaterializeResult {
       ],
     };
   }
-  return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Backup', metadata, spec }] };
+  const label = instanceLabelPatch(target, release.name);
+  return {
+    ok: true,
+    children: [{ apiVersion: VELERO_API_VERSION, kind: 'Backup', metadata, spec }],
+    ...(label ? { prepare: [label] } : {}),
+  };
 }
 
 /** Not picked up yet: Velero (v1.17+) queues Backups before it starts them (Queued, with a position). */

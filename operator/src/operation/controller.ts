@@ -22,7 +22,7 @@
 // API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
 // the Operation is never failed for them.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
+import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
 import type { Engine } from '../api/enums.ts';
@@ -61,6 +61,7 @@ import {
   type Logger,
   type ObjectWriter,
   objectKey,
+  PATCH_TYPES,
   type ReconcileContext,
   type ReconcileResult,
   type RestMapper,
@@ -92,6 +93,15 @@ import { OwnWrites } from './own-writes.ts';
 import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { readReleaseHooks } from './release-hooks.ts';
+import { readReleaseState } from './release-state.ts';
+import { readRestoreFacts } from './restore-facts.ts';
+import {
+  asRestoreBackup,
+  newestBackup,
+  type RestoreBackup,
+  recordedInstance,
+  sourceNamespace,
+} from './restore-source.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
@@ -310,6 +320,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     target: ApplicationInstance | undefined,
     children: readonly KubernetesObject[],
     signal: AbortSignal,
+    backup?: RestoreBackup,
   ) {
     const env: EngineEnvironment = {
       veleroNamespace,
@@ -318,7 +329,15 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     if (!target) return env;
     const release = releaseRef(target);
     const ns = op.metadata.namespace ?? '';
-    if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
+    if (op.spec.engine === 'snapshot' && op.spec.type === 'Restore') {
+      const facts = await readRestoreFacts(
+        deps.client,
+        ns,
+        { release: release.name, withSnapshots: mayMaterialize(op, children) },
+        signal,
+      );
+      if (facts) env.restore = facts;
+    } else if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
       const list = await deps.client.request<{ items?: KubernetesObject[] }>({
         method: 'GET',
         path: resourcePath({ group: '', version: 'v1', plural: 'persistentvolumeclaims', namespace: ns }),
@@ -363,28 +382,49 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       );
       if (wft) env.workflowTemplateServiceAccounts = workflowTemplateServiceAccounts(wft);
     }
-    // Resolved only for the one engine that reads it: it scans the namespace's Operations.
-    const backupName =
-      op.spec.engine === 'velero' && op.spec.type === 'Restore' ? parametersOf(op).backupName : undefined;
-    if (typeof backupName === 'string') {
-      const backup = await readOptional<KubernetesObject>(
-        resourcePath(
-          { group: 'velero.io', version: 'v1', plural: 'backups', namespace: veleroNamespace },
-          backupName,
-        ),
-        signal,
-      );
-      if (backup) env.veleroBackup = { name: backupName, labels: { ...backup.metadata?.labels } };
+    // A helm Upgrade's release record as it is now: where its rollback goes, and whether a stopped runner
+    // left the release pending (helm-rollback.ts).
+    if (op.spec.engine === 'helm' && op.spec.type === 'Upgrade' && release.namespace === ns) {
+      const state = await readReleaseState(deps.client, ns, release.name, signal);
+      if (state) env.helmRelease = state;
     }
+    if (backup) env.veleroBackup = backup;
     return env;
+  }
+
+  /**
+   * A velero Restore's Backup: the one parameters.backupName names (resolved only for this engine: it scans
+   * the namespace's Operations), else for spec.source the newest Completed Backup of the instance made for
+   * the source namespace, listed in Velero's namespace (restore-source.ts).
+   */
+  async function readRestoreBackup(op: Operation, signal: AbortSignal): Promise<RestoreBackup | undefined> {
+    const backups = { group: 'velero.io', version: 'v1', plural: 'backups', namespace: veleroNamespace };
+    const backupName = parametersOf(op).backupName;
+    if (typeof backupName === 'string') {
+      const backup = await readOptional<KubernetesObject>(resourcePath(backups, backupName), signal);
+      return backup && asRestoreBackup(backup);
+    }
+    if (!op.spec.source) return undefined;
+    const source = sourceNamespace(op);
+    const list = await deps.client.request<{ items?: KubernetesObject[] }>({
+      method: 'GET',
+      path: resourcePath(backups),
+      query: {
+        labelSelector: `${LABEL_OPERATION_NAMESPACE}=${source},${LABEL_INSTANCE}=${op.spec.targetRef.name}`,
+      },
+      signal,
+    });
+    return newestBackup(list.items ?? [], source, op.spec.targetRef.name);
   }
 
   async function gatherFacts(
     ctx: ReconcileContext,
     op: Operation,
-    target: ApplicationInstance | undefined,
+    instance: ApplicationInstance | undefined,
     adapter: EngineAdapter | undefined,
+    absentTarget?: PreconditionFacts['absentTarget'],
   ): Promise<PreconditionFacts> {
+    const target = instance ?? absentTarget?.recorded;
     const ns = op.metadata.namespace ?? '';
     const now = new Date(clock.now());
     const ops = written.overlay(ns, operations.list(ns));
@@ -426,8 +466,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       target && release && releaseClaimant(target, instancesOfRelease(release.namespace, release.name));
     return {
       now,
-      target,
+      target: instance,
       ...(claimant ? { claimant } : {}),
+      ...(absentTarget ? { absentTarget } : {}),
       rbac,
       operations: ops,
       secrets,
@@ -576,18 +617,37 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   async function performActions(actions: readonly CancelAction[], signal: AbortSignal) {
     for (const a of actions) {
       try {
-        if (a.kind === 'patch') await deps.writer.mergePatch(a.child as never, a.patch, { signal });
+        if (a.kind === 'patch' && a.subresource) {
+          await deps.client.request({
+            method: 'PATCH',
+            path: await deps.mapper.pathFor(a.child, a.subresource),
+            query: { fieldManager: deps.writer.fieldManager },
+            body: a.patch,
+            contentType: PATCH_TYPES.merge,
+            signal,
+          });
+        } else if (a.kind === 'patch') await deps.writer.mergePatch(a.child as never, a.patch, { signal });
         else if (a.kind === 'delete') {
           const path = await deps.mapper.pathFor(a.child);
           await deps.client.request({
             method: 'DELETE',
             path,
-            body: { propagationPolicy: a.propagationPolicy ?? 'Background' },
+            body: {
+              propagationPolicy: a.propagationPolicy ?? 'Background',
+              ...(a.uid ? { preconditions: { uid: a.uid } } : {}),
+            },
             signal,
           });
-        } else if (a.kind === 'create') await deps.writer.apply(a.object, { signal });
+        } else if (a.kind === 'ensure') await createObject(a.object, signal);
+        else if (a.kind === 'create') await deps.writer.apply(a.object, { signal });
       } catch (err) {
-        if (isNotFound(err) || isAlreadyExists(err)) continue;
+        // A delete whose uid precondition no longer holds (409): that object is already gone.
+        if (
+          isNotFound(err) ||
+          isAlreadyExists(err) ||
+          (a.kind === 'delete' && a.uid && statusCode(err) === 409)
+        )
+          continue;
         throw err;
       }
     }
@@ -674,7 +734,17 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
     // Paused target: decide only records it, so nothing is looked up (and no child is read).
     const paused = isPaused(target) && !isTerminalPhase(op.status?.phase);
-    const facts = needsPreconditions(op) && !paused ? await gatherFacts(ctx, op, target, adapter) : undefined;
+    const waits = needsPreconditions(op) && !paused;
+    // A velero Restore's Backup; for one from spec.source whose instance is gone, the instance it recorded.
+    const backup =
+      op.spec.engine === 'velero' &&
+      op.spec.type === 'Restore' &&
+      !isTerminalPhase(op.status?.phase) &&
+      !paused
+        ? await readRestoreBackup(op, ctx.signal)
+        : undefined;
+    const absent = !target && op.spec.source && waits ? recordedInstance(op, backup) : undefined;
+    const facts = waits ? await gatherFacts(ctx, op, target, adapter, absent) : undefined;
     if (!facts) nameWatcher.release(ctx.key);
     const { children, conflict: replaced } = paused
       ? { children: [] }
@@ -687,7 +757,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const env =
       (isTerminalPhase(op.status?.phase) && !facts) || paused
         ? { veleroNamespace }
-        : await environment(op, target, children, ctx.signal);
+        : await environment(op, target ?? absent?.recorded, children, ctx.signal, backup);
     const seen = failureSeen.get(attemptKey);
     let d: Decision = decide({
       op,
@@ -712,6 +782,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     };
     if (replaced && !isTerminalPhase(op.status?.phase)) conflicted(replaced);
     else if (d.create && adapter) {
+      if (d.prepare) await performActions(d.prepare, ctx.signal);
       try {
         const made = await createChildren(op, d.create, adapter, ctx.signal);
         if ('conflict' in made) conflicted(made.conflict);

@@ -47,7 +47,7 @@ export async function readPodOutcomes(
         signal,
       })
       // The client parses a body that happens to be JSON ("3"); a log is text either way.
-      .then((body) => (typeof body === 'string' ? body : JSON.stringify(body ?? '')))
+      .then((body) => (typeof body === 'string' ? body : body == null ? '' : JSON.stringify(body)))
       .catch(() => undefined);
     const tail = log === undefined ? '' : logTail(log);
     out.push(tail ? { ...outcome, logTail: tail } : outcome);

@@ -64,6 +64,18 @@ export interface PreconditionFacts {
   engine?: EngineFacts;
   /** The admission record and the access reviews of the stamped requester and approver (admitted.ts); unset = not checked. */
   admission?: AdmissionFacts;
+  /**
+   * A Restore with spec.source whose target does not exist: the instance as its backup recorded it (the
+   * restore brings it back), or why there is none (restore-source.ts).
+   */
+  absentTarget?: { recorded?: ApplicationInstance; problem: string };
+}
+
+/** The target the preconditions and the engine judge: the instance, else the one a backup recorded. */
+export function targetOf(
+  facts: Pick<PreconditionFacts, 'target' | 'absentTarget'>,
+): ApplicationInstance | undefined {
+  return facts.target ?? facts.absentTarget?.recorded;
 }
 
 export type Resolved<T extends Template = Template> =
@@ -93,7 +105,8 @@ export type PreconditionResult<T extends Template = Template> =
         | 'CapabilityMissing'
         | 'SelectorMismatch'
         | 'EngineNotInstalled'
-        | 'RbacProfileMissing';
+        | 'RbacProfileMissing'
+        | 'BackupNotFound';
       message: string;
       /** false: may be fixed by creating something; the controller waits its grace period first. */
       permanent: boolean;
@@ -318,8 +331,12 @@ export function evaluatePreconditions<T extends Template>(
     ...extra,
   });
 
-  // TargetExists
-  const target = facts.target;
+  // TargetExists (or, for a Restore from spec.source, the instance its backup recorded)
+  const target = targetOf(facts);
+  const standIn = !facts.target;
+  if (!target && op.spec.source && facts.absentTarget) {
+    return reject('TargetExists', 'BackupNotFound', facts.absentTarget.problem, false);
+  }
   if (!target) {
     return reject(
       'TargetExists',
@@ -391,8 +408,8 @@ export function evaluatePreconditions<T extends Template>(
       ? approverRefusal(op, template, facts.admission)
       : undefined;
   if (approval) return reject('ApprovalGiven', 'RequesterNotAuthorized', approval, true);
-  // TargetGenerationMatches
-  if (listed(template, 'TargetGenerationMatches')) {
+  // TargetGenerationMatches, TargetReady: of an instance that exists (a stand-in has no status yet).
+  if (!standIn && listed(template, 'TargetGenerationMatches')) {
     const gen = target.metadata.generation;
     const seen = target.status?.observedGeneration;
     if (gen !== undefined && seen !== gen) {
@@ -404,7 +421,7 @@ export function evaluatePreconditions<T extends Template>(
     }
   }
   // TargetReady
-  if (policy.requireReady) {
+  if (!standIn && policy.requireReady) {
     const r = isReady(target);
     if (!r.ready) {
       const why = r.reason

@@ -8,6 +8,7 @@
 // The Operation and ApplicationInstance controllers run in this process with the real adapters; the
 // release is installed by the real helm CLI from this process.
 import { execFile } from 'node:child_process';
+import { createServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
@@ -37,6 +38,39 @@ import { createNamespace } from '../../integration/support/kube.ts';
 import { eventually } from '../../support/eventually.ts';
 
 const run = promisify(execFile);
+
+/** An HTTP server on `host` that takes every request and answers none until release() (then 201). */
+async function holdingServer(host: string) {
+  const held: ServerResponse[] = [];
+  let requests = 0;
+  let released = false;
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    if (released) res.writeHead(201).end();
+    else held.push(res);
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, host, () => ok());
+  });
+  server.unref();
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return {
+    url: `http://${host}:${port}`,
+    requests: () => requests,
+    release() {
+      released = true;
+      for (const res of held.splice(0)) res.writeHead(201).end();
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
+  };
+}
 
 interface HistoryEntry {
   revision: number;
@@ -141,6 +175,14 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
     }
 
     const finished = (ns: string, name: string, timeoutMs = 240_000) => api.finished(ns, name, timeoutMs);
+    /** An Upgrade Operation of release shop to `version`, with `values` on top. */
+    const upgradeTo = (ns: string, name: string, version: string, values?: Record<string, unknown>) =>
+      api.createOperation(ns, name, {
+        type: 'Upgrade',
+        engine: 'helm',
+        targetRef: { name: 'shop' },
+        parameters: { version, ...(values ? { values } : {}) },
+      });
     const explain = (op: Operation) => JSON.stringify(op.status?.conditions);
 
     beforeAll(async () => {
@@ -166,12 +208,7 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
       });
 
       it('upgrades to B with new values: revision 2 deployed, chart B, the ConfigMap has the new value', async () => {
-        await api.createOperation(ns, 'to-b', {
-          type: 'Upgrade',
-          engine: 'helm',
-          targetRef: { name: 'shop' },
-          parameters: { version: TINY_VERSIONS.b.version, values: { message: 'hello from B' } },
-        });
+        await upgradeTo(ns, 'to-b', TINY_VERSIONS.b.version, { message: 'hello from B' });
         const op = await finished(ns, 'to-b');
         expect(op.status?.phase, explain(op)).toBe('Succeeded');
         expect(cond(op, 'Succeeded')).toMatchObject({ status: 'True', reason: 'HelmUpgradeSucceeded' });
@@ -209,12 +246,7 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
       });
 
       it("a failing upgrade with --atomic is rolled back: Failed/HelmUpgradeFailed with helm's message, the old values in effect", async () => {
-        await api.createOperation(ns, 'to-broken', {
-          type: 'Upgrade',
-          engine: 'helm',
-          targetRef: { name: 'shop' },
-          parameters: { version: TINY_VERSIONS.broken.version },
-        });
+        await upgradeTo(ns, 'to-broken', TINY_VERSIONS.broken.version);
         const op = await finished(ns, 'to-broken');
         expect(op.status?.phase, explain(op)).toBe('Failed');
         const c = cond(op, 'Succeeded');
@@ -242,6 +274,117 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
           await helm(['get', 'values', 'shop', '--revision', '3', '-n', ns, '-o', 'json']),
         );
         expect(values).toEqual({ message: 'hello from B' });
+      });
+    });
+
+    describe('a stopped Upgrade never leaves the release pending', () => {
+      // The chart's pre-upgrade hook posts to `migration.store`; this server takes the request and holds it
+      // until released, so helm waits in the middle of the upgrade (revision 2 pending-upgrade).
+      let hold: { url: string; requests: () => number; release: () => void; close: () => Promise<void> };
+      beforeAll(async () => {
+        hold = await holdingServer(node.nodeIp);
+      });
+      afterAll(async () => {
+        hold?.release();
+        await hold?.close();
+      });
+
+      /** A namespace whose runner may also run the chart's hook Jobs, with tiny A (revision 1) installed. */
+      async function releaseToStop(prefix: string): Promise<string> {
+        const ns = await namespaceWithRunner(prefix);
+        for (const o of [
+          helmRunnerRole(ns, [{ apiGroup: 'batch', resource: 'jobs' }], 'helm-hooks'),
+          runnerRoleBinding(ns, 'helm-hooks'),
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'Role',
+            metadata: { name: 'helm-hooks-watch', namespace: ns },
+            rules: [{ apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch'] }],
+          },
+          runnerRoleBinding(ns, 'helm-hooks-watch'),
+        ])
+          await apply(api.client, o);
+        await installRelease(ns, 'shop', 'upgrade', 'helm');
+        return ns;
+      }
+
+      /** An Upgrade to B whose pre-upgrade hook is held: returns once helm waits on it, release pending. */
+      async function heldUpgrade(ns: string, name: string): Promise<void> {
+        const before = hold.requests();
+        await upgradeTo(ns, name, TINY_VERSIONS.b.version, { migration: { enabled: true, store: hold.url } });
+        await eventually(
+          'helm waiting on the held hook, the release pending-upgrade',
+          async () =>
+            hold.requests() > before && (await history('shop', ns)).at(-1)?.status === 'pending-upgrade',
+          180_000,
+          500,
+        );
+      }
+
+      it('cancel: helm rolls the release back on SIGTERM; Cancelled, saying the release is deployed; the next Upgrade runs', async () => {
+        const ns = await releaseToStop('helm-cancel');
+        await heldUpgrade(ns, 'to-b');
+        await api.patchOperation(ns, 'to-b', { spec: { cancel: true } });
+        const op = await finished(ns, 'to-b');
+        expect(op.status?.phase, explain(op)).toBe('Cancelled');
+        const c = cond(op, 'Succeeded');
+        say(`helm: ${c?.reason}: ${c?.message}`);
+        expect(c?.message).toMatch(
+          /^spec\.cancel: .* stopped \(HelmUpgradeFailed\); the release is deployed \(revision 3;/,
+        );
+        const h = await history('shop', ns);
+        say(
+          `helm: history after the cancel: ${JSON.stringify(h.map((e) => [e.revision, e.status, e.description]))}`,
+        );
+        // helm's own rollback marked the upgrade failed and deployed revision 1's content again.
+        expect(h.slice(1).map((e) => [e.revision, e.status])).toEqual([
+          [2, 'failed'],
+          [3, 'deployed'],
+        ]);
+        expect(h.at(-1)).toMatchObject({
+          chart: `tiny-${TINY_VERSIONS.a.version}`,
+          description: 'Rollback to 1',
+        });
+        // Not stuck: the next Upgrade runs (no "another operation is in progress").
+        await upgradeTo(ns, 'to-b-again', TINY_VERSIONS.b.version);
+        const next = await finished(ns, 'to-b-again');
+        expect(next.status?.phase, explain(next)).toBe('Succeeded');
+        expect((await history('shop', ns)).at(-1)).toMatchObject({ revision: 4, status: 'deployed' });
+      });
+
+      it("helm killed mid-upgrade (SIGKILL): the Upgrade's rollback Job puts the release back; Failed/HelmUpgradeFailed says so", async () => {
+        const ns = await releaseToStop('helm-kill');
+        await heldUpgrade(ns, 'to-b');
+        const [pid] = node.podProcesses(
+          (argv) => argv.some((a) => a.endsWith('helm')) && argv.includes('upgrade') && argv.includes(ns),
+        );
+        expect(pid, 'the runner pod runs helm upgrade').toBeDefined();
+        process.kill(pid!, 'SIGKILL');
+        const op = await finished(ns, 'to-b');
+        expect(op.status?.phase, explain(op)).toBe('Failed');
+        const c = cond(op, 'Succeeded');
+        say(`helm: ${c?.reason}: ${c?.message}`);
+        expect(c).toMatchObject({ status: 'False', reason: 'HelmUpgradeFailed' });
+        expect(c?.message).toMatch(/exited with code 137/);
+        expect(c?.message).toMatch(
+          /the release is deployed \(revision 3; Job \S+ rolled it back to revision 1\)$/,
+        );
+        const h = await history('shop', ns);
+        say(
+          `helm: history after the kill: ${JSON.stringify(h.map((e) => [e.revision, e.status, e.description]))}`,
+        );
+        expect(h.at(-1)).toMatchObject({
+          revision: 3,
+          status: 'deployed',
+          chart: `tiny-${TINY_VERSIONS.a.version}`,
+          description: 'Rollback to 1',
+        });
+        // The killed revision keeps the status helm left it in (helm rollback supersedes only deployed
+        // ones); the release's status is its newest revision's, and the next Upgrade is not refused.
+        expect(h.find((e) => e.revision === 2)?.status).toBe('pending-upgrade');
+        await upgradeTo(ns, 'to-b-again', TINY_VERSIONS.b.version);
+        const next = await finished(ns, 'to-b-again');
+        expect(next.status?.phase, explain(next)).toBe('Succeeded');
       });
     });
 

@@ -6,6 +6,7 @@
 // files gone after a cancel.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureStorage } from '../../../hack/lib/engines/storage.ts';
 import { ensureVelero, type Velero } from '../../../hack/lib/engines/velero.ts';
@@ -13,7 +14,13 @@ import { deleteIfExists, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
 import { isNotFound } from '../../../operator/src/runtime/index.ts';
-import { Api, cond, type RunningController, startController } from '../../integration/operation/support.ts';
+import {
+  Api,
+  cond,
+  type RunningController,
+  startController,
+  startInstanceController,
+} from '../../integration/operation/support.ts';
 import { createNamespace } from '../../integration/support/kube.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART, tinyInstance } from '../../support/helm.ts';
@@ -42,6 +49,18 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
     let before: string;
     let backupName = '';
     const message = `hello from ${randomBytes(4).toString('hex')}`;
+    /** How the release is installed: the chart's PVC and writer, the run's message; waits for it. */
+    const installed = () => [
+      '--wait',
+      '--timeout',
+      '3m',
+      '--set',
+      'persistence=true',
+      '--set',
+      'writer.enabled=true',
+      '--set-string',
+      `message=${message}`,
+    ];
 
     beforeAll(async () => {
       node = theNode();
@@ -52,28 +71,16 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
       api = new Api(node.kc);
       controller = startController(node.kc, adapterFor, { veleroNamespace: velero.namespace });
       ns = await createNamespace(node.kc, 'velero');
-      await helm(node.kubeconfigPath, [
-        'install',
-        RELEASE,
-        TINY_CHART,
-        '-n',
-        ns,
-        '--wait',
-        '--timeout',
-        '3m',
-        '--set',
-        'persistence=true',
-        '--set',
-        'writer.enabled=true',
-        '--set-string',
-        `message=${message}`,
-      ]);
+      await helm(node.kubeconfigPath, ['install', RELEASE, TINY_CHART, '-n', ns, ...installed()]);
       const instance = tinyInstance(RELEASE, ns, {
         backup: 'velero',
         runcommand: 'job',
         restore: 'velero',
         quiesce: 'exec',
       });
+      // spec.release.namespace left out (the instance's own by default): a clone restores the instance's
+      // spec as it is, and one naming the source namespace would be ReleaseNamespaceForbidden there.
+      delete (instance.spec as { release: { namespace?: string } }).release.namespace;
       await api.client.request({ method: 'POST', path: api.instancePath(ns), body: instance });
       await api.setReady(ns, RELEASE, true);
       before = await runWithVolume(node, ns, PVC, READ);
@@ -290,6 +297,151 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
       expect(await velero.store.list(velero.bucket, `backups/${backupName}/`)).toContain(
         `backups/${backupName}/velero-backup.json`,
       );
+    });
+
+    /** Runs the instance controller for `fn`, which reads Ready from the (restored) release record. */
+    const withInstanceController = async <T>(fn: () => Promise<T>): Promise<T> => {
+      const instances = startInstanceController(node.kc);
+      try {
+        return await fn();
+      } finally {
+        await instances.stop();
+      }
+    };
+    const readyReason = async (namespace: string) => {
+      const i = await api.client.request<{
+        status?: { conditions?: { type: string; status: string; reason: string }[] };
+      }>({ method: 'GET', path: api.instancePath(namespace, RELEASE) });
+      const r = i.status?.conditions?.find((c) => c.type === 'Ready');
+      return r?.status === 'True' ? r.reason : undefined;
+    };
+    let drBackup = '';
+
+    it('disaster: the whole namespace is deleted; a Restore from spec.source in the recreated namespace brings back the release record (helm status), the instance (Ready) and the volume', async () => {
+      await backupOp('backup-dr');
+      const backed = await finished('backup-dr');
+      expect(backed.status?.phase, status(backed)).toBe('Succeeded');
+      drBackup = String(backed.status?.outputs?.backupName ?? '');
+      // Before: helm knows the release; the instance is labelled for the Backup's selector.
+      expect(
+        JSON.parse((await helm(node.kubeconfigPath, ['status', RELEASE, '-n', ns, '-o', 'json'])).stdout),
+      ).toMatchObject({
+        info: { status: 'deployed' },
+      });
+
+      say(`velero: deleting namespace ${ns} with everything in it`);
+      await api.client.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}` });
+      await eventually(
+        `namespace ${ns} gone`,
+        () =>
+          api.client.request({ method: 'GET', path: `/api/v1/namespaces/${ns}` }).then(
+            () => false,
+            (err: unknown) => isNotFound(err),
+          ),
+        300_000,
+        1000,
+      );
+      await expect(helm(node.kubeconfigPath, ['status', RELEASE, '-n', ns])).rejects.toThrow(/not found/);
+      await api.client.request({
+        method: 'POST',
+        path: '/api/v1/namespaces',
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+      });
+
+      // The instance is gone: the Restore names it and the namespace whose backups to read.
+      await api.createOperation(ns, 'bring-back', {
+        type: 'Restore',
+        engine: 'velero',
+        targetRef: { name: RELEASE },
+        source: { namespace: ns },
+      });
+      const op = await finished('bring-back');
+      expect(op.status?.phase, status(op)).toBe('Succeeded');
+      expect(cond(op, 'Succeeded')).toMatchObject({ status: 'True', reason: 'VeleroRestoreCompleted' });
+      // The newest Completed Backup of the instance made for this namespace, found in Velero's namespace.
+      expect(op.status?.outputs?.backupName).toBe(drBackup);
+      say(`velero: ${cond(op, 'Succeeded')?.message}`);
+
+      // helm knows the release again: its record came back with it.
+      const st = JSON.parse(
+        (await helm(node.kubeconfigPath, ['status', RELEASE, '-n', ns, '-o', 'json'])).stdout,
+      );
+      expect(st).toMatchObject({ name: RELEASE, namespace: ns, info: { status: 'deployed' } });
+      say(`velero: helm status ${RELEASE} -n ${ns}: revision ${st.version} ${st.info.status}`);
+      // The instance is back, and Ready from the restored record.
+      expect(
+        await withInstanceController(() =>
+          eventually('the instance Ready', () => readyReason(ns), 60_000, 500),
+        ),
+      ).toBe('ReleaseDeployed');
+      // And the volume's bytes, as the backup took them.
+      expect(await runWithVolume(node, ns, PVC, READ)).toBe(before.replace('not-quiesced', 'quiesced'));
+    });
+
+    it("clone: another namespace gets the release's objects, the instance and the volume, not Helm's record; helm takes the clone over", async () => {
+      expect(drBackup).not.toBe('');
+      const to = await createNamespace(node.kc, 'velero-clone');
+      // As the admission webhook stamps it on an Operation it admitted (no webhook runs in this process):
+      // the operator runs a clone only for one the webhook judged (it checks the verb clone at the source).
+      await api.createOperation(
+        to,
+        'clone',
+        { type: 'Restore', engine: 'velero', targetRef: { name: RELEASE }, source: { namespace: ns } },
+        { 'ops.vworkspace.io/created-by': 'alice' },
+      );
+      const op = await api.finished(to, 'clone', 240_000);
+      expect(op.status?.phase, status(op)).toBe('Succeeded');
+      const restore = await api.client.request<{ spec: Record<string, unknown> }>({
+        method: 'GET',
+        path: veleroPath('restores', String(op.status?.outputs?.restoreName)),
+      });
+      expect(restore.spec).toMatchObject({ includedNamespaces: [ns], namespaceMapping: { [ns]: to } });
+      // The objects and the bytes are there...
+      const cm = await api.client.request<{ data?: Record<string, string> }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${to}/configmaps/${CONFIGMAP}`,
+      });
+      expect(cm.data).toEqual({ message });
+      expect(await runWithVolume(node, to, PVC, READ)).toBe(before.replace('not-quiesced', 'quiesced'));
+      // ...but not Helm's record, which names the source namespace (an upgrade of it would render there):
+      // the instance says so until helm takes the clone over.
+      await expect(helm(node.kubeconfigPath, ['status', RELEASE, '-n', to])).rejects.toThrow(/not found/);
+      await withInstanceController(async () => {
+        let seen: unknown;
+        const missing = await eventually(
+          'the clone reports ReleaseNotFound',
+          async () => {
+            const i = await api.client.request<
+              KubernetesObject & { status?: { conditions?: { type: string; reason: string }[] } }
+            >({ method: 'GET', path: api.instancePath(to, RELEASE) });
+            seen = { metadata: { ...i.metadata, managedFields: undefined }, status: i.status };
+            return i.status?.conditions?.find((c) => c.type === 'Ready' && c.reason === 'ReleaseNotFound');
+          },
+          60_000,
+          500,
+        ).catch((err: Error) => {
+          throw new Error(`${err.message}: ${JSON.stringify(seen)}`);
+        });
+        expect(missing).toBeDefined();
+        await helm(node.kubeconfigPath, [
+          'upgrade',
+          '--install',
+          RELEASE,
+          TINY_CHART,
+          '-n',
+          to,
+          '--take-ownership',
+          ...installed(),
+        ]);
+        expect(await eventually('the clone Ready', () => readyReason(to), 60_000, 500)).toBe(
+          'ReleaseDeployed',
+        );
+      });
+      const st = JSON.parse(
+        (await helm(node.kubeconfigPath, ['status', RELEASE, '-n', to, '-o', 'json'])).stdout,
+      );
+      expect(st).toMatchObject({ namespace: to, info: { status: 'deployed' } });
+      expect(await runWithVolume(node, to, PVC, READ)).toBe(before.replace('not-quiesced', 'quiesced'));
     });
   });
 }

@@ -49,6 +49,7 @@ interface MoverStatus {
   logs?: string;
 }
 interface Replication extends KubernetesObject {
+  spec?: { restic?: { retain?: unknown } };
   status?: { lastManualSync?: string; latestMoverStatus?: MoverStatus };
 }
 interface Pod extends KubernetesObject {
@@ -248,6 +249,32 @@ export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void
       const read = await onVolume(CHECKSUM);
       expect(read).toBe(written);
       say(`restore: ReplicationDestination ${destination}; checksum ${read.slice(0, 16)}… equal`);
+    });
+
+    it('a second Backup keeps the first: both restic snapshots stay in the repository (no retain asked)', async () => {
+      const snapshots = async () =>
+        (await store.list(bucket, `${prefix}/snapshots/`)).map((k) => k.slice(`${prefix}/snapshots/`.length));
+      const first = await snapshots();
+      expect(first).toHaveLength(1);
+      await api.createOperation(ns, 'backup-2', {
+        type: 'Backup',
+        engine: 'volsync',
+        targetRef: { name: RELEASE },
+        parameters: { repository: REPO_SECRET, copyMethod: 'Direct' },
+      });
+      const op = await finished('backup-2');
+      expectSucceeded(op);
+      const rs = await replication(
+        'replicationsources',
+        String(op.status?.outputs?.replicationSources ?? ''),
+      );
+      // Without it VolSync runs `restic forget --keep-last 1` after the backup: the first would be gone.
+      expect(rs.spec?.restic?.retain).toEqual({ last: 'unlimited' });
+      expect(rs.status?.latestMoverStatus?.logs).toMatch(/snapshot [0-9a-f]+ saved/);
+      const both = await snapshots();
+      say(`second backup: restic snapshots in the repository: ${both.join(', ')}`);
+      expect(both).toHaveLength(2);
+      expect(both).toEqual(expect.arrayContaining(first));
     });
 
     it('a wrong restic password: the mover fails with restic’s error while VolSync retries; cancel stops it', async () => {

@@ -159,6 +159,23 @@ describe('kubectl vws (the plugin as a process)', () => {
     );
   });
 
+  it('restore <instance> writes a Restore from spec.source: the instance may be gone; --from another namespace is a clone', async () => {
+    const here = await vws('restore', 'gone-app', '--name', 'bring-back');
+    expect(here).toMatchObject({ code: 0, stdout: 'operation.ops.vworkspace.io/bring-back created\n' });
+    expect((await getOp('bring-back')).spec).toEqual({
+      type: 'Restore',
+      engine: 'velero',
+      targetRef: { name: 'gone-app' },
+      source: { namespace: ns },
+    });
+    const clone = await vws('restore', 'shop', '--from', 'shop-prod', '--backup', 'b1', '--name', 'clone');
+    expect(clone.code).toBe(0);
+    expect((await getOp('clone')).spec).toMatchObject({
+      source: { namespace: 'shop-prod' },
+      parameters: { backupName: 'b1' },
+    });
+  });
+
   it('status -w follows an Operation live, one line per change, and exits 0 when it Succeeded', async () => {
     await vws('run', 'template/velero-backup', '--target', 'shop', '--name', 'followed');
     const { done, child } = start(['status', 'followed', '-w', '-n', ns]);

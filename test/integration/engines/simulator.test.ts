@@ -135,6 +135,16 @@ async function until(r: Run, reason: string): Promise<Observation> {
   try {
     return await eventually(`${r.engine} to report ${reason}`, async () => {
       last = adapterFor(r.engine).observe(await current(r), r.input);
+      // What the reconciler does for a running observation (e.g. release finished VolumeSnapshots).
+      for (const a of last.actions ?? []) {
+        if (a.kind !== 'patch') throw new Error(`no test support for action ${a.kind}`);
+        await client.request({
+          method: 'PATCH',
+          path: pathOf(a.child, a.child.metadata.name),
+          body: a.patch,
+          contentType: PATCH_TYPES.merge,
+        });
+      }
       return last.reason === reason ? last : undefined;
     });
   } catch (err) {
@@ -357,6 +367,11 @@ describe('snapshot children on the real CRD', () => {
     );
     const o = await until(r, 'VolumeSnapshotReadyToUse');
     expect(o.outputs?.['snapshot.db']).toBe(r.children[1]?.metadata.name);
+    // Released: the merge patch removed the owner reference on the real CRD; the labels stay.
+    for (const s of await current(r)) {
+      expect(s.metadata?.ownerReferences).toBeUndefined();
+      expect(s.metadata?.labels).toMatchObject({ 'ops.vworkspace.io/instance': 'nextcloud' });
+    }
   });
 
   it('a snapshot error ⇒ VolumeSnapshotFailed', async () => {
@@ -372,7 +387,12 @@ describe('Job children are valid batch/v1 Jobs', () => {
       'Upgrade',
       'helm',
       { version: '6.7.0' },
-      { env: { helmImage: 'docker.io/alpine/helm:3.19.0' } },
+      {
+        env: {
+          helmImage: 'docker.io/alpine/helm:3.19.0',
+          helmRelease: { revision: 3, status: 'deployed', lastDeployed: 3 },
+        },
+      },
     );
     const hookJob = (name: string) => ({
       apiVersion: 'batch/v1',
@@ -406,6 +426,12 @@ describe('Job children are valid batch/v1 Jobs', () => {
     );
     const steps = (await current(sequence)) as (KubernetesObject & { spec?: { suspend?: boolean } })[];
     expect(steps.map((j) => j.spec?.suspend ?? false)).toEqual([false, true]);
+    // The Upgrade's rollback Job is accepted suspended beside the runner, with its grace period.
+    const [runner, rollback] = (await current(helm)) as (KubernetesObject & {
+      spec?: { suspend?: boolean; template: { spec: { terminationGracePeriodSeconds?: number } } };
+    })[];
+    expect([runner?.spec?.suspend ?? false, rollback?.spec?.suspend]).toEqual([false, true]);
+    expect(runner?.spec?.template.spec.terminationGracePeriodSeconds).toBe(660);
     for (const r of [job, helm, hook]) {
       const [created] = await current(r);
       expect(created).toMatchObject({ kind: 'Job', spec: { backoffLimit: 0 } });

@@ -1,81 +1,13 @@
-// 1. RbacProfileMissing: the controller runs as a ServiceAccount holding only the operator's declared
-//    cluster-wide rules (operator/src/rbac/operator.ts); an Operation waits Accepted=False/RbacProfileMissing
-//    until the profile's ClusterRole (generated from profiles.ts) is bound in the namespace, and then
-//    starts on the RoleBinding's watch event.
-// 2. The real velero adapter: a velero.io Backup child in the Velero namespace, moved by the engine
-//    simulator; the Operation ends Succeeded with outputs.backupName.
-import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
 import { profileClusterRole } from '../../../operator/src/rbac/clusterroles.ts';
-import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../../../operator/src/rbac/operator.ts';
 import { profileClusterRoleName, rbacProfile } from '../../../operator/src/rbac/profiles.ts';
-import { PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
+import { resourcePath } from '../../../operator/src/runtime/index.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
+import { apply, grant, operatorIdentity } from './identity.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
-
-async function apply(api: Api, path: string, body: unknown) {
-  await api.client.request({
-    method: 'PATCH',
-    path,
-    query: { fieldManager: 'operation-test', force: true },
-    contentType: PATCH_TYPES.apply,
-    body,
-  });
-}
-
-/** A KubeConfig for a ServiceAccount (TokenRequest) bound to the operator's cluster-wide rules. */
-async function operatorIdentity(admin: KubeConfig, api: Api, ns: string): Promise<KubeConfig> {
-  const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
-  await apply(
-    api,
-    resourcePath({ group: '', version: 'v1', plural: 'serviceaccounts', namespace: ns }, 'operator'),
-    {
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: { name: 'operator', namespace: ns },
-    },
-  );
-  const role = `vworkspace-operator-test-${ns}`;
-  await apply(api, resourcePath({ ...rbac, plural: 'clusterroles' }, role), {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRole',
-    metadata: { name: role },
-    // AllNamespaces, as OLM installs it: the CSV's permissions lifted to the cluster with its clusterPermissions.
-    rules: [...OPERATOR_CLUSTER_RULES, ...OPERATOR_NAMESPACE_RULES].map((r) => ({
-      apiGroups: r.apiGroups,
-      resources: r.resources,
-      verbs: r.verbs,
-    })),
-  });
-  await apply(api, resourcePath({ ...rbac, plural: 'clusterrolebindings' }, role), {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: role },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-    subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: ns }],
-  });
-  const tr = await api.client.request<{ status: { token: string } }>({
-    method: 'POST',
-    path: resourcePath(
-      { group: '', version: 'v1', plural: 'serviceaccounts', namespace: ns },
-      'operator',
-      'token',
-    ),
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  });
-  const cluster = admin.getCurrentCluster()!;
-  const kc = new (admin.constructor as new () => KubeConfig)();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: 'operator', token: tr.status.token }],
-    contexts: [{ name: 'operator', cluster: cluster.name, user: 'operator' }],
-    currentContext: 'operator',
-  });
-  return kc;
-}
 
 describe('RbacProfileMissing with a least-privilege identity', () => {
   const admin = adminKubeConfig();
@@ -146,7 +78,9 @@ describe('the real velero adapter with the engine simulator', () => {
   beforeAll(async () => {
     ns = await createNamespace(admin, 'opvel');
     veleroNs = await createNamespace(admin, 'velero');
-    ctl = startController(admin, adapterFor, { veleroNamespace: veleroNs });
+    const kc = await operatorIdentity(admin, api, ns);
+    await grant(api, 'backup.velero', veleroNs, ns);
+    ctl = startController(kc, adapterFor, { veleroNamespace: veleroNs });
     sim = new EngineSimulator(api.client, { namespaces: [veleroNs], intervalMs: 100 });
     sim.start();
   });
@@ -175,7 +109,7 @@ describe('the real velero adapter with the engine simulator', () => {
     expect(done.status?.outputs).toMatchObject({ backupName: done.status?.childRef?.name });
     const backup = await api.client.request<{
       metadata: { labels: Record<string, string> };
-      spec: { includedNamespaces: string[] };
+      spec: { includedNamespaces: string[]; orLabelSelectors: unknown[] };
     }>({
       method: 'GET',
       path: resourcePath(
@@ -188,5 +122,19 @@ describe('the real velero adapter with the engine simulator', () => {
       'ops.vworkspace.io/operation-namespace': ns,
     });
     expect(backup.spec.includedNamespaces).toEqual([ns]);
+    expect(backup.spec.orLabelSelectors).toEqual([
+      { matchLabels: { 'app.kubernetes.io/instance': 'app' } },
+      { matchLabels: { owner: 'helm', name: 'app' } },
+      { matchLabels: { 'ops.vworkspace.io/release': 'app' } },
+    ]);
+    // The instance carries the label the third selector matches, set before the Backup was made.
+    const instance = await api.client.request<{ metadata: { labels?: Record<string, string> } }>({
+      method: 'GET',
+      path: resourcePath(
+        { group: 'apps.vworkspace.io', version: 'v1alpha1', plural: 'applicationinstances', namespace: ns },
+        'app',
+      ),
+    });
+    expect(instance.metadata.labels).toMatchObject({ 'ops.vworkspace.io/release': 'app' });
   });
 });

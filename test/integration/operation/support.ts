@@ -231,14 +231,19 @@ export class Api {
     });
   }
 
-  async createOperation(ns: string, name: string, spec: Partial<OperationSpec>): Promise<void> {
+  async createOperation(
+    ns: string,
+    name: string,
+    spec: Partial<OperationSpec>,
+    annotations?: Record<string, string>,
+  ): Promise<void> {
     await this.client.request({
       method: 'POST',
       path: this.opPath(ns),
       body: {
         apiVersion: OPERATION.apiVersion,
         kind: OPERATION.kind,
-        metadata: { name },
+        metadata: { name, ...(annotations ? { annotations } : {}) },
         spec: { type: 'Backup', engine: 'workflow', targetRef: { name: 'app' }, ...spec },
       },
     });

@@ -1,0 +1,244 @@
+// Every RBAC profile the changed built-in templates use suffices on least privilege (issue 22 item 7): the
+// reconciler runs as a ServiceAccount holding exactly the CSV's rules, and in each namespace only the
+// template's profile ClusterRole is bound, as docs/security/rbac.md tells a namespace owner. A missing
+// rule would show as RbacProfileMissing or as a reconcile that fails with 403 and never moves on; each
+// case instead reaches the engine's next state. The engines' controllers are the simulator (VolumeSnapshot,
+// ReplicationDestination); what the control plane's controllers would do (the garbage collector and the
+// pvc-protection controller releasing a deleted claim, a Deployment becoming ready) the test does, as the
+// admin. The real controllers: test/e2e/engines/.
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adapterFor } from '../../../operator/src/engines/index.ts';
+import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
+import { EngineSimulator } from '../../support/simulator.ts';
+import { adminKubeConfig, createNamespace } from '../support/kube.ts';
+import { grant, operatorIdentity } from './identity.ts';
+import { Api, cond, eventually, type RunningController, startController } from './support.ts';
+
+const HELM_IMAGE =
+  'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000';
+
+describe('the profiles of the built-in templates suffice on least privilege', () => {
+  const admin = adminKubeConfig();
+  const api = new Api(admin);
+  let kc: KubeConfig;
+  let opNs: string;
+  let ctl: RunningController;
+  let sim: EngineSimulator;
+  const simulated: string[] = [];
+
+  const get = <T>(path: string) => api.client.request<T>({ method: 'GET', path });
+  const post = (path: string, body: unknown) => api.client.request({ method: 'POST', path, body });
+  const patch = (path: string, body: unknown) =>
+    api.client.request({ method: 'PATCH', path, body, contentType: PATCH_TYPES.merge });
+  const phaseOf = async (ns: string, name: string) => (await api.getOperation(ns, name)).status?.phase;
+
+  /** A namespace with only `profiles` bound to the operator, and the release's instance. */
+  async function namespaceWith(prefix: string, profiles: string[], capabilities: Record<string, string>) {
+    const ns = await createNamespace(admin, prefix);
+    for (const p of profiles) await grant(api, p, ns, opNs);
+    await api.createInstance(ns, 'app', capabilities, true);
+    simulated.push(ns);
+    return ns;
+  }
+
+  /** The release's claim, labelled as the chart labels it, Bound with its capacity. */
+  async function claim(ns: string, name: string) {
+    await post(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name, labels: { 'app.kubernetes.io/instance': 'app' } },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: 'csi',
+        resources: { requests: { storage: '1Gi' } },
+      },
+    });
+    await bind(ns, name);
+  }
+  const bind = (ns: string, name: string) =>
+    patch(`/api/v1/namespaces/${ns}/persistentvolumeclaims/${name}/status`, {
+      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
+    });
+
+  beforeAll(async () => {
+    opNs = await createNamespace(admin, 'opid');
+    kc = await operatorIdentity(admin, api, opNs);
+    ctl = startController(kc, adapterFor, { helmImage: HELM_IMAGE });
+    sim = new EngineSimulator(api.client, { namespaces: simulated, intervalMs: 100 });
+    sim.start();
+  });
+  afterAll(async () => {
+    await sim?.stop();
+    await ctl?.stop();
+  });
+
+  it('backup.snapshot and restore.snapshot: snapshots released; the claim replaced from one, the workload scaled down and back', async () => {
+    const ns = await namespaceWith('snaprbac', ['backup.snapshot', 'restore.snapshot'], {
+      backup: 'snapshot',
+      restore: 'snapshot',
+    });
+    await claim(ns, 'app-data');
+    const apps = `/apis/apps/v1/namespaces/${ns}/deployments`;
+    await post(apps, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'app-db', labels: { 'app.kubernetes.io/instance': 'app' } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'db' } },
+        template: {
+          metadata: { labels: { app: 'db' } },
+          spec: {
+            containers: [{ name: 'db', image: 'db:1' }],
+            volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'app-data' } }],
+          },
+        },
+      },
+    });
+
+    await api.createOperation(ns, 'snap', { type: 'Backup', engine: 'snapshot', targetRef: { name: 'app' } });
+    await eventually('the Backup Succeeded', async () => (await phaseOf(ns, 'snap')) === 'Succeeded', 60_000);
+    const snapshot = String((await api.getOperation(ns, 'snap')).status?.outputs?.['snapshot.app-data']);
+    const vs = await get<KubernetesObject>(
+      `/apis/snapshot.storage.k8s.io/v1/namespaces/${ns}/volumesnapshots/${snapshot}`,
+    );
+    expect(vs.metadata?.ownerReferences).toBeUndefined();
+
+    const old = await get<KubernetesObject>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`);
+    await api.createOperation(ns, 'restore', {
+      type: 'Restore',
+      engine: 'snapshot',
+      targetRef: { name: 'app' },
+    });
+    await eventually(
+      'the Deployment scaled to 0 through /scale',
+      async () => (await get<{ spec: { replicas: number } }>(`${apps}/app-db`)).spec.replicas === 0,
+      60_000,
+    );
+    // The claim deleted; the pvc-protection controller would release it (no pod mounts it).
+    const deleting = await eventually(
+      'the old claim deleted',
+      async () => {
+        const c = await get<KubernetesObject>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`);
+        return c.metadata?.deletionTimestamp && c.metadata.uid === old.metadata?.uid ? c : undefined;
+      },
+      60_000,
+    );
+    await patch(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`, {
+      metadata: { finalizers: null, resourceVersion: deleting.metadata?.resourceVersion },
+    });
+    const restored = await eventually(
+      'the claim created from the snapshot',
+      async () => {
+        const c = await get<KubernetesObject & { spec: { dataSource?: { name?: string } } }>(
+          `/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`,
+        ).catch(() => undefined);
+        return c && c.metadata?.uid !== old.metadata?.uid ? c : undefined;
+      },
+      60_000,
+    );
+    expect(restored.spec.dataSource).toMatchObject({ kind: 'VolumeSnapshot', name: snapshot });
+    await bind(ns, 'app-data');
+    await eventually(
+      'the Deployment scaled back to 1',
+      async () => (await get<{ spec: { replicas: number } }>(`${apps}/app-db`)).spec.replicas === 1,
+      60_000,
+    );
+    await patch(`${apps}/app-db/status`, { status: { replicas: 1, readyReplicas: 1 } });
+    await eventually(
+      'the Restore Succeeded',
+      async () => (await phaseOf(ns, 'restore')) === 'Succeeded',
+      60_000,
+    );
+    expect(cond(await api.getOperation(ns, 'restore'), 'Succeeded')?.reason).toBe('VolumeSnapshotRestored');
+  });
+
+  it('upgrade.helm: the runner and its suspended rollback Job; once the runner is gone with the release pending, the rollback is resumed', async () => {
+    const ns = await namespaceWith('helmrbac', ['upgrade.helm'], { upgrade: 'helm' });
+    await post(`/api/v1/namespaces/${ns}/serviceaccounts`, {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'vworkspace-runner' },
+    });
+    const record = (version: number, status: string) =>
+      post(`/api/v1/namespaces/${ns}/secrets`, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        type: 'helm.sh/release.v1',
+        metadata: {
+          name: `sh.helm.release.v1.app.v${version}`,
+          labels: { owner: 'helm', name: 'app', version: String(version), status },
+        },
+        data: { release: Buffer.from('not read').toString('base64') },
+      });
+    await record(1, 'deployed');
+    await api.createOperation(ns, 'up', {
+      type: 'Upgrade',
+      engine: 'helm',
+      targetRef: { name: 'app' },
+      parameters: { version: '2.0.0' },
+    });
+    const jobs = `/apis/batch/v1/namespaces/${ns}/jobs`;
+    type Job = KubernetesObject & { spec: { suspend?: boolean } };
+    const [runner, rollback] = await eventually(
+      'the runner and the rollback Job',
+      async () => {
+        const list = await get<{ items: Job[] }>(jobs);
+        const rb = list.items.find(
+          (j) => j.metadata?.annotations?.['ops.vworkspace.io/helm-rollback-revision'],
+        );
+        const up = list.items.find((j) => j !== rb);
+        return rb && up ? ([up, rb] as const) : undefined;
+      },
+      60_000,
+    );
+    expect(rollback.metadata?.annotations?.['ops.vworkspace.io/helm-rollback-revision']).toBe('1');
+    expect(rollback.spec.suspend).toBe(true);
+    // helm died mid-upgrade: revision 2 left pending-upgrade; the runner is cancelled away.
+    await record(2, 'pending-upgrade');
+    await api.patchOperation(ns, 'up', { spec: { cancel: true } });
+    const deleting = await eventually(
+      'the runner deleted in the foreground',
+      async () => {
+        const j = await get<Job>(`${jobs}/${runner.metadata?.name}`);
+        return j.metadata?.deletionTimestamp ? j : undefined;
+      },
+      60_000,
+    );
+    // What the garbage collector does once the runner's pods are gone.
+    await patch(`${jobs}/${runner.metadata?.name}`, {
+      metadata: { finalizers: null, resourceVersion: deleting.metadata?.resourceVersion },
+    });
+    await eventually(
+      'the rollback Job resumed',
+      async () => (await get<Job>(`${jobs}/${rollback.metadata?.name}`)).spec.suspend === false,
+      60_000,
+    );
+    const op = await api.getOperation(ns, 'up');
+    expect(op.status?.phase).toBe('Running');
+    expect(cond(op, 'Running')?.message).toMatch(/rolling (it|the release) back to revision 1 with Job/);
+  });
+
+  it('restore.volsync: a ReplicationDestination per claim, Succeeded', async () => {
+    const ns = await namespaceWith('vsrbac', ['restore.volsync'], { restore: 'volsync' });
+    await claim(ns, 'app-data');
+    await post(`/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'restic-repo' },
+      stringData: { RESTIC_REPOSITORY: 's3:http://minio/bucket', RESTIC_PASSWORD: 'x' },
+    });
+    await api.createOperation(ns, 'restore', {
+      type: 'Restore',
+      engine: 'volsync',
+      targetRef: { name: 'app' },
+      parameters: { repository: 'restic-repo' },
+    });
+    await eventually(
+      'the Restore Succeeded',
+      async () => (await phaseOf(ns, 'restore')) === 'Succeeded',
+      60_000,
+    );
+  });
+});
