@@ -44,6 +44,12 @@ export const LABEL_OPERATION_UID = `${OPS_GROUP}/operation-uid`;
  * LABEL_OPERATION_NAMESPACE is the Operation's namespace.
  */
 export const LABEL_INSTANCE = `${OPS_GROUP}/instance`;
+/**
+ * The Helm release a thing belongs to. On an ApplicationInstance (set by the operator before it creates
+ * a velero Backup of it): what the Backup's label selector finds it by, so the instance travels with
+ * its release. On a velero.io Backup: the release it holds, for a Restore when the instance is gone.
+ */
+export const LABEL_RELEASE = `${OPS_GROUP}/release`;
 
 /** "true" on a ConfigMap in the operator namespace: it holds a catalog (key CATALOG_CONFIGMAP_KEY). */
 export const LABEL_CATALOG = `${OPS_GROUP}/catalog`;

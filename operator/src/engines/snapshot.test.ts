@@ -10,6 +10,13 @@ const input = (
 const snaps = (...statuses: Record<string, unknown>[]) =>
   materialized(snapshotAdapter.materialize(input())).map((c, i) => withStatus(c, statuses[i] ?? {}));
 
+/** The snapshots as they are once the release patch was applied (no owner reference). */
+const released = (...statuses: Record<string, unknown>[]) =>
+  snaps(...statuses).map((c) => {
+    const { ownerReferences: _gone, ...metadata } = c.metadata ?? {};
+    return { ...c, metadata };
+  });
+
 describe('snapshot materialize', () => {
   it('creates one VolumeSnapshot per PVC, with the class from the parameters', () => {
     const children = materialized(snapshotAdapter.materialize(input()));
@@ -20,7 +27,16 @@ describe('snapshot materialize', () => {
     expect(children[0]).toMatchObject({
       apiVersion: 'snapshot.storage.k8s.io/v1',
       kind: 'VolumeSnapshot',
-      metadata: { namespace: 'team-a', ownerReferences: [{ kind: 'Operation', name: 'snap' }] },
+      metadata: {
+        namespace: 'team-a',
+        ownerReferences: [{ kind: 'Operation', name: 'snap', controller: true, blockOwnerDeletion: true }],
+        // Whose backup it is, once it no longer has an owner.
+        labels: {
+          'ops.vworkspace.io/operation': 'snap',
+          'ops.vworkspace.io/operation-uid': '0a1b2c3d-0000-4000-8000-000000000001',
+          'ops.vworkspace.io/instance': 'nextcloud',
+        },
+      },
       spec: { volumeSnapshotClassName: 'csi-hostpath' },
     });
   });
@@ -36,8 +52,25 @@ describe('snapshot materialize', () => {
 });
 
 describe('snapshot observe', () => {
-  it('succeeds when every snapshot is readyToUse, with their names as outputs', () => {
+  it('releases the snapshots from the Operation once every one is readyToUse, before it succeeds', () => {
     const children = snaps({ readyToUse: true }, { readyToUse: true });
+    const o = snapshotAdapter.observe(children, input());
+    expect(o).toMatchObject({ phase: 'Running', reason: 'VolumeSnapshotInProgress' });
+    expect(o.message).toContain('releasing');
+    expect(o.actions?.map((a) => a.kind === 'patch' && [a.child.metadata.name, a.patch])).toEqual(
+      children
+        .map((c) => [c.metadata?.name, { metadata: { ownerReferences: null } }])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
+  });
+
+  it('does not release part of a set: a snapshot still being cut keeps every one owned', () => {
+    const o = snapshotAdapter.observe(snaps({ readyToUse: true }, { readyToUse: false }), input());
+    expect(o.actions).toBeUndefined();
+  });
+
+  it('succeeds when every snapshot is readyToUse and released, with their names as outputs', () => {
+    const children = released({ readyToUse: true }, { readyToUse: true });
     const o = snapshotAdapter.observe(children, input());
     expect(o).toMatchObject({ phase: 'Succeeded', reason: 'VolumeSnapshotReadyToUse' });
     expect(o.outputs?.snapshotNames).toBe(children.map((c) => c.metadata?.name).join(','));

@@ -1,12 +1,22 @@
 // snapshot engine: one snapshot.storage.k8s.io/v1 VolumeSnapshot per PVC of the release; done when
-// every one is readyToUse.
+// every one is readyToUse AND released.
+//
+// A VolumeSnapshot is backup data, not a child to garbage-collect (docs/adr/0034): it is created with the
+// Operation as its controller owner (the proof adoption asks for, and so that a snapshot still being cut
+// goes with a cancelled or deleted Operation), and once the whole set is readyToUse the owner reference is
+// removed before the Operation reports Succeeded. From then on no history limit, TTL or deletion of the
+// Operation or its CronOperation deletes it; its labels (instance, operation, operation-uid) say whose
+// backup it is, and the Operation follows it by the uid its status recorded.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { LABEL_INSTANCE, LABEL_OPERATION_UID } from '../api/annotations.ts';
+import { OPERATION } from '../api/constants.ts';
 import { ANNOTATION_PVC, childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, nameOf, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import { releasePvcs } from './pvcs.ts';
 import type {
   CancelAction,
+  ChildAction,
   ChildManifest,
   EngineAdapter,
   MaterializeInput,
@@ -27,6 +37,10 @@ function materialize(input: MaterializeInput): MaterializeResult {
     metadata: childMetadata(op, {
       name: childName(op, attempt, NAME_LIMITS.snapshot, pvc),
       attempt,
+      labels: {
+        [LABEL_INSTANCE]: input.target.metadata.name ?? '',
+        ...(op.metadata.uid ? { [LABEL_OPERATION_UID]: op.metadata.uid } : {}),
+      },
       annotations: { [ANNOTATION_PVC]: pvc },
     }),
     spec: {
@@ -72,12 +86,24 @@ function observe(children: readonly KubernetesObject[]): Observation {
     }
   }
   const pending = snaps.filter((s) => at(s, 'status', 'readyToUse') !== true).map(nameOf);
-  if (pending.length === 0)
+  if (pending.length === 0) {
+    const owned = snaps.filter(ownedByAnOperation);
+    if (owned.length > 0) {
+      return {
+        ...running(
+          'VolumeSnapshotInProgress',
+          `all ${snaps.length} VolumeSnapshot(s) are readyToUse; releasing ${owned.map(nameOf).join(', ')} from the Operation, so that the backup outlives it`,
+          outputs,
+        ),
+        actions: owned.map(release),
+      };
+    }
     return succeeded(
       'VolumeSnapshotReadyToUse',
-      `all ${snaps.length} VolumeSnapshot(s) are readyToUse`,
+      `all ${snaps.length} VolumeSnapshot(s) are readyToUse and kept: deleting the Operation does not delete them`,
       outputs,
     );
+  }
   return running(
     'VolumeSnapshotInProgress',
     `${snaps.length - pending.length}/${snaps.length} VolumeSnapshot(s) readyToUse; waiting for ${pending.join(', ')}`,
@@ -85,7 +111,21 @@ function observe(children: readonly KubernetesObject[]): Observation {
   );
 }
 
-/** Deleting a VolumeSnapshot that is still being cut lets the snapshot controller abandon or remove it. */
+function ownedByAnOperation(s: KubernetesObject): boolean {
+  return (s.metadata?.ownerReferences ?? []).some(
+    (r) => r.kind === OPERATION.kind && r.apiVersion.startsWith(`${OPERATION.group}/`),
+  );
+}
+
+/** The merge patch that removes the owner reference: the garbage collector no longer deletes it. */
+function release(s: KubernetesObject): ChildAction {
+  return { kind: 'patch', child: asManifest(s), patch: { metadata: { ownerReferences: null } } };
+}
+
+/**
+ * Deleting a VolumeSnapshot that is still being cut lets the snapshot controller abandon or remove it. A
+ * cancel (or deadline) only reaches a set that is not complete, whose snapshots are no backup yet.
+ */
 function cancel(children: readonly KubernetesObject[]): CancelAction[] {
   return ofKind(children, 'VolumeSnapshot').map((s) => ({
     kind: 'delete',

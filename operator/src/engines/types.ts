@@ -68,7 +68,15 @@ export interface MaterializeInput {
 }
 
 export type MaterializeResult =
-  | { ok: true; children: ChildManifest[] }
+  | {
+      ok: true;
+      children: ChildManifest[];
+      /**
+       * What the reconciler does first, before it creates the children (idempotent: a crash in between
+       * repeats it), e.g. label the instance so a velero Backup's selector finds it. Not done for a dry run.
+       */
+      prepare?: ChildAction[];
+    }
   /** Permanent problem with the request (reported as Accepted=False/InvalidParameters or the given reason). */
   | { ok: false; reason: string; message: string };
 

@@ -4,6 +4,7 @@ import {
   LABEL_OPERATION,
   LABEL_OPERATION_NAMESPACE,
   LABEL_OPERATION_UID,
+  LABEL_RELEASE,
 } from '../api/annotations.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
 import { anInput, aVeleroBackup, builtinTemplate, materialized, withStatus } from './testing.ts';
@@ -54,7 +55,7 @@ function backupWith(status: Record<string, unknown>) {
 }
 
 describe('velero materialize', () => {
-  it('backs up only the Operation namespace and the release, in the Velero namespace, labelled not owned', () => {
+  it('backs up only the Operation namespace and what brings the instance back, in the Velero namespace, labelled not owned', () => {
     const [b] = materialized(
       veleroAdapter.materialize(backupInput({ storageLocation: 'primary', snapshotVolumes: false })),
     );
@@ -68,11 +69,22 @@ describe('velero materialize', () => {
           [LABEL_OPERATION_NAMESPACE]: 'team-a',
           [LABEL_OPERATION_UID]: '0a1b2c3d-0000-4000-8000-000000000001',
           [LABEL_INSTANCE]: 'nextcloud',
+          [LABEL_RELEASE]: 'nextcloud-team-a',
         },
       },
       spec: {
         includedNamespaces: ['team-a'],
-        labelSelector: { matchLabels: { 'app.kubernetes.io/instance': 'nextcloud-team-a' } },
+        // The release's objects, Helm's release record, the ApplicationInstance (any one matches).
+        orLabelSelectors: [
+          { matchLabels: { 'app.kubernetes.io/instance': 'nextcloud-team-a' } },
+          { matchLabels: { owner: 'helm', name: 'nextcloud-team-a' } },
+          { matchLabels: { [LABEL_RELEASE]: 'nextcloud-team-a' } },
+        ],
+        excludedResources: [
+          'operations.ops.vworkspace.io',
+          'cronoperations.ops.vworkspace.io',
+          'watchoperations.ops.vworkspace.io',
+        ],
         storageLocation: 'primary',
         ttl: '720h',
         snapshotVolumes: false,
@@ -80,8 +92,31 @@ describe('velero materialize', () => {
     });
     expect(b?.metadata.name).toMatch(/^pre-upgrade-[a-z2-7]{8}$/);
     expect(b?.metadata).not.toHaveProperty('ownerReferences');
+    // Velero refuses a Backup with both a labelSelector and orLabelSelectors.
+    expect(b?.spec).not.toHaveProperty('labelSelector');
     expect(b?.spec).not.toHaveProperty('hooks');
     expect(b?.spec).not.toHaveProperty('defaultVolumesToFsBackup');
+  });
+
+  it('labels the instance first, so the Backup selects it; not again once it carries the label', () => {
+    const r = veleroAdapter.materialize(backupInput());
+    expect(r).toMatchObject({
+      ok: true,
+      prepare: [
+        {
+          kind: 'patch',
+          child: {
+            apiVersion: 'apps.vworkspace.io/v1alpha1',
+            kind: 'ApplicationInstance',
+            metadata: { name: 'nextcloud', namespace: 'team-a' },
+          },
+          patch: { metadata: { labels: { [LABEL_RELEASE]: 'nextcloud-team-a' } } },
+        },
+      ],
+    });
+    const input = backupInput();
+    input.target.metadata.labels = { [LABEL_RELEASE]: 'nextcloud-team-a' };
+    expect(veleroAdapter.materialize(input)).not.toHaveProperty('prepare');
   });
 
   it('is deterministic', () => {
@@ -118,10 +153,16 @@ describe('velero materialize', () => {
       spec: {
         backupName: 'b1',
         includedNamespaces: ['team-a'],
+        orLabelSelectors: [
+          { matchLabels: { 'app.kubernetes.io/instance': 'nextcloud-team-a' } },
+          { matchLabels: { owner: 'helm', name: 'nextcloud-team-a' } },
+          { matchLabels: { [LABEL_RELEASE]: 'nextcloud-team-a' } },
+        ],
         existingResourcePolicy: 'update',
         restorePVs: true,
       },
     });
+    expect(veleroAdapter.materialize(restoreInput({ backupName: 'b1' }))).not.toHaveProperty('prepare');
     expect(r?.spec).not.toHaveProperty('namespaceMapping');
     expect(r?.spec).not.toHaveProperty('includeClusterResources');
   });

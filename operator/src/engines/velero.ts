@@ -1,6 +1,7 @@
 // velero engine: a velero.io/v1 Backup or Restore in Velero's namespace, limited to the Operation's
-// namespace and the release's objects. Owner references cannot cross namespaces, so the child carries
-// the operation / operation-namespace / operation-uid labels instead.
+// namespace and to what brings the instance back (releaseSelectors: the release's objects, Helm's release
+// record, the ApplicationInstance). Owner references cannot cross namespaces, so the child carries the
+// operation / operation-namespace / operation-uid labels instead.
 //
 // A Backup is labelled with the namespace (and instance) it was made for; a Restore accepts only a
 // Backup labelled for the Operation's own namespace, so a tenant cannot restore another team's backup
@@ -12,7 +13,9 @@ import {
   LABEL_HELM_INSTANCE,
   LABEL_INSTANCE,
   LABEL_OPERATION_NAMESPACE,
+  LABEL_RELEASE,
 } from '../api/annotations.ts';
+import { APPLICATION_INSTANCE, CRON_OPERATION, OPERATION, WATCH_OPERATION } from '../api/constants.ts';
 import type { Reason } from '../api/reasons.ts';
 import { refuseUngranted } from './grants.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
@@ -42,6 +45,55 @@ export const QUIESCE_HOOK_TIMEOUT = '5m';
 
 type Kind = 'Backup' | 'Restore';
 
+interface LabelSelector {
+  matchLabels: Record<string, string>;
+}
+
+/**
+ * What a Backup of an instance takes and a Restore of it brings back, as Velero's orLabelSelectors (any
+ * one matches): the release's objects; Helm's release record (Secrets of type helm.sh/release.v1, or
+ * ConfigMaps with Helm's configmap driver, labelled owner=helm, name=<release>), without which helm no
+ * longer knows the release after its namespace is gone; and the ApplicationInstance, which the operator
+ * labels LABEL_RELEASE before it creates a Backup (instanceLabelPatch). Velero selects by label only
+ * (no name filter), and a label selector and orLabelSelectors cannot both be set.
+ */
+export function releaseSelectors(release: string): LabelSelector[] {
+  return [
+    { matchLabels: { [LABEL_HELM_INSTANCE]: release } },
+    { matchLabels: { owner: 'helm', name: release } },
+    { matchLabels: { [LABEL_RELEASE]: release } },
+  ];
+}
+
+/**
+ * Never in a backup, whatever their labels: a restored Operation has no status and would run again (a
+ * restored Restore would restore again), and a restored CronOperation or WatchOperation would start
+ * creating Operations before anyone looked at what came back.
+ */
+export const NEVER_BACKED_UP = [OPERATION, CRON_OPERATION, WATCH_OPERATION].map(
+  (r) => `${r.plural}.${r.group}`,
+);
+
+/**
+ * The merge patch that labels the instance for releaseSelectors, or undefined when it already carries
+ * the label. Applied by the reconciler right before it creates the Backup (MaterializeResult.prepare).
+ */
+export function instanceLabelPatch(
+  target: MaterializeInput['target'],
+  release: string,
+): CancelAction | undefined {
+  if (target.metadata.labels?.[LABEL_RELEASE] === release) return undefined;
+  return {
+    kind: 'patch',
+    child: {
+      apiVersion: APPLICATION_INSTANCE.apiVersion,
+      kind: APPLICATION_INSTANCE.kind,
+      metadata: { name: target.metadata.name ?? '', namespace: target.metadata.namespace ?? '' },
+    },
+    patch: { metadata: { labels: { [LABEL_RELEASE]: release } } },
+  };
+}
+
 function optional(parameters: Json, keys: readonly string[]): Json {
   const out: Json = {};
   for (const k of keys) if (parameters[k] !== undefined) out[k] = parameters[k];
@@ -56,13 +108,16 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const release = releaseOf(target);
   const scope = {
     includedNamespaces: [namespace],
-    labelSelector: { matchLabels: { [LABEL_HELM_INSTANCE]: release.name } },
+    orLabelSelectors: releaseSelectors(release.name),
+    excludedResources: NEVER_BACKED_UP,
   };
   const metadata = childMetadata(op, {
     name: childName(op, attempt, NAME_LIMITS.velero),
     namespace: env.veleroNamespace,
     attempt,
-    ...(op.spec.type === 'Backup' ? { labels: { [LABEL_INSTANCE]: target.metadata.name ?? '' } } : {}),
+    ...(op.spec.type === 'Backup'
+      ? { labels: { [LABEL_INSTANCE]: target.metadata.name ?? '', [LABEL_RELEASE]: release.name } }
+      : {}),
   });
   if (op.spec.type === 'Restore') {
     const backupName = str(parameters.backupName);
@@ -132,7 +187,12 @@ function materialize(input: MaterializeInput): MaterializeResult {
       ],
     };
   }
-  return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Backup', metadata, spec }] };
+  const label = instanceLabelPatch(target, release.name);
+  return {
+    ok: true,
+    children: [{ apiVersion: VELERO_API_VERSION, kind: 'Backup', metadata, spec }],
+    ...(label ? { prepare: [label] } : {}),
+  };
 }
 
 /** Not picked up yet: Velero (v1.17+) queues Backups before it starts them (Queued, with a position). */

@@ -50,6 +50,13 @@ describe('volsync materialize', () => {
     for (const c of children) expect(c.metadata.name.length).toBeLessThanOrEqual(NAME_LIMITS.volsync);
   });
 
+  it("keeps every restic snapshot unless parameters.retain chooses (VolSync's default forgets all but the last)", () => {
+    const [c] = materialized(
+      volsyncAdapter.materialize(backup({ parameters: { repository: 'restic-repo' } })),
+    );
+    expect((c?.spec as { restic: { retain: unknown } }).restic.retain).toEqual({ last: 'unlimited' });
+  });
+
   it('uses a new trigger and new names on a retry', () => {
     const [a] = materialized(volsyncAdapter.materialize(backup()));
     const [b] = materialized(volsyncAdapter.materialize(backup({ attempt: 2 })));

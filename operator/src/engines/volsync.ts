@@ -63,10 +63,20 @@ function mover(parameters: Json, restore: boolean, pvc: string): { key: string; 
         key: 'restic',
         value: {
           repository,
-          ...pick(parameters, ['copyMethod', 'volumeSnapshotClassName', 'storageClassName', 'retain']),
+          ...pick(parameters, ['copyMethod', 'volumeSnapshotClassName', 'storageClassName']),
+          retain: parameters.retain ?? KEEP_EVERY_SNAPSHOT,
         },
       };
 }
+
+/**
+ * Without a retain policy VolSync's restic mover runs `restic forget --host volsync --keep-last 1` after
+ * every backup, and every snapshot it makes has that host and the same path: each Backup Operation would
+ * forget all the snapshots before it. Backup data is only deleted by a retention someone chose
+ * (docs/adr/0034), so unless parameters.retain says otherwise every snapshot is kept (restic ≥ 0.16.4
+ * reads `unlimited`; VolSync passes `last` through as it is).
+ */
+export const KEEP_EVERY_SNAPSHOT = { last: 'unlimited' };
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, parameters, attempt } = input;

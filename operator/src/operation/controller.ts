@@ -595,6 +595,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     };
     if (replaced && !isTerminalPhase(op.status?.phase)) conflicted(replaced);
     else if (d.create && adapter) {
+      if (d.prepare) await performActions(d.prepare, ctx.signal);
       try {
         const made = await createChildren(op, d.create, adapter, ctx.signal);
         if ('conflict' in made) conflicted(made.conflict);

@@ -116,6 +116,8 @@ export interface Decision {
   status: OperationStatus;
   /** Create these (server-side apply), then record their uids in status.childRefs. */
   create?: ChildManifest[];
+  /** Before creating them: what the adapter asked done first (MaterializeResult.prepare). */
+  prepare?: CancelAction[];
   cancel?: CancelAction[];
   /** While running: what the adapter asks done to the children (Observation.actions), e.g. resume a Job. */
   actions?: CancelAction[];
@@ -546,6 +548,7 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
   return {
     status: b.status,
     create: children,
+    ...(m.prepare?.length ? { prepare: m.prepare } : {}),
     events: [{ type: 'Normal', reason: attempt > 1 ? 'Retrying' : 'Started', note }],
     ...deadlineRequeue(input, b.status),
   };
@@ -742,6 +745,7 @@ function decideRunning(input: DecideInput): Decision {
     return {
       status: b.status,
       create: children,
+      ...(m.prepare?.length ? { prepare: m.prepare } : {}),
       events: [{ type: 'Normal', reason: 'Retrying', note: message }],
       ...deadlineRequeue(input, b.status),
     };

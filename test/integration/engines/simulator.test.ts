@@ -135,6 +135,16 @@ async function until(r: Run, reason: string): Promise<Observation> {
   try {
     return await eventually(`${r.engine} to report ${reason}`, async () => {
       last = adapterFor(r.engine).observe(await current(r), r.input);
+      // What the reconciler does for a running observation (e.g. release finished VolumeSnapshots).
+      for (const a of last.actions ?? []) {
+        if (a.kind !== 'patch') throw new Error(`no test support for action ${a.kind}`);
+        await client.request({
+          method: 'PATCH',
+          path: pathOf(a.child, a.child.metadata.name),
+          body: a.patch,
+          contentType: PATCH_TYPES.merge,
+        });
+      }
       return last.reason === reason ? last : undefined;
     });
   } catch (err) {
@@ -357,6 +367,11 @@ describe('snapshot children on the real CRD', () => {
     );
     const o = await until(r, 'VolumeSnapshotReadyToUse');
     expect(o.outputs?.['snapshot.db']).toBe(r.children[1]?.metadata.name);
+    // Released: the merge patch removed the owner reference on the real CRD; the labels stay.
+    for (const s of await current(r)) {
+      expect(s.metadata?.ownerReferences).toBeUndefined();
+      expect(s.metadata?.labels).toMatchObject({ 'ops.vworkspace.io/instance': 'nextcloud' });
+    }
   });
 
   it('a snapshot error ⇒ VolumeSnapshotFailed', async () => {

@@ -2,8 +2,10 @@
 //    cluster-wide rules (operator/src/rbac/operator.ts); an Operation waits Accepted=False/RbacProfileMissing
 //    until the profile's ClusterRole (generated from profiles.ts) is bound in the namespace, and then
 //    starts on the RoleBinding's watch event.
-// 2. The real velero adapter: a velero.io Backup child in the Velero namespace, moved by the engine
-//    simulator; the Operation ends Succeeded with outputs.backupName.
+// 2. The real velero adapter, on the same least-privilege identity with only the backup.velero profile
+//    bound in the Velero namespace: the instance is labelled for the Backup's selector, a velero.io
+//    Backup child in the Velero namespace selects the release, its record and the instance; moved by the
+//    engine simulator, the Operation ends Succeeded with outputs.backupName.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
@@ -77,6 +79,24 @@ async function operatorIdentity(admin: KubeConfig, api: Api, ns: string): Promis
   return kc;
 }
 
+/** Binds profile `id`'s ClusterRole (applied as generated) to the test operator of `operatorNs` in `ns`. */
+async function grant(api: Api, id: string, ns: string, operatorNs: string) {
+  const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+  const name = profileClusterRoleName(id);
+  await apply(
+    api,
+    resourcePath({ ...rbac, plural: 'clusterroles' }, name),
+    profileClusterRole(rbacProfile(id)!),
+  );
+  await apply(api, resourcePath({ ...rbac, plural: 'rolebindings', namespace: ns }, name), {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name, namespace: ns },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name: 'operator', namespace: operatorNs }],
+  });
+}
+
 describe('RbacProfileMissing with a least-privilege identity', () => {
   const admin = adminKubeConfig();
   const api = new Api(admin);
@@ -146,7 +166,9 @@ describe('the real velero adapter with the engine simulator', () => {
   beforeAll(async () => {
     ns = await createNamespace(admin, 'opvel');
     veleroNs = await createNamespace(admin, 'velero');
-    ctl = startController(admin, adapterFor, { veleroNamespace: veleroNs });
+    const kc = await operatorIdentity(admin, api, ns);
+    await grant(api, 'backup.velero', veleroNs, ns);
+    ctl = startController(kc, adapterFor, { veleroNamespace: veleroNs });
     sim = new EngineSimulator(api.client, { namespaces: [veleroNs], intervalMs: 100 });
     sim.start();
   });
@@ -175,7 +197,7 @@ describe('the real velero adapter with the engine simulator', () => {
     expect(done.status?.outputs).toMatchObject({ backupName: done.status?.childRef?.name });
     const backup = await api.client.request<{
       metadata: { labels: Record<string, string> };
-      spec: { includedNamespaces: string[] };
+      spec: { includedNamespaces: string[]; orLabelSelectors: unknown[] };
     }>({
       method: 'GET',
       path: resourcePath(
@@ -188,5 +210,19 @@ describe('the real velero adapter with the engine simulator', () => {
       'ops.vworkspace.io/operation-namespace': ns,
     });
     expect(backup.spec.includedNamespaces).toEqual([ns]);
+    expect(backup.spec.orLabelSelectors).toEqual([
+      { matchLabels: { 'app.kubernetes.io/instance': 'app' } },
+      { matchLabels: { owner: 'helm', name: 'app' } },
+      { matchLabels: { 'ops.vworkspace.io/release': 'app' } },
+    ]);
+    // The instance carries the label the third selector matches, set before the Backup was made.
+    const instance = await api.client.request<{ metadata: { labels?: Record<string, string> } }>({
+      method: 'GET',
+      path: resourcePath(
+        { group: 'apps.vworkspace.io', version: 'v1alpha1', plural: 'applicationinstances', namespace: ns },
+        'app',
+      ),
+    });
+    expect(instance.metadata.labels).toMatchObject({ 'ops.vworkspace.io/release': 'app' });
   });
 });

@@ -4,7 +4,8 @@ import { objectName, outputSchema } from './fragments.ts';
 
 const retain = {
   type: 'object',
-  description: 'How many restic snapshots to keep per period (restic forget policy)',
+  description:
+    "How many restic snapshots to keep per period (restic forget policy, run by VolSync after each backup). Unset: every snapshot is kept (the operator passes last: unlimited; VolSync's own default would forget all but the newest)",
   additionalProperties: false,
   properties: Object.fromEntries(
     ['hourly', 'daily', 'weekly', 'monthly', 'yearly'].map((p) => [
