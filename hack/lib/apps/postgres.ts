@@ -65,11 +65,14 @@ export class Database {
   private readonly client: KubeClient;
   readonly namespace: string;
   readonly release: string;
-  constructor(kc: KubeConfig, client: KubeClient, namespace: string, release: string) {
+  /** The pod the server runs in: the release's, or another one on a restored volume. */
+  readonly pod: string;
+  constructor(kc: KubeConfig, client: KubeClient, namespace: string, release: string, pod = podOf(release)) {
     this.exec = new Exec(kc);
     this.client = client;
     this.namespace = namespace;
     this.release = release;
+    this.pod = pod;
   }
 
   /** Runs `command` in the database container; resolves with its stdout, rejects with its stderr. */
@@ -88,13 +91,11 @@ export class Database {
         else
           reject(
             new Error(
-              `${command.join(' ')} in ${this.namespace}/${podOf(this.release)}: ${status.message ?? status.reason ?? 'failed'}\n${stderr}${stdout}`,
+              `${command.join(' ')} in ${this.namespace}/${this.pod}: ${status.message ?? status.reason ?? 'failed'}\n${stderr}${stdout}`,
             ),
           );
       };
-      this.exec
-        .exec(this.namespace, podOf(this.release), CONTAINER, command, out, err, null, false, done)
-        .catch(reject);
+      this.exec.exec(this.namespace, this.pod, CONTAINER, command, out, err, null, false, done).catch(reject);
     });
   }
 
@@ -135,13 +136,13 @@ export class Database {
   /** Waits until the pod exists, runs and its server answers. */
   async ready(timeoutMs = 300_000): Promise<void> {
     await eventually(
-      `PostgreSQL ${this.namespace}/${podOf(this.release)} answering`,
+      `PostgreSQL ${this.namespace}/${this.pod} answering`,
       async () => {
         const pod = await this.client.request<{
           status?: { conditions?: { type: string; status: string }[] };
         }>({
           method: 'GET',
-          path: `/api/v1/namespaces/${this.namespace}/pods/${podOf(this.release)}`,
+          path: `/api/v1/namespaces/${this.namespace}/pods/${this.pod}`,
         });
         if (!pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return false;
         return (await this.psql('SELECT 1')) === '1';

@@ -5,7 +5,7 @@
 import { workflowRunnerObjects } from '../../../hack/lib/engines/argo.ts';
 import { RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
 import { ensureObjectStore } from '../../../hack/lib/engines/object-store.ts';
-import { apply } from '../../../hack/lib/real-node.ts';
+import { apply, deleteIfExists } from '../../../hack/lib/real-node.ts';
 import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
 import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -139,4 +139,68 @@ export async function scaleDatabase(
     300_000,
     1000,
   );
+}
+
+/**
+ * A PostgreSQL server on a new claim restored from `snapshot` (a pod of its own, not the release's):
+ * what "this backup restores" means for the database. Returns the pod's name; the caller deletes
+ * `${name}` pod and claim with cleanupRestored().
+ */
+export async function serveSnapshot(
+  j: Journey,
+  namespace: string,
+  snapshot: string,
+  storageClass: string,
+): Promise<string> {
+  const name = `from-${snapshot}`.slice(0, 50).replace(/-+$/, '');
+  await apply(j.node.client, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace },
+    spec: {
+      storageClassName: storageClass,
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '1Gi' } },
+      dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshot },
+    },
+  });
+  await apply(j.node.client, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels: { 'app.kubernetes.io/part-of': 'vws-e2e' } },
+    spec: {
+      enableServiceLinks: false,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 5,
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532 },
+      containers: [
+        {
+          name: 'postgres',
+          image: j.postgresImage,
+          // The data directory is there (PG_VERSION): no initdb, so no password file is read.
+          env: [
+            { name: 'PGDATA', value: '/var/lib/postgresql/data/pgdata' },
+            { name: 'POSTGRES_PASSWORD_FILE', value: '/dev/null' },
+          ],
+          volumeMounts: [
+            { name: 'data', mountPath: '/var/lib/postgresql/data' },
+            { name: 'run', mountPath: '/var/run/postgresql' },
+          ],
+        },
+      ],
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: name } },
+        { name: 'run', emptyDir: {} },
+      ],
+    },
+  });
+  return name;
+}
+
+export async function cleanupRestored(j: Journey, namespace: string, name: string): Promise<void> {
+  for (const path of [
+    `/api/v1/namespaces/${namespace}/pods/${name}`,
+    `/api/v1/namespaces/${namespace}/persistentvolumeclaims/${name}`,
+  ])
+    await deleteIfExists(j.node.client, path);
 }

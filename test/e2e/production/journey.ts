@@ -8,7 +8,7 @@ import { POSTGRES_VERSIONS } from '../../../hack/lib/engines/helm.ts';
 import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
 import type { RealNode } from '../../../hack/lib/real-node.ts';
 import { DEPLOYMENT_NAME } from '../../../hack/packaging/csv.ts';
-import { LABEL_CRON_OPERATION } from '../../../operator/src/api/annotations.ts';
+import { LABEL_CRON_OPERATION, LABEL_OPERATION } from '../../../operator/src/api/annotations.ts';
 import { APPLICATION_INSTANCE, CRON_OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
 import { isNotFound, PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
@@ -38,13 +38,15 @@ export interface HelmStatus {
 
 export interface SnapshotInfo {
   name: string;
+  /** The Operation that took it (label ops.vworkspace.io/operation). */
+  operation: string;
   pvc: string;
   readyToUse: boolean;
   owners: number;
 }
 
 interface VolumeSnapshot {
-  metadata: { name: string; ownerReferences?: unknown[] };
+  metadata: { name: string; ownerReferences?: unknown[]; labels?: Record<string, string> };
   spec: { source?: { persistentVolumeClaimName?: string } };
   status?: { readyToUse?: boolean };
 }
@@ -281,6 +283,7 @@ export class Journey {
       })
     ).items.map((s) => ({
       name: s.metadata.name,
+      operation: s.metadata.labels?.[LABEL_OPERATION] ?? '',
       pvc: s.spec.source?.persistentVolumeClaimName ?? '',
       readyToUse: s.status?.readyToUse === true,
       owners: s.metadata.ownerReferences?.length ?? 0,

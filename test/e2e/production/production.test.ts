@@ -9,11 +9,21 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresImage } from '../../../hack/images/apps/postgres.ts';
 import { pushBuilt } from '../../../hack/images/build.ts';
-import { type Database, type DbState, pvcOf, showState } from '../../../hack/lib/apps/postgres.ts';
+import { Database, type DbState, pvcOf, showState } from '../../../hack/lib/apps/postgres.ts';
 import { STORAGE_CLASS as CSI_STORAGE_CLASS } from '../../../hack/lib/engines/csi.ts';
-import { POSTGRES_VERSIONS } from '../../../hack/lib/engines/helm.ts';
+import { POSTGRES_VERSIONS, RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
 import { keepInTestResults } from '../../support/kept.ts';
+import { runWithVolume } from '../engines/pods.ts';
+import {
+  ANALYZE_TEMPLATE,
+  cleanupRestored,
+  prepareDayTwo,
+  RESTIC_SECRET,
+  runOperation,
+  scaleDatabase,
+  serveSnapshot,
+} from './day-two.ts';
 import { Journey } from './journey.ts';
 import { installPlatform, type Platform, prepareNamespace } from './platform.ts';
 
@@ -99,6 +109,145 @@ describe('production shape: PostgreSQL through a real disaster, every Operation 
   );
 
   step(
+    `f: Upgrade to ${POSTGRES_VERSIONS.b.version}: helm runs the chart's migration hook on the real release; schema 2, the same rows`,
+    async () => {
+      const op = await runOperation(j, NAMESPACE, 'upgrade-to-b', {
+        type: 'Upgrade',
+        engine: 'helm',
+        targetRef: { name: RELEASE },
+        parameters: { version: POSTGRES_VERSIONS.b.version },
+      });
+      await j.expectSucceeded(op, 'HelmUpgradeSucceeded');
+      const status = await j.helmStatus(NAMESPACE, RELEASE);
+      say(`f: helm status: ${JSON.stringify(status)}`);
+      expect(status).toEqual({
+        revision: 2,
+        status: 'deployed',
+        chart: `postgres-${POSTGRES_VERSIONS.b.version}`,
+      });
+      const now = await db.state();
+      say(`f: ${showState(now)}`);
+      expect(now).toEqual({ ...before, schema: 2 });
+      expect(
+        await db.psql(
+          "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'accounts_audit'",
+        ),
+      ).toBe('id,aid,delta,at,reason');
+      before = now;
+      await j.instanceReady(NAMESPACE, RELEASE, 2);
+    },
+  );
+
+  step(
+    `f: a failing Upgrade (${POSTGRES_VERSIONS.refused.version}: its hook refuses) is rolled back: Failed, the previous chart deployed, the same rows`,
+    async () => {
+      const op = await runOperation(j, NAMESPACE, 'upgrade-refused', {
+        type: 'Upgrade',
+        engine: 'helm',
+        targetRef: { name: RELEASE },
+        parameters: { version: POSTGRES_VERSIONS.refused.version },
+      });
+      await j.expectReconciledByThePod(op, 'Failed', 'HelmUpgradeFailed');
+      const message = op.status?.conditions?.find((c) => c.type === 'Succeeded')?.message ?? '';
+      expect(message).toContain('rolled back');
+      const status = await j.helmStatus(NAMESPACE, RELEASE);
+      say(`f: helm status after the failed upgrade: ${JSON.stringify(status)}`);
+      expect(status).toMatchObject({ status: 'deployed', chart: `postgres-${POSTGRES_VERSIONS.b.version}` });
+      expect(await db.state()).toEqual(before);
+    },
+  );
+
+  step(
+    'RunCommand (runCommand.job): a Job of the allowlisted busybox reaches the database through its Service',
+    async () => {
+      const op = await runOperation(j, NAMESPACE, 'reach-db', {
+        type: 'RunCommand',
+        engine: 'job',
+        targetRef: { name: RELEASE },
+        parameters: {
+          image: 'docker.io/library/busybox:1.37.0',
+          command: [
+            'sh',
+            '-c',
+            `nc -z -w 5 ${RELEASE}-postgres 5432 && echo "${RELEASE}-postgres:5432 accepts connections"`,
+          ],
+        },
+      });
+      await j.expectSucceeded(op, 'JobSucceeded');
+      expect(op.status?.conditions?.find((c) => c.type === 'Succeeded')?.message).toContain(
+        '5432 accepts connections',
+      );
+    },
+  );
+
+  step('Runbook (runbook.workflow): an Argo Workflow runs VACUUM ANALYZE in the database', async () => {
+    await prepareDayTwo(j, NAMESPACE, RELEASE);
+    const analyzed =
+      "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'pgbench_accounts' AND last_analyze IS NOT NULL";
+    expect(await db.psql(analyzed)).toBe('0');
+    const op = await runOperation(j, NAMESPACE, 'analyze', {
+      type: 'Runbook',
+      engine: 'workflow',
+      targetRef: { name: RELEASE },
+      parameters: {
+        workflowTemplateRef: { name: ANALYZE_TEMPLATE },
+        serviceAccountName: RUNNER_SERVICE_ACCOUNT,
+      },
+    });
+    await j.expectSucceeded(op, 'WorkflowSucceeded');
+    expect(await db.psql(analyzed)).toBe('1');
+  });
+
+  step(
+    "Migration (migration.helmHookJob): the release's own pre-upgrade hook runs again: nothing left to migrate",
+    async () => {
+      const op = await runOperation(j, NAMESPACE, 'migrate', {
+        type: 'Migration',
+        engine: 'helmHookJob',
+        targetRef: { name: RELEASE },
+      });
+      await j.expectSucceeded(op, 'HelmHookJobSucceeded');
+      expect(op.status?.conditions?.find((c) => c.type === 'Succeeded')?.message).toContain('schema 2');
+      expect(await db.state()).toEqual(before);
+    },
+  );
+
+  step(
+    'VolSync (backup.volsync, restore.volsync): a restic backup, a row added, the database stopped and its data directory lost, restored: the rows of the backup',
+    async () => {
+      const backup = await runOperation(j, NAMESPACE, 'restic-backup', {
+        type: 'Backup',
+        engine: 'volsync',
+        targetRef: { name: RELEASE },
+        // Snapshot: the mover copies a CSI snapshot of the volume, not the files a running server writes.
+        parameters: { repository: RESTIC_SECRET, copyMethod: 'Snapshot' },
+      });
+      await j.expectSucceeded(backup, 'VolSyncSyncCompleted');
+      await db.psql(
+        "INSERT INTO accounts_audit (aid, delta, reason) VALUES (1, 5, 'after the restic backup')",
+      );
+      expect(await db.psql('SELECT count(*) FROM accounts_audit')).toBe('1');
+      await scaleDatabase(j, NAMESPACE, RELEASE, 0);
+      // The disk is lost: the data directory is gone from the volume.
+      await runWithVolume(j.node, NAMESPACE, pvcOf(RELEASE), 'rm -rf /data/pgdata && ls -A /data');
+      const restore = await runOperation(j, NAMESPACE, 'restic-restore', {
+        type: 'Restore',
+        engine: 'volsync',
+        targetRef: { name: RELEASE },
+        parameters: { repository: RESTIC_SECRET },
+        policy: { requireReady: false },
+      });
+      await j.expectSucceeded(restore, 'VolSyncSyncCompleted');
+      await scaleDatabase(j, NAMESPACE, RELEASE, 1);
+      await db.ready();
+      expect(await db.psql('SELECT count(*) FROM accounts_audit')).toBe('0');
+      const now = await db.state();
+      say(`volsync: restored: ${showState(now)}`);
+      expect(now).toEqual(before);
+    },
+  );
+
+  step(
     'a: a CronOperation takes a velero backup; its quiesce hook runs CHECKPOINT in the database first',
     async () => {
       const checkpoints = await db.checkpointsRequested();
@@ -119,20 +268,50 @@ describe('production shape: PostgreSQL through a real disaster, every Operation 
   );
 
   step(
-    'a: a CronOperation takes a snapshot backup: a readyToUse VolumeSnapshot of the database volume',
+    '4: a CronOperation with successfulHistoryLimit 1 takes 4 snapshot backups: its history keeps 1 Operation, all 4 VolumeSnapshots remain and each restores its own rows',
     async () => {
-      const op = await j.cronRun(NAMESPACE, 'snapshot-hourly', {
-        type: 'Backup',
-        engine: 'snapshot',
-        targetRef: { name: RELEASE },
-      });
-      j.expectSucceeded(op, 'VolumeSnapshotReadyToUse');
-      const snaps = await j.volumeSnapshots(NAMESPACE);
+      const snapshots: string[] = [];
+      for (let k = 1; k <= 4; k++) {
+        // Each backup holds one more audit row than the one before: k rows in backup k.
+        await db.psql(
+          `INSERT INTO accounts_audit (aid, delta, reason) VALUES (${k}, ${k}, 'before snapshot backup ${k}')`,
+        );
+        const op = await j.cronRun(
+          NAMESPACE,
+          'snapshots',
+          { type: 'Backup', engine: 'snapshot', targetRef: { name: RELEASE } },
+          { successfulHistoryLimit: 1 },
+        );
+        await j.expectSucceeded(op, 'VolumeSnapshotReadyToUse');
+        const mine = (await j.volumeSnapshots(NAMESPACE)).filter((s) => s.operation === op.metadata?.name);
+        expect(mine.map((s) => s.pvc)).toEqual([pvcOf(RELEASE)]);
+        snapshots.push(mine[0]?.name ?? '');
+      }
+      const left = await j.cronOperations(NAMESPACE, 'snapshots');
+      const all = await j.volumeSnapshots(NAMESPACE);
       say(
-        `a: VolumeSnapshots: ${snaps.map((s) => `${s.name} of ${s.pvc} readyToUse=${s.readyToUse}`).join(', ')}`,
+        `4: Operations of the CronOperation left: ${left.map((o) => o.metadata?.name).join(', ')}; VolumeSnapshots: ${all.map((s) => `${s.name} (readyToUse ${s.readyToUse}, owners ${s.owners})`).join(', ')}`,
       );
-      expect(snaps.filter((s) => s.pvc === pvcOf(RELEASE) && s.readyToUse).length).toBeGreaterThan(0);
-      // The same rows as before the backups.
+      expect(left).toHaveLength(1);
+      for (const name of snapshots)
+        expect(all.find((s) => s.name === name)).toMatchObject({ readyToUse: true, owners: 0 });
+      const restored = await Promise.all(
+        snapshots.map((s) => serveSnapshot(j, NAMESPACE, s, CSI_STORAGE_CLASS)),
+      );
+      try {
+        const rows = await Promise.all(
+          restored.map(async (pod) => {
+            const copy = new Database(j.node.kc, j.node.client, NAMESPACE, RELEASE, pod);
+            await copy.ready();
+            return Number(await copy.psql('SELECT count(*) FROM accounts_audit'));
+          }),
+        );
+        say(`4: audit rows in the servers restored from the 4 snapshots: ${rows.join(', ')}`);
+        expect(rows).toEqual([1, 2, 3, 4]);
+      } finally {
+        for (const pod of restored) await cleanupRestored(j, NAMESPACE, pod);
+      }
+      await db.psql('DELETE FROM accounts_audit');
       expect(await db.state()).toEqual(before);
     },
   );
