@@ -74,11 +74,11 @@ engines_ready() {
   fi
   grep -E 'built$' "$ENGINES_LOG" || true
 }
-KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**' --exclude 'test/e2e/engines/**' --exclude 'test/e2e/production/**')
+KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**' --exclude 'test/e2e/engines/**')
 # The real node's own journeys need only the node's tools (the tools stage built them); the engines'
 # journeys wait for the engines' build.
 NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/real-node/killed-run.test.ts)
-ENGINES_E2E=(--project e2e test/e2e/engines/ test/e2e/production/)
+ENGINES_E2E=(--project e2e test/e2e/engines/)
 
 hack/lib/temp-leaks.sh snapshot "$OUT/tmp-before.txt"
 run_vitest unit --project unit

@@ -1,0 +1,338 @@
+// Production shape (issue 22, docs/production.md): a real PostgreSQL through a real disaster, on the
+// engines' node (engines.test.ts runs it last), with every Operation reconciled by the operator pod that
+// OLM installed from the catalog image, on the RBAC OLM granted it and the profiles bound as
+// docs/security/rbac.md says. Nothing in this process
+// reconciles: it acts as the platform team (installs, namespace RBAC) and as the application's owner
+// (helm install, Operations), and checks each step by what the database answers.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresImage } from '../../../hack/images/apps/postgres.ts';
+import { pushBuilt } from '../../../hack/images/build.ts';
+import { Database, type DbState, pvcOf, showState } from '../../../hack/lib/apps/postgres.ts';
+import { STORAGE_CLASS as CSI_STORAGE_CLASS } from '../../../hack/lib/engines/csi.ts';
+import { POSTGRES_VERSIONS, RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
+import type { RealNode } from '../../../hack/lib/real-node.ts';
+import { keepInTestResults } from '../../support/kept.ts';
+import { runWithVolume } from '../engines/pods.ts';
+import {
+  ANALYZE_TEMPLATE,
+  cleanupRestored,
+  prepareDayTwo,
+  RESTIC_SECRET,
+  runOperation,
+  scaleDatabase,
+  serveSnapshot,
+} from './day-two.ts';
+import { Journey } from './journey.ts';
+import { installPlatform, type Platform, prepareNamespace } from './platform.ts';
+
+const RELEASE = 'db';
+const NAMESPACE = 'shop';
+
+/** The production journey on the node `theNode()` returns once the shared beforeAll has started it. */
+export function productionJourney(theNode: () => RealNode, say: (m: string) => void): void {
+  describe('production shape: PostgreSQL through a real disaster, every Operation by the OLM-installed operator', () => {
+    let node: RealNode | undefined;
+    let platform: Platform | undefined;
+    let workdir = '';
+    let failed = false;
+    let j: Journey;
+    let db: Database;
+    let before: DbState;
+
+    beforeAll(async () => {
+      workdir = await mkdtemp(join(tmpdir(), 'vws-e2e-production-'));
+      node = theNode();
+      platform = await installPlatform(node, workdir, say);
+      j = new Journey(node, platform, say);
+      const image = postgresImage(node.registryPrefix);
+      pushBuilt(image, workdir);
+      say(`PostgreSQL image ${image.ref}`);
+      j.postgresImage = image.ref;
+    }, 1_800_000);
+
+    afterAll(async () => {
+      await platform?.stop();
+      if (!workdir) return;
+      if (failed) say(`work directory kept: ${await keepInTestResults(workdir)}`);
+      else await rm(workdir, { recursive: true, force: true });
+    });
+
+    const step = (name: string, fn: () => Promise<void>, timeoutMs = 600_000) =>
+      it(
+        name,
+        async () => {
+          if (failed) throw new Error('not run: an earlier step of this journey failed');
+          try {
+            await fn();
+          } catch (err) {
+            failed = true;
+            throw new Error(`${err instanceof Error ? err.message : String(err)}\n${await j?.report()}`);
+          }
+        },
+        timeoutMs,
+      );
+
+    step(
+      `a: PostgreSQL from Debian's packages, installed by helm (chart ${POSTGRES_VERSIONS.a.version}), loaded by pgbench`,
+      async () => {
+        await prepareNamespace(j.node, NAMESPACE);
+        await j.installRelease(NAMESPACE, RELEASE, CSI_STORAGE_CLASS);
+        db = j.database(NAMESPACE, RELEASE);
+        await db.ready();
+        const version = await db.psql('SELECT version()');
+        say(`a: ${version}`);
+        expect(version).toMatch(/^PostgreSQL 15\.\d+ \(Debian 15\.\d+-\d/);
+        const out = await db.load(1, 200);
+        say(
+          `a: pgbench: ${out
+            .split('\n')
+            .filter((l) => /tps|transactions actually processed|done in/.test(l))
+            .join(' | ')}`,
+        );
+        before = await db.state();
+        say(`a: ${showState(before)}`);
+        expect(before).toMatchObject({
+          accounts: 100_000,
+          branches: 1,
+          tellers: 10,
+          history: 400,
+          schema: 1,
+        });
+        const status = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`a: helm status: ${JSON.stringify(status)}`);
+        expect(status).toMatchObject({
+          revision: 1,
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.a.version}`,
+        });
+        await j.createInstance(NAMESPACE, RELEASE);
+        await j.instanceReady(NAMESPACE, RELEASE, 1);
+      },
+    );
+
+    step(
+      `f: Upgrade to ${POSTGRES_VERSIONS.b.version}: helm runs the chart's migration hook on the real release; schema 2, the same rows`,
+      async () => {
+        const op = await runOperation(j, NAMESPACE, 'upgrade-to-b', {
+          type: 'Upgrade',
+          engine: 'helm',
+          targetRef: { name: RELEASE },
+          parameters: { version: POSTGRES_VERSIONS.b.version },
+        });
+        await j.expectSucceeded(op, 'HelmUpgradeSucceeded');
+        const status = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`f: helm status: ${JSON.stringify(status)}`);
+        expect(status).toEqual({
+          revision: 2,
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.b.version}`,
+        });
+        const now = await db.state();
+        say(`f: ${showState(now)}`);
+        expect(now).toEqual({ ...before, schema: 2 });
+        expect(
+          await db.psql(
+            "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'accounts_audit'",
+          ),
+        ).toBe('id,aid,delta,at,reason');
+        before = now;
+        await j.instanceReady(NAMESPACE, RELEASE, 2);
+      },
+    );
+
+    step(
+      `f: a failing Upgrade (${POSTGRES_VERSIONS.refused.version}: its hook refuses) is rolled back: Failed, the previous chart deployed, the same rows`,
+      async () => {
+        const op = await runOperation(j, NAMESPACE, 'upgrade-refused', {
+          type: 'Upgrade',
+          engine: 'helm',
+          targetRef: { name: RELEASE },
+          parameters: { version: POSTGRES_VERSIONS.refused.version },
+        });
+        await j.expectReconciledByThePod(op, 'Failed', 'HelmUpgradeFailed');
+        const message = op.status?.conditions?.find((c) => c.type === 'Succeeded')?.message ?? '';
+        expect(message).toContain('rolled back');
+        const status = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`f: helm status after the failed upgrade: ${JSON.stringify(status)}`);
+        expect(status).toMatchObject({
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.b.version}`,
+        });
+        expect(await db.state()).toEqual(before);
+      },
+    );
+
+    step(
+      'RunCommand (runCommand.job): a Job of the allowlisted busybox reaches the database through its Service',
+      async () => {
+        const op = await runOperation(j, NAMESPACE, 'reach-db', {
+          type: 'RunCommand',
+          engine: 'job',
+          targetRef: { name: RELEASE },
+          parameters: {
+            image: 'docker.io/library/busybox:1.37.0',
+            command: [
+              'sh',
+              '-c',
+              `nc -z -w 5 ${RELEASE}-postgres 5432 && echo "${RELEASE}-postgres:5432 accepts connections"`,
+            ],
+          },
+        });
+        await j.expectSucceeded(op, 'JobSucceeded');
+        expect(op.status?.conditions?.find((c) => c.type === 'Succeeded')?.message).toContain(
+          '5432 accepts connections',
+        );
+      },
+    );
+
+    step('Runbook (runbook.workflow): an Argo Workflow runs VACUUM ANALYZE in the database', async () => {
+      await prepareDayTwo(j, NAMESPACE, RELEASE);
+      const analyzed =
+        "SELECT count(*) FROM pg_stat_user_tables WHERE relname = 'pgbench_accounts' AND last_analyze IS NOT NULL";
+      expect(await db.psql(analyzed)).toBe('0');
+      const op = await runOperation(j, NAMESPACE, 'analyze', {
+        type: 'Runbook',
+        engine: 'workflow',
+        targetRef: { name: RELEASE },
+        parameters: {
+          workflowTemplateRef: { name: ANALYZE_TEMPLATE },
+          serviceAccountName: RUNNER_SERVICE_ACCOUNT,
+        },
+      });
+      await j.expectSucceeded(op, 'WorkflowSucceeded');
+      expect(await db.psql(analyzed)).toBe('1');
+    });
+
+    step(
+      "Migration (migration.helmHookJob): the release's own pre-upgrade hook runs again: nothing left to migrate",
+      async () => {
+        const op = await runOperation(j, NAMESPACE, 'migrate', {
+          type: 'Migration',
+          engine: 'helmHookJob',
+          targetRef: { name: RELEASE },
+        });
+        await j.expectSucceeded(op, 'HelmHookJobSucceeded');
+        expect(op.status?.conditions?.find((c) => c.type === 'Succeeded')?.message).toContain('schema 2');
+        expect(await db.state()).toEqual(before);
+      },
+    );
+
+    step(
+      'VolSync (backup.volsync, restore.volsync): a restic backup, a row added, the database stopped and its data directory lost, restored: the rows of the backup',
+      async () => {
+        const backup = await runOperation(j, NAMESPACE, 'restic-backup', {
+          type: 'Backup',
+          engine: 'volsync',
+          targetRef: { name: RELEASE },
+          // Snapshot: the mover copies a CSI snapshot of the volume, not the files a running server writes.
+          parameters: { repository: RESTIC_SECRET, copyMethod: 'Snapshot' },
+        });
+        await j.expectSucceeded(backup, 'VolSyncSyncCompleted');
+        await db.psql(
+          "INSERT INTO accounts_audit (aid, delta, reason) VALUES (1, 5, 'after the restic backup')",
+        );
+        expect(await db.psql('SELECT count(*) FROM accounts_audit')).toBe('1');
+        await scaleDatabase(j, NAMESPACE, RELEASE, 0);
+        // The disk is lost: the data directory is gone from the volume.
+        await runWithVolume(j.node, NAMESPACE, pvcOf(RELEASE), 'rm -rf /data/pgdata && ls -A /data');
+        const restore = await runOperation(j, NAMESPACE, 'restic-restore', {
+          type: 'Restore',
+          engine: 'volsync',
+          targetRef: { name: RELEASE },
+          parameters: { repository: RESTIC_SECRET },
+          policy: { requireReady: false },
+        });
+        await j.expectSucceeded(restore, 'VolSyncSyncCompleted');
+        await scaleDatabase(j, NAMESPACE, RELEASE, 1);
+        await db.ready();
+        expect(await db.psql('SELECT count(*) FROM accounts_audit')).toBe('0');
+        const now = await db.state();
+        say(`volsync: restored: ${showState(now)}`);
+        expect(now).toEqual(before);
+      },
+    );
+
+    step(
+      'a: a CronOperation takes a velero backup; its quiesce hook runs CHECKPOINT in the database first',
+      async () => {
+        const checkpoints = await db.checkpointsRequested();
+        const op = await j.cronRun(NAMESPACE, 'velero-nightly', {
+          type: 'Backup',
+          engine: 'velero',
+          targetRef: { name: RELEASE },
+          parameters: { quiesce: 'exec', defaultVolumesToFsBackup: true },
+        });
+        j.expectSucceeded(op, 'VeleroBackupCompleted');
+        const backup = String(op.status?.outputs?.backupName ?? '');
+        await j.expectVeleroBackupOfTheVolume(backup, NAMESPACE);
+        const after = await db.checkpointsRequested();
+        say(`a: pg_stat_bgwriter.checkpoints_req ${checkpoints} → ${after} (the quiesce hook's CHECKPOINT)`);
+        expect(after).toBeGreaterThan(checkpoints);
+        j.veleroBackup = backup;
+      },
+    );
+
+    step(
+      '4: a CronOperation with successfulHistoryLimit 1 takes 4 snapshot backups: its history keeps 1 Operation, all 4 VolumeSnapshots remain and each restores its own rows',
+      async () => {
+        const snapshots: string[] = [];
+        for (let k = 1; k <= 4; k++) {
+          // Each backup holds one more audit row than the one before: k rows in backup k.
+          await db.psql(
+            `INSERT INTO accounts_audit (aid, delta, reason) VALUES (${k}, ${k}, 'before snapshot backup ${k}')`,
+          );
+          const op = await j.cronRun(
+            NAMESPACE,
+            'snapshots',
+            { type: 'Backup', engine: 'snapshot', targetRef: { name: RELEASE } },
+            { successfulHistoryLimit: 1 },
+          );
+          await j.expectSucceeded(op, 'VolumeSnapshotReadyToUse');
+          const mine = (await j.volumeSnapshots(NAMESPACE)).filter((s) => s.operation === op.metadata?.name);
+          expect(mine.map((s) => s.pvc)).toEqual([pvcOf(RELEASE)]);
+          snapshots.push(mine[0]?.name ?? '');
+        }
+        const left = await j.cronOperations(NAMESPACE, 'snapshots');
+        const all = await j.volumeSnapshots(NAMESPACE);
+        say(
+          `4: Operations of the CronOperation left: ${left.map((o) => o.metadata?.name).join(', ')}; VolumeSnapshots: ${all.map((s) => `${s.name} (readyToUse ${s.readyToUse}, owners ${s.owners})`).join(', ')}`,
+        );
+        expect(left).toHaveLength(1);
+        for (const name of snapshots)
+          expect(all.find((s) => s.name === name)).toMatchObject({ readyToUse: true, owners: 0 });
+        const restored = await Promise.all(
+          snapshots.map((s) => serveSnapshot(j, NAMESPACE, s, CSI_STORAGE_CLASS)),
+        );
+        try {
+          const rows = await Promise.all(
+            restored.map(async (pod) => {
+              const copy = new Database(j.node.kc, j.node.client, NAMESPACE, RELEASE, pod);
+              await copy.ready();
+              return Number(await copy.psql('SELECT count(*) FROM accounts_audit'));
+            }),
+          );
+          say(`4: audit rows in the servers restored from the 4 snapshots: ${rows.join(', ')}`);
+          expect(rows).toEqual([1, 2, 3, 4]);
+        } finally {
+          for (const pod of restored) await cleanupRestored(j, NAMESPACE, pod);
+        }
+        await db.psql('DELETE FROM accounts_audit');
+        expect(await db.state()).toEqual(before);
+      },
+    );
+
+    step(
+      'b: disaster: the whole namespace is deleted, the release record, the instance and its Operations with it',
+      async () => {
+        const gone = await j.deleteNamespace(NAMESPACE);
+        say(`b: namespace ${NAMESPACE} deleted with ${gone}`);
+        expect(await j.helmStatus(NAMESPACE, RELEASE).catch((e: Error) => e.message)).toMatch(
+          /release: not found/,
+        );
+      },
+    );
+  });
+}
