@@ -92,25 +92,28 @@ export class Journey {
     ]);
   }
 
+  /** What helm knows of the release (`helm get metadata`: the release record's revision, status, chart). */
   async helmStatus(namespace: string, release: string): Promise<HelmStatus> {
     const { stdout } = await helm(this.node.kubeconfigPath, [
-      'status',
+      'get',
+      'metadata',
       release,
       '-n',
       namespace,
       '-o',
       'json',
     ]);
-    const s = JSON.parse(stdout) as {
-      version: number;
-      info: { status: string };
-      chart: { metadata: { name: string; version: string } };
-    };
-    return {
-      revision: s.version,
-      status: s.info.status,
-      chart: `${s.chart.metadata.name}-${s.chart.metadata.version}`,
-    };
+    const m = JSON.parse(stdout) as { revision: number; status: string; chart: string; version: string };
+    return { revision: m.revision, status: m.status, chart: `${m.chart}-${m.version}` };
+  }
+
+  /** `helm status`'s own summary lines (STATUS, REVISION), as a person reads them. */
+  async helmStatusText(namespace: string, release: string): Promise<string> {
+    const { stdout } = await helm(this.node.kubeconfigPath, ['status', release, '-n', namespace]);
+    return stdout
+      .split('\n')
+      .filter((l) => /^(NAME|NAMESPACE|STATUS|REVISION):/.test(l))
+      .join(', ');
   }
 
   /** The ApplicationInstance as the platform team describes the release (Push mode). */

@@ -69,7 +69,12 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
             await fn();
           } catch (err) {
             failed = true;
-            throw new Error(`${err instanceof Error ? err.message : String(err)}\n${await j?.report()}`);
+            const report = await j?.report().catch((e: Error) => `(no report: ${e.message})`);
+            if (err instanceof Error) {
+              err.message = `${err.message}\n${report}`;
+              throw err;
+            }
+            throw new Error(`${String(err)}\n${report}`);
           }
         },
         timeoutMs,
@@ -102,7 +107,7 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
           schema: 1,
         });
         const status = await j.helmStatus(NAMESPACE, RELEASE);
-        say(`a: helm status: ${JSON.stringify(status)}`);
+        say(`a: helm status: ${await j.helmStatusText(NAMESPACE, RELEASE)}`);
         expect(status).toMatchObject({
           revision: 1,
           status: 'deployed',
@@ -329,7 +334,7 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
       async () => {
         const gone = await j.deleteNamespace(NAMESPACE);
         say(`b: namespace ${NAMESPACE} deleted with ${gone}`);
-        expect(await j.helmStatus(NAMESPACE, RELEASE).catch((e: Error) => e.message)).toMatch(
+        expect(await j.helmStatusText(NAMESPACE, RELEASE).catch((e: Error) => e.message)).toMatch(
           /release: not found/,
         );
       },
