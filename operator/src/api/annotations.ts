@@ -96,6 +96,11 @@ export const ANNOTATION_PVC = `${OPS_GROUP}/pvc`;
 export const ANNOTATION_HELM_HOOK = `${OPS_GROUP}/helm-hook`;
 /** On helmHookJob children made from a Helm hook: `<step>/<steps>`, the place in the hook-weight order. */
 export const ANNOTATION_HELM_HOOK_STEP = `${OPS_GROUP}/helm-hook-step`;
+/**
+ * On the rollback Job a helm Upgrade carries beside its runner (suspended until needed): the revision it
+ * rolls the release back to, the newest one deployed when the Upgrade started.
+ */
+export const ANNOTATION_HELM_ROLLBACK_REVISION = `${OPS_GROUP}/helm-rollback-revision`;
 /** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */
 export const LABEL_QUIESCE = `${OPS_GROUP}/quiesce`;
 /** On every generated RBAC profile ClusterRole: the profile id. */

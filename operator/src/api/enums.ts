@@ -70,7 +70,7 @@ export const TYPE_CAPABILITY_VERB: Readonly<Record<OperationType, CapabilityVerb
 
 /**
  * The Operation types each engine can physically carry out (the child it creates decides): Velero and
- * VolSync back up and restore, a CSI snapshot only backs up, Helm only upgrades, a chart hook Job only
+ * VolSync back up and restore, so does a CSI snapshot (a claim recreated from it), Helm only upgrades, a chart hook Job only
  * migrates. Argo Workflows and plain Jobs run arbitrary steps, so catalog templates may use them for any
  * type. Enforced by CEL on Operation, CronOperation and WatchOperation, and by the catalog loader.
  */
@@ -81,7 +81,7 @@ export const ENGINE_TYPES: Readonly<Record<Engine, readonly OperationType[]>> = 
   helm: ['Upgrade'],
   helmHookJob: ['Migration'],
   volsync: ['Backup', 'Restore'],
-  snapshot: ['Backup'],
+  snapshot: ['Backup', 'Restore'],
 };
 
 export function engineSupportsType(engine: Engine, type: OperationType): boolean {
@@ -126,5 +126,6 @@ export const RBAC_PROFILES = [
   'backup.volsync',
   'restore.volsync',
   'backup.snapshot',
+  'restore.snapshot',
 ] as const;
 export type BuiltinRbacProfile = (typeof RBAC_PROFILES)[number];

@@ -97,6 +97,10 @@ export const REASONS = {
     'False',
     "(added) the velero.io Backup to restore does not exist or was not made for the Operation's namespace",
   ),
+  BackupNotFound: accepted(
+    'False',
+    '(added) a Restore found no backup to restore: no complete snapshot Backup of the instance, or no velero Backup of it from the source namespace',
+  ),
   EngineNotInstalled: accepted(
     'False',
     "(added) the engine's child kinds are not served (e.g. Velero's CRDs are missing); waits, then fails",
@@ -145,13 +149,34 @@ export const REASONS = {
   JobFailed: done('False', 'batch Job Failed'),
   HelmUpgradeInProgress: progress('helm runner Job active'),
   HelmUpgradeSucceeded: done('True', 'helm runner Job Complete'),
-  HelmUpgradeFailed: done('False', 'helm runner Job Failed (helm --atomic rolled back)'),
+  HelmUpgradeFailed: done(
+    'False',
+    "helm runner Job Failed, or stopped by cancel or the deadline; the release is back on the revision it started from (helm --atomic, else the Operation's rollback Job)",
+  ),
+  HelmRollbackInProgress: progress(
+    "(added) the helm runner was stopped with the release left pending or failed: the Upgrade's rollback Job runs `helm rollback` to the revision it started from",
+  ),
+  HelmRollbackFailed: done(
+    'False',
+    '(added) the rollback Job failed too: the release may still be pending; the message says which `helm rollback` to run',
+  ),
   HelmHookJobRunning: progress('(added) chart migration hook Job active'),
   HelmHookJobSucceeded: done('True', 'chart migration hook Job Complete'),
   HelmHookJobFailed: done('False', 'chart migration hook Job Failed'),
   VolumeSnapshotInProgress: progress('(added) some VolumeSnapshot not readyToUse yet'),
   VolumeSnapshotReadyToUse: done('True', 'every VolumeSnapshot readyToUse'),
   VolumeSnapshotFailed: done('False', 'a VolumeSnapshot reports an error'),
+  VolumeSnapshotRestoreInProgress: progress(
+    '(added) snapshot Restore: scaling the workloads down, replacing the claims from their VolumeSnapshots, scaling back',
+  ),
+  VolumeSnapshotRestored: done(
+    'True',
+    '(added) every claim recreated from its VolumeSnapshot, Bound, workloads ready',
+  ),
+  VolumeSnapshotRestoreFailed: done(
+    'False',
+    '(added) snapshot Restore stopped before any claim was replaced; the workloads were scaled back',
+  ),
   VolSyncSyncInProgress: progress('a ReplicationSource/Destination has not finished the manual sync'),
   VolSyncSyncCompleted: done('True', 'every ReplicationSource/Destination lastManualSync matches'),
   VolSyncSyncFailed: done('False', '(added) a ReplicationSource/Destination reports a failed sync'),

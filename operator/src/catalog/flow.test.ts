@@ -53,7 +53,7 @@ describe('template flow', () => {
         },
         parametersFrom: [{ latest: { type: 'Backup' }, outputs: [{ output: 'x', parameter: 'nope' }] }],
       }),
-      aTemplate({ name: 'd', dependencies: [{ type: 'Restore', engine: 'snapshot' }] }),
+      aTemplate({ name: 'd', dependencies: [{ type: 'Upgrade', engine: 'snapshot' }] }),
       aTemplate({ name: 'e', dependencies: [{ type: 'Backup', maxAge: '0s' }] }),
       aTemplate({
         name: 'ok',
@@ -84,7 +84,7 @@ describe('template flow', () => {
         'templates[2].parametersFrom[0].outputs[0]',
         expect.stringContaining('inputSchema has no parameter nope'),
       ],
-      ['templates[3].dependencies[0].engine', expect.stringContaining('engine snapshot never runs Restore')],
+      ['templates[3].dependencies[0].engine', expect.stringContaining('engine snapshot never runs Upgrade')],
       [
         'templates[4].dependencies[0].maxAge',
         expect.stringContaining('duration "0s" must be greater than zero'),

@@ -68,7 +68,7 @@ describe('parseCatalog', () => {
       catalogConfigMap('base', {
         templates: [
           aTemplate({ name: 'good' }),
-          aTemplate({ name: 'wrong-pair', type: 'Restore', engine: 'snapshot' }),
+          aTemplate({ name: 'wrong-pair', type: 'Upgrade', engine: 'snapshot' }),
           aTemplate({
             name: 'bad-schema',
             inputSchema: { type: 'object', properties: { x: { type: 'strin' } } },
@@ -98,7 +98,7 @@ describe('parseCatalog', () => {
     expect(problems.map((p) => [p.path, p.message])).toEqual([
       [
         'templates[1].engine',
-        'template (wrong-pair) skipped: engine snapshot cannot run Restore; it runs Backup',
+        'template (wrong-pair) skipped: engine snapshot cannot run Upgrade; it runs Backup, Restore',
       ],
       [
         'templates[2].inputSchema',

@@ -17,12 +17,13 @@ const fieldErrors = (name: string, params: unknown) => {
 };
 
 describe('built-in templates', () => {
-  it('are the nine of the design, with unique names', () => {
+  it('are the nine of the design and the snapshot restore, with unique names', () => {
     expect(BUILTIN_TEMPLATES.map((t) => `${t.type}/${t.engine}`).sort()).toEqual([
       'Backup/snapshot',
       'Backup/velero',
       'Backup/volsync',
       'Migration/helmHookJob',
+      'Restore/snapshot',
       'Restore/velero',
       'Restore/volsync',
       'RunCommand/job',

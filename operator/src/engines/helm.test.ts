@@ -1,18 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { helmAdapter } from './helm.ts';
 import { anInput, type InstanceOptions, jobCondition, materialized, withStatus } from './testing.ts';
+import type { HelmReleaseState } from './types.ts';
 
 const HELM =
   'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000';
 const input = (
-  o: { instance?: InstanceOptions; helmImage?: string | null; parameters?: Record<string, unknown> } = {},
+  o: {
+    instance?: InstanceOptions;
+    helmImage?: string | null;
+    parameters?: Record<string, unknown>;
+    release?: HelmReleaseState;
+  } = {},
 ) =>
   anInput({
     name: 'upgrade-6-7',
     type: 'Upgrade',
     engine: 'helm',
     parameters: o.parameters ?? { version: '6.7.0' },
-    env: o.helmImage === null ? {} : { helmImage: o.helmImage ?? HELM },
+    env: {
+      ...(o.helmImage === null ? {} : { helmImage: o.helmImage ?? HELM }),
+      ...(o.release ? { helmRelease: o.release } : {}),
+    },
     ...(o.instance ? { instance: o.instance } : {}),
   });
 
@@ -43,6 +52,62 @@ describe('helm materialize', () => {
       '--namespace',
       'team-a',
     ]);
+  });
+
+  it('gives helm its --timeout and a minute after SIGTERM: stopped, it rolls the release back before it exits', () => {
+    const pod = (i = input()) => {
+      const [job] = materialized(helmAdapter.materialize(i));
+      return (job?.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    };
+    expect(pod().terminationGracePeriodSeconds).toBe(660);
+    expect(
+      pod(input({ parameters: { version: '6.7.0', timeout: '1h30m' } })).terminationGracePeriodSeconds,
+    ).toBe(5460);
+  });
+
+  it('carries a suspended rollback Job to the newest deployed revision, as the same runner', () => {
+    const [upgrade, rollback, ...more] = materialized(
+      helmAdapter.materialize(input({ release: { revision: 7, status: 'deployed', lastDeployed: 7 } })),
+    );
+    expect(more).toEqual([]);
+    expect(rollback).toMatchObject({
+      kind: 'Job',
+      metadata: { annotations: { 'ops.vworkspace.io/helm-rollback-revision': '7' } },
+      spec: {
+        suspend: true,
+        template: {
+          spec: {
+            serviceAccountName: 'vworkspace-runner',
+            containers: [
+              {
+                name: 'helm',
+                image: HELM,
+                command: ['helm'],
+                args: [
+                  'rollback',
+                  'nextcloud-team-a',
+                  '7',
+                  '--wait',
+                  '--timeout',
+                  '10m',
+                  '--namespace',
+                  'team-a',
+                ],
+              },
+            ],
+          },
+        },
+      },
+    });
+    expect(rollback?.metadata.name).not.toBe(upgrade?.metadata.name);
+    expect(upgrade?.spec).not.toHaveProperty('suspend');
+  });
+
+  it('has no rollback Job for a release that was never deployed (nothing to go back to)', () => {
+    const children = materialized(
+      helmAdapter.materialize(input({ release: { revision: 1, status: 'failed' } })),
+    );
+    expect(children).toHaveLength(1);
   });
 
   it('passes parameters.values as one --set-json per top-level key, sorted, before --namespace', () => {

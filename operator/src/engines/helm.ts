@@ -2,11 +2,22 @@
 // parameters.version, as the runner ServiceAccount the namespace admin binds (never the operator's).
 // The release keeps the values set before (--reset-then-reuse-values: the new chart's defaults, then the
 // release's own values, then parameters.values); the reconciler reads the helm container's exit code and
-// log tail, so a failed upgrade's condition carries helm's own error.
+// log tail, so a failed upgrade's condition carries helm's own error. Beside it, a suspended rollback Job
+// puts the release back when the runner is stopped or dies mid-upgrade (helm-rollback.ts).
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { ANNOTATION_HELM_ROLLBACK_REVISION } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT, VALUES_KEY_PATTERN } from '../catalog/templates/fragments.ts';
+import { parsePositiveDuration } from '../schedule/duration.ts';
 import { refuseUngranted } from './grants.ts';
+import {
+  cancelRollback,
+  isRollbackJob,
+  observeRollback,
+  ROLLBACK_JOB_SUFFIX,
+  rollbackArgs,
+  STOP_GRACE_MARGIN_SECONDS,
+} from './helm-rollback.ts';
 import { releaseOf } from './names.ts';
 import { isRecord, str } from './object.ts';
 import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
@@ -79,6 +90,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const values = valuesArgs(parameters.values);
   if ('error' in values) return { ok: false, reason: 'InvalidParameters', message: values.error };
   const release = releaseOf(target);
+  const timeout = str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT;
   const args = [
     'upgrade',
     release.name,
@@ -88,7 +100,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
     '--atomic',
     '--wait',
     '--timeout',
-    str(parameters.timeout) ?? DEFAULT_HELM_TIMEOUT,
+    timeout,
     // Not --reuse-values: that renders the new chart with the OLD chart's defaults (helm replaces
     // chart.Values), so a value the new version adds or changes would be missing.
     '--reset-then-reuse-values',
@@ -96,7 +108,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
     '--namespace',
     release.namespace,
   ];
-  const job = runnerJob({
+  const runner = {
     op,
     template,
     env,
@@ -104,7 +116,6 @@ function materialize(input: MaterializeInput): MaterializeResult {
     containerName: HELM_CONTAINER,
     image: env.helmImage,
     command: ['helm'],
-    args,
     serviceAccountName: str(parameters.serviceAccountName) ?? DEFAULT_RUNNER_SERVICE_ACCOUNT,
     // helm writes its cache, config and registry credentials under these; /tmp is the writable path.
     containerEnv: [
@@ -112,8 +123,22 @@ function materialize(input: MaterializeInput): MaterializeResult {
       { name: 'HELM_CONFIG_HOME', value: '/tmp/helm/config' },
       { name: 'HELM_DATA_HOME', value: '/tmp/helm/data' },
     ],
+  };
+  // Stopped (cancel, deadline), helm rolls the release back before it exits: give it its --timeout.
+  const waits = parsePositiveDuration(timeout);
+  const grace = (waits.ok ? Math.ceil(waits.ms / 1000) : 0) + STOP_GRACE_MARGIN_SECONDS;
+  const job = runnerJob({ ...runner, args, terminationGracePeriodSeconds: grace });
+  // The rollback needs a revision to go back to: the newest deployed one (none: nothing to return to).
+  const back = env.helmRelease?.lastDeployed;
+  if (back === undefined) return { ok: true, children: [job] };
+  const rollback = runnerJob({
+    ...runner,
+    args: rollbackArgs(release.name, back, timeout, release.namespace),
+    nameSuffix: ROLLBACK_JOB_SUFFIX,
+    suspend: true,
+    annotations: { [ANNOTATION_HELM_ROLLBACK_REVISION]: String(back) },
   });
-  return { ok: true, children: [job] };
+  return { ok: true, children: [job, rollback] };
 }
 
 export const helmAdapter: EngineAdapter = {
@@ -121,13 +146,17 @@ export const helmAdapter: EngineAdapter = {
   types: ['Upgrade'],
   childKinds: [{ apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' }],
   materialize,
-  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation =>
-    observeJob(
-      children,
-      { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
-      'helm upgrade',
-      input.pods,
-    ),
-  cancel: cancelJobs,
+  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation => {
+    const runner = (jobs: readonly KubernetesObject[]) =>
+      observeJob(
+        jobs,
+        { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
+        'helm upgrade',
+        input.pods,
+      );
+    return observeRollback(children, input, runner) ?? runner(children.filter((c) => !isRollbackJob(c)));
+  },
+  cancel: (children, input) =>
+    children.some(isRollbackJob) ? cancelRollback(children, input) : cancelJobs(children),
   podOutcomeContainer: HELM_CONTAINER,
 };

@@ -7,15 +7,18 @@ import { validateWithSchema } from '../catalog/schema-validation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { ADAPTERS } from './index.ts';
 import {
+  aClaim,
   aHookJob,
   anInput,
   aReleaseHook,
+  aSnapshotOf,
   aVeleroBackup,
+  aWorkload,
   jobCondition,
   materialized,
   withStatus,
 } from './testing.ts';
-import type { ChildManifest } from './types.ts';
+import type { ChildManifest, EngineEnvironment, RestoreFacts } from './types.ts';
 
 const PARAMETERS: Record<string, Record<string, unknown>> = {
   'velero-restore': { backupName: 'nightly-abcde' },
@@ -24,6 +27,20 @@ const PARAMETERS: Record<string, Record<string, unknown>> = {
   'workflow-runbook': { workflowTemplateRef: { name: 'db-maintenance' } },
   'volsync-backup': { repository: 'restic-repo' },
   'volsync-restore': { repository: 'restic-repo' },
+};
+
+/** What a snapshot Restore starts from: the release's claim, its workload, a snapshot Backup of it. */
+const BEFORE_RESTORE: RestoreFacts = {
+  pvcs: [aClaim('data')],
+  workloads: [aWorkload('StatefulSet', 'db', 1)],
+  pods: [],
+  snapshots: [aSnapshotOf('nightly-a', 'data')],
+};
+/** The cluster once an engine is done, where that shows outside its children (a Restore's claims). */
+const AFTER: Record<string, Partial<EngineEnvironment>> = {
+  'snapshot-restore': {
+    restore: { ...BEFORE_RESTORE, pvcs: [aClaim('data', { uid: 'restored', fromSnapshot: 'nightly-a' })] },
+  },
 };
 
 /** The status each engine's controller writes on success. */
@@ -38,6 +55,8 @@ function succeededStatus(c: ChildManifest): Record<string, unknown> {
       return { phase: 'Succeeded' };
     case 'VolumeSnapshot':
       return { readyToUse: true };
+    case 'ConfigMap': // a snapshot Restore's plan: its progress shows on the claims (AFTER)
+      return {};
     default:
       return { lastManualSync: (c.spec as { trigger: { manual: string } }).trigger.manual };
   }
@@ -63,6 +82,7 @@ describe('built-in outputSchemas', () => {
           veleroBackup: aVeleroBackup('nightly-abcde'),
           helmImage:
             'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000',
+          restore: BEFORE_RESTORE,
           // Two hook Jobs: the sequence's outputs (jobName and jobNames).
           releaseHooks: {
             revision: 1,
@@ -74,7 +94,7 @@ describe('built-in outputSchemas', () => {
       const children: KubernetesObject[] = materialized(adapter.materialize(input)).map((c) =>
         afterRelease(withStatus(c, succeededStatus(c))),
       );
-      const obs = adapter.observe(children, input);
+      const obs = adapter.observe(children, { ...input, env: { ...input.env, ...AFTER[t.name] } });
       expect(obs.phase).toBe('Succeeded');
       const outputs = obs.outputs ?? {};
       expect(Object.keys(outputs).length).toBeGreaterThan(0);

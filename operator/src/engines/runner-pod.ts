@@ -210,10 +210,16 @@ export function jobFailed(job: KubernetesObject): boolean {
  * while any still runs. For a single Job: that Job once it has finished. Pure.
  */
 export function decisiveJob(children: readonly KubernetesObject[]): KubernetesObject | undefined {
-  const jobs = children.filter((c) => (c.kind ?? 'Job') === 'Job');
+  // A Job created suspended that never ran (a helm Upgrade's rollback nobody needed) decides nothing.
+  const jobs = children.filter((c) => (c.kind ?? 'Job') === 'Job' && !neverRan(c));
   const failedJob = jobs.find(jobFailed);
   if (failedJob) return failedJob;
   return jobs.length > 0 && jobs.every(jobFinished) ? jobs.at(-1) : undefined;
+}
+
+/** A Job still suspended that never started (no status.startTime). Pure. */
+export function neverRan(job: KubernetesObject): boolean {
+  return at(job, 'spec', 'suspend') === true && at(job, 'status', 'startTime') === undefined;
 }
 
 /** Cancel for Job children: delete in the foreground so the pods go first and nothing keeps running. */
@@ -238,6 +244,13 @@ export interface RunnerJobOptions {
   args?: string[];
   serviceAccountName: string;
   containerEnv?: { name: string; value: string }[];
+  /** A second Job of the same Operation and attempt: part of its name (childName's suffix). */
+  nameSuffix?: string;
+  /** Created suspended: it runs only once an observation resumes it (spec.suspend: false). */
+  suspend?: boolean;
+  /** The pod's grace period after SIGTERM, for a runner that cleans up when stopped (helm). */
+  terminationGracePeriodSeconds?: number;
+  annotations?: Record<string, string>;
 }
 
 /**
@@ -264,14 +277,22 @@ export function runnerJob(o: RunnerJobOptions): ChildManifest {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: childMetadata(o.op, { name: childName(o.op, o.attempt, NAME_LIMITS.job), attempt: o.attempt }),
+    metadata: childMetadata(o.op, {
+      name: childName(o.op, o.attempt, NAME_LIMITS.job, o.nameSuffix),
+      attempt: o.attempt,
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    }),
     spec: {
       backoffLimit: 0,
+      ...(o.suspend ? { suspend: true } : {}),
       ...(deadline === undefined ? {} : { activeDeadlineSeconds: deadline }),
       template: {
         metadata: { labels: { [LABEL_OPERATION]: o.op.metadata.name ?? '' } },
         spec: {
           restartPolicy: 'Never',
+          ...(o.terminationGracePeriodSeconds === undefined
+            ? {}
+            : { terminationGracePeriodSeconds: o.terminationGracePeriodSeconds }),
           serviceAccountName: o.serviceAccountName,
           automountServiceAccountToken: mayMountToken(o.env, namespace, o.serviceAccountName),
           securityContext: restrictedPodSecurityContext(),

@@ -1,5 +1,5 @@
-// snapshot engine: one snapshot.storage.k8s.io/v1 VolumeSnapshot per PVC of the release; done when
-// every one is readyToUse AND released.
+// snapshot engine, Backup: one snapshot.storage.k8s.io/v1 VolumeSnapshot per PVC of the release; done
+// when every one is readyToUse AND released. Restore: snapshot-restore.ts.
 //
 // A VolumeSnapshot is backup data, not a child to garbage-collect (docs/adr/0034): it is created with the
 // Operation as its controller owner (the proof adoption asks for, and so that a snapshot still being cut
@@ -14,6 +14,7 @@ import { ANNOTATION_PVC, childMetadata, childName, NAME_LIMITS } from './names.t
 import { asManifest, at, nameOf, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import { releasePvcs } from './pvcs.ts';
+import { cancelRestore, materializeRestore, observeRestore } from './snapshot-restore.ts';
 import type {
   CancelAction,
   ChildAction,
@@ -27,6 +28,7 @@ import type {
 export const SNAPSHOT_API_VERSION = 'snapshot.storage.k8s.io/v1';
 
 function materialize(input: MaterializeInput): MaterializeResult {
+  if (input.op.spec.type === 'Restore') return materializeRestore(input);
   const { op, parameters, attempt } = input;
   const found = releasePvcs(input, 'snapshot');
   if (!found.ok) return found;
@@ -136,9 +138,15 @@ function cancel(children: readonly KubernetesObject[]): CancelAction[] {
 
 export const snapshotAdapter: EngineAdapter = {
   engine: 'snapshot',
-  types: ['Backup'],
-  childKinds: [{ apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots' }],
+  types: ['Backup', 'Restore'],
+  childKinds: [
+    { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots' },
+    // A Restore's child: its plan (snapshot-restore.ts).
+    { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
+  ],
   materialize,
-  observe,
-  cancel,
+  observe: (children, input) =>
+    input.op.spec.type === 'Restore' ? observeRestore(children, input) : observe(children),
+  cancel: (children, input) =>
+    input?.op.spec.type === 'Restore' ? cancelRestore(children, input) : cancel(children),
 };

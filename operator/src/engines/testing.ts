@@ -224,3 +224,94 @@ export function aReleaseHook(
     deletePolicies: o.deletePolicies ?? [],
   };
 }
+
+/** A release's PersistentVolumeClaim as the API server returns it (Helm's labels and annotations, Bound). */
+export function aClaim(
+  name: string,
+  o: { uid?: string; deleting?: boolean; fromSnapshot?: string; phase?: string; release?: string } = {},
+): KubernetesObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name,
+      namespace: 'team-a',
+      uid: o.uid ?? `uid-${name}`,
+      labels: {
+        'app.kubernetes.io/instance': o.release ?? 'nextcloud-team-a',
+        'app.kubernetes.io/managed-by': 'Helm',
+      },
+      annotations: {
+        'meta.helm.sh/release-name': o.release ?? 'nextcloud-team-a',
+        'pv.kubernetes.io/bind-completed': 'yes',
+        'volume.kubernetes.io/storage-provisioner': 'hostpath.csi.vworkspace.io',
+      },
+      ...(o.deleting ? { deletionTimestamp: '2026-11-27T10:00:00Z' as unknown as Date } : {}),
+    },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      storageClassName: 'csi-hostpath',
+      volumeMode: 'Filesystem',
+      volumeName: `pv-${name}`,
+      resources: { requests: { storage: '1Gi' } },
+      ...(o.fromSnapshot
+        ? {
+            dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: o.fromSnapshot },
+          }
+        : {}),
+    },
+    status: { phase: o.phase ?? 'Bound', capacity: { storage: '2Gi' } },
+  } as KubernetesObject;
+}
+
+/** A Deployment or StatefulSet of the release with its replicas (spec) and ready replicas (status). */
+export function aWorkload(
+  kind: 'Deployment' | 'StatefulSet',
+  name: string,
+  replicas: number,
+  readyReplicas = replicas,
+): KubernetesObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind,
+    metadata: { name, namespace: 'team-a' },
+    spec: { replicas },
+    status: { readyReplicas },
+  } as KubernetesObject;
+}
+
+/** A pod that mounts `claim` (and is in `phase`). */
+export function aPodMounting(name: string, claim: string, phase = 'Running'): KubernetesObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'team-a' },
+    spec: { volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }] },
+    status: { phase },
+  } as KubernetesObject;
+}
+
+/** A VolumeSnapshot the snapshot engine made (labels, pvc annotation) of `claim`, for Operation `op`. */
+export function aSnapshotOf(
+  name: string,
+  claim: string,
+  o: { op?: string; attempt?: number; ready?: boolean; created?: string; instance?: string } = {},
+): KubernetesObject {
+  return {
+    apiVersion: 'snapshot.storage.k8s.io/v1',
+    kind: 'VolumeSnapshot',
+    metadata: {
+      name,
+      namespace: 'team-a',
+      creationTimestamp: (o.created ?? '2026-11-27T10:00:00Z') as unknown as Date,
+      labels: {
+        'app.kubernetes.io/managed-by': 'vworkspace-operator',
+        'ops.vworkspace.io/instance': o.instance ?? 'nextcloud',
+        'ops.vworkspace.io/operation-uid': `uid-${o.op ?? 'nightly'}`,
+      },
+      annotations: { 'ops.vworkspace.io/pvc': claim, 'ops.vworkspace.io/attempt': String(o.attempt ?? 1) },
+    },
+    spec: { source: { persistentVolumeClaimName: claim } },
+    status: { readyToUse: o.ready ?? true },
+  } as KubernetesObject;
+}

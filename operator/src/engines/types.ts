@@ -40,10 +40,40 @@ export interface EngineEnvironment {
   /** Restore: the velero.io Backup parameters.backupName names, as read from the Velero namespace; absent when there is none. */
   veleroBackup?: { name: string; labels: Record<string, string> };
   /**
+   * helm Upgrade: the target's release as Helm's record says now (the labels of its release Secrets, read
+   * as metadata only on every reconcile of a running Upgrade); undefined when it has no record.
+   */
+  helmRelease?: HelmReleaseState;
+  /** snapshot Restore: the claims, workloads, pods (and, before the plan, snapshots) it acts on. */
+  restore?: RestoreFacts;
+  /**
    * The operator's own ServiceAccount. Runner pods (job, helm, helmHookJob) running as exactly this
    * account get automountServiceAccountToken: false, so the operator's token never reaches a runner.
    */
   operatorServiceAccount?: { namespace: string; name: string };
+}
+
+/**
+ * snapshot Restore: the cluster as it is now, read on every reconcile until it ends. Objects as the API
+ * server returns them; the release's claims and workloads are those labelled app.kubernetes.io/instance.
+ */
+export interface RestoreFacts {
+  pvcs: readonly KubernetesObject[];
+  /** The release's Deployments and StatefulSets (kind set). */
+  workloads: readonly KubernetesObject[];
+  /** Every pod of the namespace: any of them may mount a claim to restore. */
+  pods: readonly KubernetesObject[];
+  /** The VolumeSnapshots to choose from (read only before the plan exists). */
+  snapshots?: readonly KubernetesObject[];
+}
+
+/** A release as the labels of its Helm release Secrets describe it (owner=helm, name, version, status). */
+export interface HelmReleaseState {
+  /** The newest revision and its status (deployed, failed, pending-upgrade, pending-rollback, …). */
+  revision: number;
+  status: string;
+  /** The newest revision that was deployed (status deployed or superseded): where a rollback goes. */
+  lastDeployed?: number;
 }
 
 /** What the reconciler read of a release record for the helmHookJob engine. */
@@ -98,17 +128,33 @@ export interface Observation {
    * stale cache asks again).
    */
   actions?: ChildAction[];
+  /**
+   * Set by adapters whose stop puts things back (helm: the rollback): what the stop ended with, added to
+   * the Cancelled or DeadlineExceeded message so it says what happened to the application.
+   */
+  stopped?: string;
+  /**
+   * Running only: look again after this long. For engines whose progress shows on objects that are not
+   * their children (a snapshot Restore waits for pods to stop and claims to bind), so no watch event comes.
+   */
+  recheckAfterMs?: number;
 }
 
 /** What to do to a child: stop it gracefully (cancel), or move a sequence on (Observation.actions). */
 export type CancelAction =
-  | { kind: 'patch'; child: ChildManifest; patch: Record<string, unknown> } // e.g. Argo spec.shutdown
-  | { kind: 'delete'; child: ChildManifest; propagationPolicy?: 'Foreground' | 'Background' }
-  | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest
+  // A merge patch, e.g. Argo spec.shutdown; of `subresource` (scale) when set.
+  | { kind: 'patch'; child: ChildManifest; patch: Record<string, unknown>; subresource?: 'scale' }
+  // `uid`: only that object (a delete precondition), never one made since under the same name.
+  | { kind: 'delete'; child: ChildManifest; propagationPolicy?: 'Foreground' | 'Background'; uid?: string }
+  | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest (server-side apply)
+  // Created (POST) if nothing of that name exists; an existing object is left exactly as it is.
+  | { kind: 'ensure'; object: ChildManifest }
   | { kind: 'none' }
   // Nothing the engine allows yet (a velero Backup in flight cannot be deleted): the Operation keeps
-  // cancelling, says `message`, and asks again when the child changes.
-  | { kind: 'wait'; message: string };
+  // cancelling, says `message`, and asks again when the child changes. `settling`: the engine is putting
+  // the application back (helm rolling a release back), so not even the deadline ends the Operation
+  // before the wait is over (a wait without it ends at the deadline, saying the child may still finish).
+  | { kind: 'wait'; message: string; settling?: boolean };
 export type ChildAction = CancelAction;
 
 /**
@@ -128,6 +174,8 @@ export interface PodOutcome {
 export interface ObserveInput extends Pick<MaterializeInput, 'op' | 'attempt'> {
   /** Outcomes of the finished child Job's pods (only for adapters with `podOutcomeContainer`). */
   pods?: readonly PodOutcome[];
+  /** The facts the reconciler gathered this time (e.g. helmRelease); absent for a finished Operation. */
+  env?: EngineEnvironment;
 }
 
 export interface EngineAdapter {
@@ -145,7 +193,7 @@ export interface EngineAdapter {
    */
   observe(children: readonly KubernetesObject[], input: ObserveInput): Observation;
   /** Pure: how to stop these children gracefully (cancel, deadline). */
-  cancel(children: readonly KubernetesObject[]): CancelAction[];
+  cancel(children: readonly KubernetesObject[], input?: ObserveInput): CancelAction[];
   /**
    * The container whose exit code and log tail the reconciler reads from the pod of the child Job that
    * decided the outcome (runner-pod.ts decisiveJob; pods and pods/log in the engine's RBAC profile) and

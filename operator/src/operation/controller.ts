@@ -53,6 +53,7 @@ import {
   type Logger,
   type ObjectWriter,
   objectKey,
+  PATCH_TYPES,
   type ReconcileContext,
   type ReconcileResult,
   type RestMapper,
@@ -82,6 +83,8 @@ import { OwnWrites } from './own-writes.ts';
 import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { readReleaseHooks } from './release-hooks.ts';
+import { readReleaseState } from './release-state.ts';
+import { readRestoreFacts } from './restore-facts.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
@@ -268,7 +271,15 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     if (!target) return env;
     const release = releaseRef(target);
     const ns = op.metadata.namespace ?? '';
-    if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
+    if (op.spec.engine === 'snapshot' && op.spec.type === 'Restore') {
+      const facts = await readRestoreFacts(
+        deps.client,
+        ns,
+        { release: release.name, withSnapshots: mayMaterialize(op, children) },
+        signal,
+      );
+      if (facts) env.restore = facts;
+    } else if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
       const list = await deps.client.request<{ items?: KubernetesObject[] }>({
         method: 'GET',
         path: resourcePath({ group: '', version: 'v1', plural: 'persistentvolumeclaims', namespace: ns }),
@@ -291,6 +302,12 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       } else if (release.namespace === ns) {
         env.releaseHooks = await readReleaseHooks(deps.client, ns, release.name, signal);
       }
+    }
+    // A helm Upgrade's release record as it is now: where its rollback goes, and whether a stopped runner
+    // left the release pending (helm-rollback.ts).
+    if (op.spec.engine === 'helm' && op.spec.type === 'Upgrade' && release.namespace === ns) {
+      const state = await readReleaseState(deps.client, ns, release.name, signal);
+      if (state) env.helmRelease = state;
     }
     // Resolved only for the one engine that reads it: it scans the namespace's Operations.
     const backupName =
@@ -459,18 +476,37 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   async function performActions(actions: readonly CancelAction[], signal: AbortSignal) {
     for (const a of actions) {
       try {
-        if (a.kind === 'patch') await deps.writer.mergePatch(a.child as never, a.patch, { signal });
+        if (a.kind === 'patch' && a.subresource) {
+          await deps.client.request({
+            method: 'PATCH',
+            path: await deps.mapper.pathFor(a.child, a.subresource),
+            query: { fieldManager: deps.writer.fieldManager },
+            body: a.patch,
+            contentType: PATCH_TYPES.merge,
+            signal,
+          });
+        } else if (a.kind === 'patch') await deps.writer.mergePatch(a.child as never, a.patch, { signal });
         else if (a.kind === 'delete') {
           const path = await deps.mapper.pathFor(a.child);
           await deps.client.request({
             method: 'DELETE',
             path,
-            body: { propagationPolicy: a.propagationPolicy ?? 'Background' },
+            body: {
+              propagationPolicy: a.propagationPolicy ?? 'Background',
+              ...(a.uid ? { preconditions: { uid: a.uid } } : {}),
+            },
             signal,
           });
-        } else if (a.kind === 'create') await deps.writer.apply(a.object, { signal });
+        } else if (a.kind === 'ensure') await createObject(a.object, signal);
+        else if (a.kind === 'create') await deps.writer.apply(a.object, { signal });
       } catch (err) {
-        if (isNotFound(err) || isAlreadyExists(err)) continue;
+        // A delete whose uid precondition no longer holds (409): that object is already gone.
+        if (
+          isNotFound(err) ||
+          isAlreadyExists(err) ||
+          (a.kind === 'delete' && a.uid && statusCode(err) === 409)
+        )
+          continue;
         throw err;
       }
     }

@@ -410,6 +410,87 @@ describe('decide: policies', () => {
     expect(d.cancel).toEqual([]);
   });
 
+  it('activeDeadlineSeconds while the engine puts things back (a settling wait): Running until it is done, then DeadlineExceeded saying how it ended', () => {
+    let settled = false;
+    const rollingBack: EngineAdapter = {
+      ...adapter,
+      observe: (children, input) => ({
+        ...adapter.observe(children, input),
+        ...(settled ? { phase: 'Failed' as const, stopped: 'the release is deployed (revision 6)' } : {}),
+      }),
+      cancel: (children) =>
+        settled
+          ? []
+          : [
+              { kind: 'patch', child: children[0] as ChildManifest, patch: { spec: { suspend: false } } },
+              { kind: 'wait', settling: true, message: 'rolling the release back to revision 4' },
+            ],
+    };
+    const h = new Harness(operation('r', { policy: { activeDeadlineSeconds: 60 } }));
+    h.step();
+    h.clock.advanceSync(60_000);
+    const d = h.step({ adapter: rollingBack });
+    expect(h.op.status?.phase).toBe('Running');
+    expect(h.cond('Running')).toMatchObject({
+      status: 'True',
+      reason: 'DeadlineExceeded',
+      message: expect.stringMatching(/passed; rolling the release back to revision 4$/),
+    });
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'Unknown', reason: 'DeadlineExceeded' });
+    expect(d.cancel).toEqual([expect.objectContaining({ kind: 'patch' })]);
+    expect(d.events).toEqual([expect.objectContaining({ reason: 'Cancelling' })]);
+    settled = true;
+    h.step({ adapter: rollingBack });
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(h.cond('Succeeded')).toMatchObject({ status: 'False', reason: 'DeadlineExceeded' });
+    expect(h.cond('Succeeded')?.message).toMatch(
+      /; ConfigMap \S+ was stopped; the release is deployed \(revision 6\)\. Raise the deadline/,
+    );
+  });
+
+  it('cancel while the engine puts things back: says so, and the Cancelled message says how it ended', () => {
+    let settled = false;
+    const rollingBack: EngineAdapter = {
+      ...adapter,
+      observe: (children, input) =>
+        settled
+          ? { phase: 'Failed', reason: 'HelmUpgradeFailed', message: 'x', stopped: 'the release is deployed' }
+          : adapter.observe(children, input),
+      cancel: () => (settled ? [] : [{ kind: 'wait', settling: true, message: 'rolling back' }]),
+    };
+    const h = new Harness(operation('c'));
+    h.step();
+    h.op = { ...h.op, spec: { ...h.op.spec, cancel: true } };
+    h.step({ adapter: rollingBack });
+    expect(h.op.status?.phase).toBe('Running');
+    expect(h.cond('Running')?.message).toBe('spec.cancel: putting it back: rolling back');
+    settled = true;
+    h.step({ adapter: rollingBack });
+    expect(h.op.status?.phase).toBe('Cancelled');
+    expect(h.cond('Succeeded')?.message).toMatch(
+      /^spec\.cancel: ConfigMap \S+ stopped \(HelmUpgradeFailed\); the release is deployed$/,
+    );
+  });
+
+  it('what the adapter asks done before its children exist comes with them (not for a dry run)', () => {
+    const label = {
+      kind: 'patch' as const,
+      child: {} as ChildManifest,
+      patch: { metadata: { labels: { a: 'b' } } },
+    };
+    const preparing: EngineAdapter = {
+      ...adapter,
+      materialize: (input) => {
+        const m = adapter.materialize(input);
+        return m.ok ? { ...m, prepare: [label] } : m;
+      },
+    };
+    const h = new Harness(operation('p'));
+    expect(h.step({ adapter: preparing })).toMatchObject({ prepare: [label], create: [expect.anything()] });
+    const dry = new Harness(operation('q', { policy: { dryRun: true } }));
+    expect(dry.step({ adapter: preparing }).prepare).toBeUndefined();
+  });
+
   it('ttlSecondsAfterFinished: requeue until then, then delete the Operation', () => {
     const h = new Harness(operation('b', { policy: { ttlSecondsAfterFinished: 30, dryRun: true } }));
     expect(h.step().requeueAfterMs).toBe(30_000);

@@ -41,6 +41,7 @@ import type {
   EngineAdapter,
   EngineEnvironment,
   Observation,
+  ObserveInput,
   PodOutcome,
 } from '../engines/types.ts';
 import { isPaused, resumeHint } from '../instance/paused.ts';
@@ -73,6 +74,7 @@ export const RECONCILE_RETRY_REASONS: readonly string[] = [
   'NotAllowedByTemplate',
   'UnsafePodSpec',
   'BackupNotAllowed',
+  'BackupNotFound',
   'ChildConflict',
 ];
 
@@ -569,6 +571,8 @@ function deadlineRequeue(input: DecideInput, status: OperationStatus): Pick<Deci
 
 /** How the Running condition says stop actions were carried out (decideCancel reads it back). */
 const STOPPING = 'spec.cancel: stopping ';
+/** … and that the engine is putting the application back after the stop (a `settling` wait). */
+const SETTLING = 'spec.cancel: putting it back: ';
 
 function decideCancel(input: DecideInput, started: boolean): Decision {
   const { op, now } = input;
@@ -580,8 +584,9 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
   const adapter = input.adapter;
+  const observeInput = observeInputOf(input);
   const obs =
-    adapter && input.children.length > 0 ? adapter.observe(input.children, attemptOf(op)) : undefined;
+    adapter && input.children.length > 0 ? adapter.observe(input.children, observeInput) : undefined;
   const names = childRefsOf(op.status)
     .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
     .join(', ');
@@ -592,24 +597,28 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
   if (!obs || obs.phase !== 'Running') {
     // Say what happened: gone, ended by the stop this decision asked for earlier (an Argo Workflow ends
     // Failed once shut down), or finished on its own before any stop was asked.
-    const message = !obs
+    const ended = !obs
       ? `spec.cancel: ${names} deleted`
-      : announce?.startsWith(STOPPING)
+      : announce?.startsWith(STOPPING) || announce?.startsWith(SETTLING)
         ? `spec.cancel: ${names} stopped (${obs.reason})`
         : `spec.cancel: ${names} finished (${obs.reason}) before it could be stopped`;
+    const message = obs?.stopped ? `${ended}; ${obs.stopped}` : ended;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
-  const all = adapter!.cancel(input.children);
+  const all = adapter!.cancel(input.children, observeInput);
   const actions = actionable(all);
   const waits = all.flatMap((a) => (a.kind === 'wait' ? [a.message] : []));
+  const settling = all.some((a) => a.kind === 'wait' && a.settling === true);
   if (actions.length === 0 && waits.length === 0) {
     const message = `spec.cancel: engine ${op.spec.engine} cannot stop ${names}; it may still finish on its own`;
     b.finish('Cancelled', 'Cancelled', message);
     return { status: b.status, events: phaseEvent(before, b.status, 'Cancelled', message) };
   }
   const message =
-    waits.length > 0 ? `spec.cancel: ${waits.join('; ')}` : `${STOPPING}${names}; waiting for it to stop`;
+    waits.length > 0
+      ? `${settling ? SETTLING : 'spec.cancel: '}${waits.join('; ')}`
+      : `${STOPPING}${names}; waiting for it to stop`;
   b.cond(CONDITION_RUNNING, 'True', obs.reason, message);
   b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, message);
   return {
@@ -624,8 +633,15 @@ function actionable(actions: readonly CancelAction[]): CancelAction[] {
   return actions.filter((a) => a.kind !== 'none' && a.kind !== 'wait');
 }
 
-function attemptOf(op: Operation): { op: Operation; attempt: number } {
-  return { op, attempt: op.status?.attempts ?? 1 };
+/** What observe and cancel are told: the attempt, the pods' outcomes and the facts gathered now. */
+function observeInputOf(input: DecideInput): ObserveInput {
+  const { op } = input;
+  return {
+    op,
+    attempt: op.status?.attempts ?? 1,
+    ...(input.pods ? { pods: input.pods } : {}),
+    env: input.env,
+  };
 }
 
 function decideRunning(input: DecideInput): Decision {
@@ -637,16 +653,37 @@ function decideRunning(input: DecideInput): Decision {
   const attempt = op.status?.attempts ?? 1;
   const retryLimit = op.spec.policy?.retryLimit ?? templateOf(input)?.defaults?.retryLimit ?? 0;
 
-  // activeDeadlineSeconds: stop the child, fail now (as a Job does), whatever it reports.
+  // activeDeadlineSeconds: stop the child, fail now (as a Job does), whatever it reports; only an engine
+  // putting the application back after the stop (a settling wait: a helm rollback) is waited for.
   const deadline = deadlineAt(input, b.status);
   if (deadline !== undefined && now >= deadline) {
     const seconds = (deadline - Date.parse(b.status.startedAt ?? '')) / 1000;
-    const cancel = actionable(adapter && input.children.length > 0 ? adapter.cancel(input.children) : []);
+    const passed = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed`;
+    const observeInput = observeInputOf(input);
+    const all = adapter && input.children.length > 0 ? adapter.cancel(input.children, observeInput) : [];
+    const cancel = actionable(all);
+    const settling = all.flatMap((a) => (a.kind === 'wait' && a.settling === true ? [a.message] : []));
+    const running = findCondition(op.status?.conditions as Condition[] | undefined, CONDITION_RUNNING);
+    const wasSettling = running?.status === 'True' && running.reason === 'DeadlineExceeded';
+    if (settling.length > 0) {
+      const message = `${passed}; ${settling.join('; ')}`;
+      b.cond(CONDITION_RUNNING, 'True', 'DeadlineExceeded', message);
+      b.cond(CONDITION_SUCCEEDED, 'Unknown', 'DeadlineExceeded', message);
+      return {
+        status: b.status,
+        cancel,
+        events: running?.message === message ? [] : [{ type: 'Normal', reason: 'Cancelling', note: message }],
+      };
+    }
+    const last =
+      wasSettling && adapter && input.children.length > 0
+        ? adapter.observe(input.children, observeInput).stopped
+        : undefined;
     const stopped =
-      cancel.length > 0 || input.children.length === 0
-        ? `${names} was stopped`
+      cancel.length > 0 || input.children.length === 0 || wasSettling
+        ? `${names} was stopped${last ? `; ${last}` : ''}`
         : `engine ${op.spec.engine} cannot stop ${names} now; it may still finish on its own`;
-    const message = `policy.activeDeadlineSeconds (${seconds}s since ${b.status.startedAt}) passed; ${stopped}. Raise the deadline on a new Operation if the work needs longer`;
+    const message = `${passed}; ${stopped}. Raise the deadline on a new Operation if the work needs longer`;
     b.finish('Failed', 'DeadlineExceeded', message);
     return {
       status: b.status,
@@ -666,7 +703,7 @@ function decideRunning(input: DecideInput): Decision {
       retryable: true,
     };
   } else {
-    obs = adapter.observe(input.children, { op, attempt, ...(input.pods ? { pods: input.pods } : {}) });
+    obs = adapter.observe(input.children, observeInputOf(input));
   }
   if (obs.outputs && Object.keys(obs.outputs).length > 0) {
     b.status.outputs = { ...(b.status.outputs ?? {}), ...obs.outputs };
@@ -676,11 +713,16 @@ function decideRunning(input: DecideInput): Decision {
     b.cond(CONDITION_RUNNING, 'True', obs.reason, obs.message);
     b.cond(CONDITION_SUCCEEDED, 'Unknown', obs.reason, obs.message);
     const actions = actionable(obs.actions ?? []);
+    const deadlineIn = deadlineRequeue(input, b.status).requeueAfterMs;
+    const wake = Math.min(
+      deadlineIn ?? Number.POSITIVE_INFINITY,
+      obs.recheckAfterMs ?? Number.POSITIVE_INFINITY,
+    );
     return {
       status: b.status,
       events: [],
       ...(actions.length > 0 ? { actions } : {}),
-      ...deadlineRequeue(input, b.status),
+      ...(Number.isFinite(wake) ? { requeueAfterMs: wake } : {}),
     };
   }
   if (obs.phase === 'Succeeded') {

@@ -22,6 +22,26 @@ export function newestRevision(
   return best;
 }
 
+/** The release's Secrets (Helm's records) as metadata only: names and Helm's labels, no data. */
+export async function listReleaseRecords(
+  client: KubeClient,
+  namespace: string,
+  release: string,
+  signal: AbortSignal,
+): Promise<KubernetesObject[]> {
+  const list = await client.request<{ items?: KubernetesObject[] }>({
+    method: 'GET',
+    path: resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace }),
+    query: {
+      labelSelector: `owner=helm,name=${release}`,
+      fieldSelector: `type=${HELM_RELEASE_SECRET_TYPE}`,
+    },
+    accept: PARTIAL_OBJECT_METADATA_LIST,
+    signal,
+  });
+  return list.items ?? [];
+}
+
 export async function readReleaseHooks(
   client: KubeClient,
   namespace: string,
@@ -30,17 +50,7 @@ export async function readReleaseHooks(
 ): Promise<ReleaseHooks> {
   const path = resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace });
   try {
-    const list = await client.request<{ items?: KubernetesObject[] }>({
-      method: 'GET',
-      path,
-      query: {
-        labelSelector: `owner=helm,name=${release}`,
-        fieldSelector: `type=${HELM_RELEASE_SECRET_TYPE}`,
-      },
-      accept: PARTIAL_OBJECT_METADATA_LIST,
-      signal,
-    });
-    const newest = newestRevision(list.items ?? []);
+    const newest = newestRevision(await listReleaseRecords(client, namespace, release, signal));
     if (!newest) return { hooks: [] };
     // `list` by name: the operator's Secret rule is list and watch, no get.
     const full = await client.request<{ items?: SecretLike[] }>({

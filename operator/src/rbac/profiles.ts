@@ -97,8 +97,25 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
   },
   'backup.snapshot': {
     id: 'backup.snapshot',
-    description: "Create CSI VolumeSnapshots of the release's PersistentVolumeClaims.",
+    description:
+      "Create CSI VolumeSnapshots of the release's PersistentVolumeClaims; release them from the Operation once complete (patch).",
     rules: [rule('snapshot.storage.k8s.io', 'volumesnapshots', WRITE), PVC_READ],
+  },
+  'restore.snapshot': {
+    id: 'restore.snapshot',
+    description:
+      "Recreate the release's PersistentVolumeClaims from CSI VolumeSnapshots: write the restore plan (a ConfigMap), scale the release's Deployments and StatefulSets through /scale only, see which pods mount the claims, delete and create the claims.",
+    rules: [
+      // The plan: created once (immutable), read back through the operator's own ConfigMap watch.
+      rule('', 'configmaps', ['create']),
+      rule('', 'persistentvolumeclaims', ['get', 'list', 'create', 'delete']),
+      rule('', 'pods', ['list']),
+      rule('apps', 'deployments', ['get', 'list']),
+      rule('apps', 'statefulsets', ['get', 'list']),
+      rule('apps', 'deployments/scale', ['patch']),
+      rule('apps', 'statefulsets/scale', ['patch']),
+      rule('snapshot.storage.k8s.io', 'volumesnapshots', ['get', 'list']),
+    ],
   },
 };
 

@@ -306,9 +306,9 @@ describe('CronOperation', () => {
 
   it('refuses an engine/type pair the engine cannot run in the template', async () => {
     const spec = {
-      operationTemplate: { spec: { type: 'Restore', engine: 'snapshot', targetRef: { name: 'a' } } },
+      operationTemplate: { spec: { type: 'Upgrade', engine: 'snapshot', targetRef: { name: 'a' } } },
     };
-    expect(await refusal(create(CRON_OPERATION, cron(spec)))).toContain('snapshot runs Backup');
+    expect(await refusal(create(CRON_OPERATION, cron(spec)))).toContain('snapshot runs Backup, Restore');
   });
 
   it('limits the name so <name>-<unix-minutes> fits', async () => {

@@ -387,7 +387,12 @@ describe('Job children are valid batch/v1 Jobs', () => {
       'Upgrade',
       'helm',
       { version: '6.7.0' },
-      { env: { helmImage: 'docker.io/alpine/helm:3.19.0' } },
+      {
+        env: {
+          helmImage: 'docker.io/alpine/helm:3.19.0',
+          helmRelease: { revision: 3, status: 'deployed', lastDeployed: 3 },
+        },
+      },
     );
     const hookJob = (name: string) => ({
       apiVersion: 'batch/v1',
@@ -421,6 +426,12 @@ describe('Job children are valid batch/v1 Jobs', () => {
     );
     const steps = (await current(sequence)) as (KubernetesObject & { spec?: { suspend?: boolean } })[];
     expect(steps.map((j) => j.spec?.suspend ?? false)).toEqual([false, true]);
+    // The Upgrade's rollback Job is accepted suspended beside the runner, with its grace period.
+    const [runner, rollback] = (await current(helm)) as (KubernetesObject & {
+      spec?: { suspend?: boolean; template: { spec: { terminationGracePeriodSeconds?: number } } };
+    })[];
+    expect([runner?.spec?.suspend ?? false, rollback?.spec?.suspend]).toEqual([false, true]);
+    expect(runner?.spec?.template.spec.terminationGracePeriodSeconds).toBe(660);
     for (const r of [job, helm, hook]) {
       const [created] = await current(r);
       expect(created).toMatchObject({ kind: 'Job', spec: { backoffLimit: 0 } });

@@ -4,6 +4,7 @@ import { helmHookMigration } from './helm-hook-migration.ts';
 import { helmUpgrade } from './helm-upgrade.ts';
 import { jobRunCommand } from './job-runcommand.ts';
 import { snapshotBackup } from './snapshot-backup.ts';
+import { snapshotRestore } from './snapshot-restore.ts';
 import { veleroBackup } from './velero-backup.ts';
 import { veleroRestore } from './velero-restore.ts';
 import { volsyncBackup } from './volsync-backup.ts';
@@ -23,6 +24,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   volsyncBackup,
   volsyncRestore,
   snapshotBackup,
+  snapshotRestore,
 ];
 
 export {
@@ -30,6 +32,7 @@ export {
   helmUpgrade,
   jobRunCommand,
   snapshotBackup,
+  snapshotRestore,
   veleroBackup,
   veleroRestore,
   volsyncBackup,
