@@ -149,6 +149,35 @@ export class Journey {
     });
   }
 
+  /** The platform team changes which engine the instance advertises for `verb`. */
+  async setCapability(namespace: string, release: string, verb: string, engine: string): Promise<void> {
+    await this.node.client.request({
+      method: 'PATCH',
+      path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, release),
+      contentType: PATCH_TYPES.merge,
+      body: { metadata: { annotations: { [`ops.vworkspace.io/${verb}`]: engine } } },
+    });
+  }
+
+  /** Waits until the chart's migration hook Job has a Running pod (an upgrade in its pre-upgrade hook). */
+  hookRunning(namespace: string, release: string): Promise<boolean> {
+    return eventually(
+      `the migration hook of ${namespace}/${release} running`,
+      async () =>
+        (
+          await this.node.client.request<{ items: { status?: { phase?: string } }[] }>({
+            method: 'GET',
+            path: `/api/v1/namespaces/${namespace}/pods`,
+            query: {
+              labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=migrations`,
+            },
+          })
+        ).items.some((p) => p.status?.phase === 'Running'),
+      300_000,
+      500,
+    );
+  }
+
   /** Waits until the instance is Ready on release revision `revision`; returns its Ready condition. */
   instanceReady(namespace: string, release: string, revision: number) {
     return eventually(

@@ -171,6 +171,35 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
     );
 
     step(
+      `f: a cancelled Upgrade (${POSTGRES_VERSIONS.slow.version}: cancelled while its hook runs) is rolled back: Cancelled, the previous chart deployed, never pending`,
+      async () => {
+        await j.api.createOperation(NAMESPACE, 'upgrade-cancelled', {
+          type: 'Upgrade',
+          engine: 'helm',
+          targetRef: { name: RELEASE },
+          parameters: { version: POSTGRES_VERSIONS.slow.version, timeout: '3m' },
+        });
+        await j.hookRunning(NAMESPACE, RELEASE);
+        say(
+          `f: the ${POSTGRES_VERSIONS.slow.version} hook runs (helm status: ${await j.helmStatusText(NAMESPACE, RELEASE)}); cancelling`,
+        );
+        await j.api.patchOperation(NAMESPACE, 'upgrade-cancelled', { spec: { cancel: true } });
+        const op = await j.api.finished(NAMESPACE, 'upgrade-cancelled', 600_000);
+        const c = op.status?.conditions?.find((x) => x.type === 'Succeeded');
+        say(`f: ${op.status?.phase} ${c?.reason}: ${c?.message}`);
+        await j.expectReconciledByThePod(op, 'Cancelled', 'Cancelled');
+        expect(c?.message).toMatch(/deployed \(revision \d+/);
+        const status = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`f: helm status after the cancelled upgrade: ${await j.helmStatusText(NAMESPACE, RELEASE)}`);
+        expect(status).toMatchObject({
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.b.version}`,
+        });
+        expect(await db.state()).toEqual(before);
+      },
+    );
+
+    step(
       'RunCommand (runCommand.job): a Job of the allowlisted busybox reaches the database through its Service',
       async () => {
         const op = await runOperation(j, NAMESPACE, 'reach-db', {
@@ -326,6 +355,31 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
         }
         await db.psql('DELETE FROM accounts_audit');
         expect(await db.state()).toEqual(before);
+      },
+    );
+
+    step(
+      'e: snapshot Restore: the volume replaced by the newest snapshot backup; the database starts on it with its rows',
+      async () => {
+        // One engine per verb on an instance: the platform team points restore at snapshot for this step.
+        await j.setCapability(NAMESPACE, RELEASE, 'restore', 'snapshot');
+        await db.psql(
+          "INSERT INTO accounts_audit (aid, delta, reason) VALUES (99, 99, 'after the last snapshot')",
+        );
+        const op = await runOperation(j, NAMESPACE, 'snapshot-restore', {
+          type: 'Restore',
+          engine: 'snapshot',
+          targetRef: { name: RELEASE },
+        });
+        await j.expectSucceeded(op, 'VolumeSnapshotRestored');
+        await db.ready();
+        // The newest snapshot backup held 4 audit rows (the retention step); the row added after it is gone.
+        expect(await db.psql('SELECT count(*), coalesce(max(aid), 0) FROM accounts_audit')).toBe('4|4');
+        await db.psql('DELETE FROM accounts_audit');
+        const now = await db.state();
+        say(`e: restored from the snapshot: ${showState(now)}`);
+        expect(now).toEqual(before);
+        await j.setCapability(NAMESPACE, RELEASE, 'restore', 'velero');
       },
     );
 
