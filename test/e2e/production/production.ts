@@ -211,7 +211,8 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
             command: [
               'sh',
               '-c',
-              `nc -z -w 5 ${RELEASE}-postgres 5432 && echo "${RELEASE}-postgres:5432 accepts connections"`,
+              // busybox nc has no -z: connect, send nothing (stdin is empty), exit 0 once the server closes.
+              `nc -w 5 ${RELEASE}-postgres 5432 </dev/null && echo "${RELEASE}-postgres:5432 accepts connections"`,
             ],
           },
         });
