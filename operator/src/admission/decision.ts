@@ -26,6 +26,8 @@ export interface AccessCheck {
    * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount).
    */
   resource?: 'operations' | 'pods' | 'serviceaccounts';
+  /** Unset: the request's namespace. A clone's check is in the namespace its backups come from. */
+  namespace?: string;
 }
 
 export interface AccessResult {
@@ -71,7 +73,7 @@ export interface Facts {
 }
 
 export function accessKey(c: AccessCheck): string {
-  return `${c.resource ? `${c.resource}:` : ''}${c.verb}/${c.name ?? '*'}`;
+  return `${c.namespace ? `${c.namespace}|` : ''}${c.resource ? `${c.resource}:` : ''}${c.verb}/${c.name ?? '*'}`;
 }
 
 /** invalid → 422, forbidden → 403, retry → 503 (a lookup failed: never admit on a failed lookup). */

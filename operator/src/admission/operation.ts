@@ -33,6 +33,7 @@ import {
 import { checkParametersFrom, sourceAccess } from './parameters-from.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
 import { checkScheduledBy, ownerAuthority } from './scheduled.ts';
+import { checkSource, cloneCheck } from './source.ts';
 import {
   checkAccess,
   checkGrants,
@@ -77,6 +78,8 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
     }
     const sa = requestedServiceAccount(view);
     if (sa !== undefined) needs.access.push(...runAsChecks(sa));
+    const clone = cloneCheck(view, req.namespace ?? '');
+    if (clone) needs.access.push(clone);
     const names = (view.parametersFrom ?? []).flatMap((s) => (s.operationRef ? [s.operationRef.name] : []));
     if (names.length > 0) needs.operations = [...new Set(names)];
     const { template } = templates ? checkTemplate(view, 'spec', templates) : {};
@@ -131,6 +134,7 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
       }
     }
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
+    problems.push(...checkSource(view, template, namespace, user, requester));
     if (view.type && view.targetName !== undefined) {
       problems.push(
         ...checkAccess(

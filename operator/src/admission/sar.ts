@@ -51,7 +51,7 @@ export function subjectAccessReview(
       ...(user.uid !== undefined ? { uid: user.uid } : {}),
       ...(user.extra ? { extra: structuredClone(user.extra) } : {}),
       resourceAttributes: {
-        namespace,
+        namespace: check.namespace ?? namespace,
         verb: check.verb,
         ...accessResource(check),
         ...(check.name !== undefined ? { name: check.name } : {}),

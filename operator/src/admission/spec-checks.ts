@@ -52,6 +52,8 @@ export interface OperationSpecView {
   parameters?: Record<string, unknown>;
   /** Operation only: spec.parametersFrom, once narrowed (the schedulers' operationTemplate has none). */
   parametersFrom?: ParameterSource[];
+  /** Operation only: spec.source (a Restore from a namespace's backups; the target may be absent). */
+  source?: { namespace: string };
   policy?: Record<string, unknown>;
 }
 
@@ -160,6 +162,17 @@ export function readOperationSpec(
     problems.push(...r.problems);
     if (r.sources) view.parametersFrom = r.sources;
   }
+  if (opts.parametersFrom && spec.source !== undefined) {
+    const ns = isRecord(spec.source) ? spec.source.namespace : undefined;
+    if (typeof ns === 'string' && ns.length <= 63 && dnsLabel.test(ns)) view.source = { namespace: ns };
+    else
+      problems.push(
+        invalid(
+          `${base}.source.namespace`,
+          `Invalid value: ${quote(ns)}: must be the name of the namespace whose backups to restore (a DNS label)`,
+        ),
+      );
+  }
   if (isRecord(spec.policy)) view.policy = spec.policy;
   else if (spec.policy !== undefined) {
     problems.push(invalid(`${base}.policy`, 'Invalid value: must be an object'));
@@ -254,6 +267,8 @@ export function checkTarget(
       retry(field, `could not read ApplicationInstance ${namespace}/${view.targetName}: ${target.message}`),
     ];
   }
+  // A Restore from spec.source brings its instance back: its absence is what it is for.
+  if (target.value === undefined && view.source) return [];
   if (target.value === undefined) {
     return [
       invalid(

@@ -52,6 +52,22 @@ export const TargetRefSchema = Type.Object(
   },
 );
 
+export const SourceSchema = Type.Object(
+  {
+    namespace: Type.String({
+      description:
+        'The namespace the backups to restore were made in: this namespace (e.g. recreated after it was deleted, with the ApplicationInstance gone) or another one (a clone into this namespace, which needs the RBAC verb clone on the ApplicationInstance there and a template that allows clones). The backup is parameters.backupName, else the newest Completed velero Backup of the instance made there.',
+      minLength: 1,
+      maxLength: 63,
+      pattern: DNS1123_LABEL,
+    }),
+  },
+  {
+    description:
+      'Restore only (engine velero): where the backups come from. With it the ApplicationInstance spec.targetRef names may be absent: the restore brings it back (its release name and capabilities as the backup recorded them). Without it a Restore needs the instance and restores a backup made for this namespace.',
+  },
+);
+
 export const TemplateNameField = Type.String({
   description:
     'Name of the operation template (built-in or from the catalog) to run. When omitted, the template is resolved from type and engine.',
@@ -179,6 +195,7 @@ export const OperationSpecSchema = Type.Object(
     template: Type.Optional(TemplateNameField),
     parameters: Type.Optional(ParametersField),
     parametersFrom: Type.Optional(ParametersFromField),
+    source: Type.Optional(SourceSchema),
     policy: Type.Optional(PolicySchema),
     cancel: Type.Optional(
       Type.Boolean({
@@ -195,7 +212,11 @@ export const OperationSpecSchema = Type.Object(
       optionalImmutable('template'),
       optionalImmutable('parameters'),
       optionalImmutable('parametersFrom'),
+      optionalImmutable('source'),
       optionalImmutable('policy'),
+      cel("!has(self.source) || self.type == 'Restore'", 'spec.source is for a Restore only: leave it out', {
+        fieldPath: '.source',
+      }),
       cel(
         '!(has(oldSelf.cancel) && oldSelf.cancel) || (has(self.cancel) && self.cancel)',
         'spec.cancel cannot be unset once true: a cancelled Operation stays cancelled; create a new one to run again',

@@ -80,10 +80,16 @@ export interface SourceRef {
 
 /**
  * The sources of an Operation: its spec.parametersFrom, then the template's parametersFrom defaults for
- * the parameters the Operation sets neither in spec.parameters nor in spec.parametersFrom.
+ * the parameters the Operation sets neither in spec.parameters nor in spec.parametersFrom. A Restore with
+ * spec.source gets no defaults: they read this namespace's Operations on the target, and its backup comes
+ * from the source (whose Operations may be gone with their namespace, or be another namespace's).
  */
 export function parameterSources(
-  spec: { parameters?: Record<string, unknown>; parametersFrom?: readonly ParameterSource[] },
+  spec: {
+    parameters?: Record<string, unknown>;
+    parametersFrom?: readonly ParameterSource[];
+    source?: unknown;
+  },
   template: Pick<Template, 'name' | 'parametersFrom'>,
 ): SourceRef[] {
   const out: SourceRef[] = (spec.parametersFrom ?? []).map((s, i) => ({
@@ -95,6 +101,7 @@ export function parameterSources(
     ...Object.keys(spec.parameters ?? {}),
     ...out.flatMap((s) => s.outputs.map(parameterOf)),
   ]);
+  if (spec.source !== undefined) return out;
   for (const [i, d] of (template.parametersFrom ?? []).entries()) {
     const outputs = d.outputs.filter((m) => !set.has(parameterOf(m)));
     if (outputs.length === 0) continue;

@@ -1,5 +1,5 @@
 // What a template lets a requester reach beyond what every Operation of the template gets: other
-// ServiceAccounts, ClusterWorkflowTemplates, cluster-scoped restores. The operator acts with its own
+// ServiceAccounts, ClusterWorkflowTemplates, cluster-scoped restores, another namespace's backups (clone). The operator acts with its own
 // identity, so each of these would otherwise hand the requester what RBAC does not (ADR 0009). Pure:
 // the webhook reports each denial at its field path; the engine adapters refuse the same requests
 // for Operations that reached the reconciler without the webhook.
@@ -15,6 +15,7 @@ export type GrantFields = Pick<
   | 'allowedServiceAccounts'
   | 'allowClusterWorkflowTemplates'
   | 'allowClusterResources'
+  | 'allowClone'
 >;
 
 /** The ServiceAccounts a template's pods may run as: its list, else only the runner ServiceAccount. */
@@ -42,6 +43,12 @@ export function serviceAccountDenial(t: GrantFields, serviceAccount: string): Gr
     serviceAccount,
     message: `ServiceAccount "${serviceAccount}" is not allowed by template ${t.name} (allowedServiceAccounts: ${allowed.join(', ')}); use one of those, or have a platform admin add it to the template's allowedServiceAccounts in the catalog`,
   };
+}
+
+/** Why the template does not let a Restore read `source` namespace's backups into `namespace`; undefined when it does. */
+export function cloneDenial(t: GrantFields, source: string, namespace: string): string | undefined {
+  if (source === namespace || t.allowClone === true) return undefined;
+  return `template ${t.name} does not allow restoring another namespace's backups (allowClone is not true); restore a backup made for ${namespace} (spec.source.namespace: ${namespace}, or no spec.source), or use a template that allows clones`;
 }
 
 /** Every request of `parameters` (after defaults) that the template does not allow. */

@@ -296,6 +296,12 @@ export const TemplateSchema = Type.Object(
           'velero Restore: true lets spec.parameters.includeClusterResources: true restore cluster-scoped objects from the backup. Default false: the Restore leaves includeClusterResources unset, so Velero restores only namespaced objects and the PersistentVolumes of restored claims. For platform-admin templates only.',
       }),
     ),
+    allowClone: Type.Optional(
+      Type.Boolean({
+        description:
+          "velero Restore: true lets spec.source.namespace name another namespace, whose backup of the instance is restored into the Operation's namespace (a clone); the requester also needs the RBAC verb clone on that ApplicationInstance there. Default false: a Restore reads only backups made for its own namespace. The built-in velero-restore sets it.",
+      }),
+    ),
     disabled: Type.Optional(Type.Literal(false)),
   },
   { ...strict, description: 'An operation template.' },

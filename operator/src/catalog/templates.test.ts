@@ -3,7 +3,7 @@ import { engineSupportsType, PRECONDITIONS, RBAC_PROFILES } from '../api/enums.t
 import { validateParameters } from './parameters.ts';
 import { formatFieldError, validateWithSchema } from './schema-validation.ts';
 import { capabilitySelectors, TemplateSchema } from './template.ts';
-import { BUILTIN_TEMPLATES, RUNCOMMAND_IMAGES } from './templates/index.ts';
+import { BUILTIN_TEMPLATES, RUNCOMMAND_IMAGES, veleroRestore } from './templates/index.ts';
 
 const byName = (name: string) => {
   const t = BUILTIN_TEMPLATES.find((x) => x.name === name);
@@ -68,11 +68,12 @@ describe('template parameters', () => {
     );
   });
 
-  it('velero-restore: backupName is required; cluster-scoped objects are not offered', () => {
-    expect(fieldErrors('velero-restore', {})).toEqual([
-      expect.stringMatching(
-        /^spec\.parameters\.backupName: Required value: .*velero\.io Backup made for this namespace/,
-      ),
+  it('velero-restore: backupName may be left to its sources; cluster-scoped objects are not offered', () => {
+    // Without it: the parametersFrom default (latest Backup Operation), or with spec.source the newest
+    // Backup made there (engines/velero.ts).
+    expect(fieldErrors('velero-restore', {})).toEqual([]);
+    expect(veleroRestore.parametersFrom).toEqual([
+      { latest: { type: 'Backup', engine: 'velero' }, outputs: [{ output: 'backupName' }] },
     ]);
     expect(fieldErrors('velero-restore', { backupName: 'b', includeClusterResources: true })).toEqual([
       expect.stringMatching(/^spec\.parameters\.includeClusterResources: Forbidden: unknown field/),

@@ -32,6 +32,17 @@ describe('kubectl vws arguments', () => {
         follow: true,
       },
     });
+    expect(
+      parseArgs(['restore', 'shop', '--from', 'shop-prod', '--backup=b1', '-n', 'shop-staging', '-w']),
+    ).toEqual({
+      ok: true,
+      globals: { namespace: 'shop-staging', allNamespaces: false },
+      command: { cmd: 'restore', instance: 'shop', from: 'shop-prod', backup: 'b1', follow: true },
+    });
+    expect(parseArgs(['restore', 'ai/shop'])).toMatchObject({
+      command: { cmd: 'restore', instance: 'shop' },
+    });
+    expect(parseArgs(['restore', 'cronop/nightly'])).toMatchObject({ ok: false });
     expect(parseArgs(['--context', 'prod', 'approve', 'op1'])).toMatchObject({
       globals: { context: 'prod' },
       command: { cmd: 'approve', name: 'op1' },

@@ -1,7 +1,7 @@
 // `kubectl vws` command lines, parsed into commands (pure). kubectl hands a plugin every argument after
 // its name, global flags included, so -n/--namespace, --context and --kubeconfig are ours to read.
 
-import type { TemplateRun } from './requests.ts';
+import type { RestoreRun, TemplateRun } from './requests.ts';
 
 export type ObjectKind =
   | 'operation'
@@ -26,6 +26,7 @@ export type Command =
   | { cmd: 'help'; text: string }
   | { cmd: 'run-cron'; name: string; request?: string; wait: boolean; follow: boolean }
   | ({ cmd: 'run-template'; follow: boolean } & TemplateRun)
+  | ({ cmd: 'restore'; follow: boolean } & RestoreRun)
   | { cmd: 'approve'; name: string }
   | { cmd: 'cancel'; name: string }
   | { cmd: 'status'; ref: ObjectRef; watch: boolean }
@@ -40,6 +41,9 @@ Usage:
         run a CronOperation's template now (annotation ops.vworkspace.io/run-now); prints the Operation(s)
   kubectl vws run template/<template> --target <instance> [--type <T> --engine <E>] [-p key=value]... [--name <name>] [-w]
         create an Operation from a template (built-in templates need no --type/--engine)
+  kubectl vws restore <instance> [--from <namespace>] [--backup <name>] [--name <name>] [-w]
+        restore the instance from its newest velero Backup (or --backup) made in --from (default: this
+        namespace), also when the instance is gone; another namespace is a clone into this one
   kubectl vws approve <operation>         approve an Operation waiting for approval
   kubectl vws cancel <operation>          cancel an Operation (its engine child is stopped)
   kubectl vws status <operation> | cronoperation/<name> | watchoperation/<name> | applicationinstance/<name> [-w]
@@ -123,6 +127,8 @@ const VALUE_FLAGS = new Set([
   '-p',
   '--param',
   '--limit',
+  '--from',
+  '--backup',
 ]);
 
 /** Splits flags (`--x v`, `--x=v`) from positionals. */
@@ -188,6 +194,8 @@ export function parseArgs(argv: readonly string[]): Parsed {
       case '--engine':
       case '--name':
       case '--limit':
+      case '--from':
+      case '--backup':
         opts[flag.slice(2)] = v;
         break;
       default:
@@ -240,6 +248,28 @@ export function parseArgs(argv: readonly string[]): Parsed {
           ...(engine ? { engine } : {}),
           ...(name ? { name } : {}),
           parameters,
+          follow: watch,
+        },
+      };
+    }
+    case 'restore': {
+      if (!object) return need('name the ApplicationInstance to restore');
+      const ref = parseRef(object, 'applicationinstance');
+      if (typeof ref === 'string') return need(ref);
+      if (ref.kind !== 'applicationinstance')
+        return need('name an applicationinstance/<name> (or just <name>)');
+      const from = str('from');
+      const backup = str('backup');
+      const name = str('name');
+      return {
+        ok: true,
+        globals,
+        command: {
+          cmd: 'restore',
+          instance: ref.name,
+          ...(from ? { from } : {}),
+          ...(backup ? { backup } : {}),
+          ...(name ? { name } : {}),
           follow: watch,
         },
       };

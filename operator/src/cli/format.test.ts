@@ -3,7 +3,7 @@ import type { Operation } from '../api/index.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { cronOp } from '../schedule/testing.ts';
 import { historyTable, progressLine, triggerOf } from './format.ts';
-import { historyQuery, manualRunPrefix, operationFromTemplate } from './requests.ts';
+import { historyQuery, manualRunPrefix, operationFromTemplate, restoreOperation } from './requests.ts';
 
 function op(
   name: string,
@@ -101,6 +101,20 @@ describe('kubectl vws requests', () => {
         BUILTIN_TEMPLATES,
       ),
     ).toEqual({ ok: false, message: expect.stringContaining('--engine tar: use one of velero') });
+  });
+
+  it("builds a Restore from a namespace's backups: the instance may be gone; another namespace is a clone", () => {
+    expect(restoreOperation({ instance: 'shop' }, 'shop')).toEqual({
+      apiVersion: 'ops.vworkspace.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { namespace: 'shop', generateName: 'restore-shop-' },
+      spec: { type: 'Restore', engine: 'velero', targetRef: { name: 'shop' }, source: { namespace: 'shop' } },
+    });
+    const clone = restoreOperation({ instance: 'shop', from: 'prod', backup: 'b1', name: 'r' }, 'staging');
+    expect(clone).toMatchObject({
+      metadata: { name: 'r' },
+      spec: { source: { namespace: 'prod' }, parameters: { backupName: 'b1' } },
+    });
   });
 
   it('finds the run-now Operations and the history of an object', () => {

@@ -33,6 +33,7 @@ import {
   historyQuery,
   manualRunPrefix,
   operationFromTemplate,
+  restoreOperation,
   runNowPatch,
 } from './requests.ts';
 
@@ -207,6 +208,16 @@ async function runTemplate(
   return c.follow ? followOperation(s, op.metadata.name ?? '', io) : 0;
 }
 
+async function restore(s: Session, c: Extract<Command, { cmd: 'restore' }>, io: Io): Promise<number> {
+  const op = await s.client.request<Operation>({
+    method: 'POST',
+    path: s.path(OPERATION),
+    body: restoreOperation(c, s.ns),
+  });
+  io.out(`operation.ops.vworkspace.io/${op.metadata.name} created`);
+  return c.follow ? followOperation(s, op.metadata.name ?? '', io) : 0;
+}
+
 async function status(s: Session, c: Extract<Command, { cmd: 'status' }>, io: Io): Promise<number> {
   const ref = c.ref as ObjectRef & { kind: Exclude<ObjectRef['kind'], 'template'> };
   const obj = await s.get<never>(KIND_RESOURCES[ref.kind], ref.name);
@@ -269,6 +280,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return await runCron(s, c, io);
       case 'run-template':
         return await runTemplate(s, c, io);
+      case 'restore':
+        return await restore(s, c, io);
       case 'approve':
         await s.patch(OPERATION, c.name, approvePatch);
         io.out(`operation.ops.vworkspace.io/${c.name} approved`);

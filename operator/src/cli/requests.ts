@@ -77,6 +77,36 @@ export function operationFromTemplate(
   };
 }
 
+export interface RestoreRun {
+  instance: string;
+  /** The namespace whose backups to restore; unset: the one the Operation is created in. */
+  from?: string;
+  backup?: string;
+  name?: string;
+}
+
+/**
+ * A velero Restore of `instance` from the backups of `from` (spec.source, so the instance may be gone:
+ * the restore brings it back; another namespace is a clone): docs/disaster-recovery.md.
+ */
+export function restoreOperation(run: RestoreRun, namespace: string): Operation {
+  return {
+    apiVersion: OPERATION.apiVersion,
+    kind: OPERATION.kind,
+    metadata: {
+      namespace,
+      ...(run.name ? { name: run.name } : { generateName: `restore-${run.instance.slice(0, 40)}-` }),
+    },
+    spec: {
+      type: 'Restore',
+      engine: 'velero',
+      targetRef: { name: run.instance },
+      source: { namespace: run.from ?? namespace },
+      ...(run.backup ? { parameters: { backupName: run.backup } } : {}),
+    },
+  };
+}
+
 /** The list query and filter of a history: an object's Operations, or the namespace's. */
 export function historyQuery(
   ref: ObjectRef | undefined,

@@ -37,8 +37,11 @@ export interface EngineEnvironment {
    * target's release, read (by name, only that Secret) when a child may be materialized.
    */
   releaseHooks?: ReleaseHooks;
-  /** Restore: the velero.io Backup parameters.backupName names, as read from the Velero namespace; absent when there is none. */
-  veleroBackup?: { name: string; labels: Record<string, string> };
+  /**
+   * Restore: the velero.io Backup parameters.backupName names, else (spec.source) the newest Completed one
+   * of the instance made for the source namespace, as read from the Velero namespace; absent when none.
+   */
+  veleroBackup?: { name: string; labels: Record<string, string>; annotations?: Record<string, string> };
   /**
    * helm Upgrade: the target's release as Helm's record says now (the labels of its release Secrets, read
    * as metadata only on every reconcile of a running Upgrade); undefined when it has no record.

@@ -3,21 +3,38 @@
 // record, the ApplicationInstance). Owner references cannot cross namespaces, so the child carries the
 // operation / operation-namespace / operation-uid labels instead.
 //
-// A Backup is labelled with the namespace (and instance) it was made for; a Restore accepts only a
-// Backup labelled for the Operation's own namespace, so a tenant cannot restore another team's backup
-// or an admin's full-cluster one into their namespace. A platform admin hands a backup to a namespace by
-// labelling it ops.vworkspace.io/operation-namespace=<namespace>.
+// A Backup is labelled with the namespace, instance and release it was made for (and records the
+// instance's restore capability); a Restore accepts only a Backup labelled for the namespace it reads
+// from (velero-restore.ts), so a tenant cannot restore another team's backup or an admin's full-cluster
+// one into their namespace. A platform admin hands a backup to a namespace by labelling it
+// ops.vworkspace.io/operation-namespace=<namespace>.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   capabilityAnnotation,
   LABEL_HELM_INSTANCE,
   LABEL_INSTANCE,
-  LABEL_OPERATION_NAMESPACE,
   LABEL_RELEASE,
 } from '../api/annotations.ts';
-import { APPLICATION_INSTANCE, CRON_OPERATION, OPERATION, WATCH_OPERATION } from '../api/constants.ts';
 import type { Reason } from '../api/reasons.ts';
 import { refuseUngranted } from './grants.ts';
+import { materializeRestore } from './velero-restore.ts';
+import {
+  instanceLabelPatch,
+  NEVER_BACKED_UP,
+  optional,
+  releaseSelectors,
+  VELERO_API_VERSION,
+} from './velero-scope.ts';
+
+export { instanceLabelPatch, NEVER_BACKED_UP, releaseSelectors, VELERO_API_VERSION };
+
+/**
+ * The quiesce convention (capability `ops.vworkspace.io/quiesce: exec`): the chart labels the pods that
+ * must be quiesced with QUIESCE_POD_LABEL=exec and ships two executables in their first container.
+ * Velero runs the first before backing the pod up (a failure fails the backup: no inconsistent copy)
+ * and the second afterwards (a failure only warns: the data is already safe).
+ */
+import { LABEL_QUIESCE as QUIESCE_POD_LABEL } from '../api/annotations.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
 import { arr, asManifest, at, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
@@ -28,77 +45,12 @@ import type {
   MaterializeInput,
   MaterializeResult,
 } from './types.ts';
-
-export const VELERO_API_VERSION = 'velero.io/v1';
-
-/**
- * The quiesce convention (capability `ops.vworkspace.io/quiesce: exec`): the chart labels the pods that
- * must be quiesced with QUIESCE_POD_LABEL=exec and ships two executables in their first container.
- * Velero runs the first before backing the pod up (a failure fails the backup: no inconsistent copy)
- * and the second afterwards (a failure only warns: the data is already safe).
- */
-import { LABEL_QUIESCE as QUIESCE_POD_LABEL } from '../api/annotations.ts';
 export { QUIESCE_POD_LABEL };
 export const QUIESCE_COMMAND = ['/vworkspace/hooks/quiesce'];
 export const UNQUIESCE_COMMAND = ['/vworkspace/hooks/unquiesce'];
 export const QUIESCE_HOOK_TIMEOUT = '5m';
 
 type Kind = 'Backup' | 'Restore';
-
-interface LabelSelector {
-  matchLabels: Record<string, string>;
-}
-
-/**
- * What a Backup of an instance takes and a Restore of it brings back, as Velero's orLabelSelectors (any
- * one matches): the release's objects; Helm's release record (Secrets of type helm.sh/release.v1, or
- * ConfigMaps with Helm's configmap driver, labelled owner=helm, name=<release>), without which helm no
- * longer knows the release after its namespace is gone; and the ApplicationInstance, which the operator
- * labels LABEL_RELEASE before it creates a Backup (instanceLabelPatch). Velero selects by label only
- * (no name filter), and a label selector and orLabelSelectors cannot both be set.
- */
-export function releaseSelectors(release: string): LabelSelector[] {
-  return [
-    { matchLabels: { [LABEL_HELM_INSTANCE]: release } },
-    { matchLabels: { owner: 'helm', name: release } },
-    { matchLabels: { [LABEL_RELEASE]: release } },
-  ];
-}
-
-/**
- * Never in a backup, whatever their labels: a restored Operation has no status and would run again (a
- * restored Restore would restore again), and a restored CronOperation or WatchOperation would start
- * creating Operations before anyone looked at what came back.
- */
-export const NEVER_BACKED_UP = [OPERATION, CRON_OPERATION, WATCH_OPERATION].map(
-  (r) => `${r.plural}.${r.group}`,
-);
-
-/**
- * The merge patch that labels the instance for releaseSelectors, or undefined when it already carries
- * the label. Applied by the reconciler right before it creates the Backup (MaterializeResult.prepare).
- */
-export function instanceLabelPatch(
-  target: MaterializeInput['target'],
-  release: string,
-): CancelAction | undefined {
-  if (target.metadata.labels?.[LABEL_RELEASE] === release) return undefined;
-  return {
-    kind: 'patch',
-    child: {
-      apiVersion: APPLICATION_INSTANCE.apiVersion,
-      kind: APPLICATION_INSTANCE.kind,
-      metadata: { name: target.metadata.name ?? '', namespace: target.metadata.namespace ?? '' },
-    },
-    patch: { metadata: { labels: { [LABEL_RELEASE]: release } } },
-  };
-}
-
-function optional(parameters: Json, keys: readonly string[]): Json {
-  const out: Json = {};
-  for (const k of keys) if (parameters[k] !== undefined) out[k] = parameters[k];
-  return out;
-}
 
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, target, parameters, env, attempt } = input;
@@ -111,41 +63,22 @@ function materialize(input: MaterializeInput): MaterializeResult {
     orLabelSelectors: releaseSelectors(release.name),
     excludedResources: NEVER_BACKED_UP,
   };
+  const restoreCapability = target.metadata.annotations?.[capabilityAnnotation('restore')];
   const metadata = childMetadata(op, {
     name: childName(op, attempt, NAME_LIMITS.velero),
     namespace: env.veleroNamespace,
     attempt,
     ...(op.spec.type === 'Backup'
-      ? { labels: { [LABEL_INSTANCE]: target.metadata.name ?? '', [LABEL_RELEASE]: release.name } }
+      ? {
+          labels: { [LABEL_INSTANCE]: target.metadata.name ?? '', [LABEL_RELEASE]: release.name },
+          // What a Restore of the instance, once it is gone, is judged on (operation/restore-source.ts).
+          ...(restoreCapability
+            ? { annotations: { [capabilityAnnotation('restore')]: restoreCapability } }
+            : {}),
+        }
       : {}),
   });
-  if (op.spec.type === 'Restore') {
-    const backupName = str(parameters.backupName);
-    if (!backupName) {
-      return {
-        ok: false,
-        reason: 'InvalidParameters',
-        message: 'parameters.backupName names the velero.io Backup to restore; it is required',
-      };
-    }
-    const backup = env.veleroBackup;
-    if (backup?.name !== backupName || backup.labels[LABEL_OPERATION_NAMESPACE] !== namespace) {
-      // One message whether the Backup is missing or made for someone else: no oracle for other teams' names.
-      return {
-        ok: false,
-        reason: 'BackupNotAllowed',
-        message: `parameters.backupName: there is no velero.io Backup ${backupName} made for namespace ${namespace} (a Backup Operation here labels its Backup ${LABEL_OPERATION_NAMESPACE}=${namespace}); name the outputs.backupName of a Backup Operation of this namespace, or ask a platform admin to label the Backup for it`,
-      };
-    }
-    // Cluster-scoped objects only through a template a platform admin wrote for it (catalog/grants.ts).
-    const clusterScoped = input.template.allowClusterResources === true ? ['includeClusterResources'] : [];
-    const spec: Json = {
-      backupName,
-      ...scope,
-      ...optional(parameters, ['existingResourcePolicy', 'restorePVs', ...clusterScoped]),
-    };
-    return { ok: true, children: [{ apiVersion: VELERO_API_VERSION, kind: 'Restore', metadata, spec }] };
-  }
+  if (op.spec.type === 'Restore') return materializeRestore(input, metadata, release.name);
   if (op.spec.type !== 'Backup') {
     return {
       ok: false,

@@ -23,7 +23,7 @@
 // the Operation is never failed for them.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
+import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
 import type { Engine } from '../api/enums.ts';
@@ -85,6 +85,13 @@ import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { readReleaseHooks } from './release-hooks.ts';
 import { readReleaseState } from './release-state.ts';
 import { readRestoreFacts } from './restore-facts.ts';
+import {
+  asRestoreBackup,
+  newestBackup,
+  type RestoreBackup,
+  recordedInstance,
+  sourceNamespace,
+} from './restore-source.ts';
 import { ChildWatcher, type NamedKind, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
@@ -263,6 +270,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     target: ApplicationInstance | undefined,
     children: readonly KubernetesObject[],
     signal: AbortSignal,
+    backup?: RestoreBackup,
   ) {
     const env: EngineEnvironment = {
       veleroNamespace,
@@ -309,28 +317,43 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       const state = await readReleaseState(deps.client, ns, release.name, signal);
       if (state) env.helmRelease = state;
     }
-    // Resolved only for the one engine that reads it: it scans the namespace's Operations.
-    const backupName =
-      op.spec.engine === 'velero' && op.spec.type === 'Restore' ? parametersOf(op).backupName : undefined;
-    if (typeof backupName === 'string') {
-      const backup = await readOptional<KubernetesObject>(
-        resourcePath(
-          { group: 'velero.io', version: 'v1', plural: 'backups', namespace: veleroNamespace },
-          backupName,
-        ),
-        signal,
-      );
-      if (backup) env.veleroBackup = { name: backupName, labels: { ...backup.metadata?.labels } };
-    }
+    if (backup) env.veleroBackup = backup;
     return env;
+  }
+
+  /**
+   * A velero Restore's Backup: the one parameters.backupName names (resolved only for this engine: it scans
+   * the namespace's Operations), else for spec.source the newest Completed Backup of the instance made for
+   * the source namespace, listed in Velero's namespace (restore-source.ts).
+   */
+  async function readRestoreBackup(op: Operation, signal: AbortSignal): Promise<RestoreBackup | undefined> {
+    const backups = { group: 'velero.io', version: 'v1', plural: 'backups', namespace: veleroNamespace };
+    const backupName = parametersOf(op).backupName;
+    if (typeof backupName === 'string') {
+      const backup = await readOptional<KubernetesObject>(resourcePath(backups, backupName), signal);
+      return backup && asRestoreBackup(backup);
+    }
+    if (!op.spec.source) return undefined;
+    const source = sourceNamespace(op);
+    const list = await deps.client.request<{ items?: KubernetesObject[] }>({
+      method: 'GET',
+      path: resourcePath(backups),
+      query: {
+        labelSelector: `${LABEL_OPERATION_NAMESPACE}=${source},${LABEL_INSTANCE}=${op.spec.targetRef.name}`,
+      },
+      signal,
+    });
+    return newestBackup(list.items ?? [], source, op.spec.targetRef.name);
   }
 
   async function gatherFacts(
     ctx: ReconcileContext,
     op: Operation,
-    target: ApplicationInstance | undefined,
+    instance: ApplicationInstance | undefined,
     adapter: EngineAdapter | undefined,
+    absentTarget?: PreconditionFacts['absentTarget'],
   ): Promise<PreconditionFacts> {
+    const target = instance ?? absentTarget?.recorded;
     const ns = op.metadata.namespace ?? '';
     const now = new Date(clock.now());
     const ops = written.overlay(ns, operations.list(ns));
@@ -364,7 +387,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const engine = resolved.ok && target && adapter ? await discovery.check(adapter, ctx.signal) : undefined;
     return {
       now,
-      target,
+      target: instance,
+      ...(absentTarget ? { absentTarget } : {}),
       rbac,
       operations: ops,
       secrets,
@@ -593,7 +617,17 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
     // Paused target: decide only records it, so nothing is looked up (and no child is read).
     const paused = isPaused(target) && !isTerminalPhase(op.status?.phase);
-    const facts = needsPreconditions(op) && !paused ? await gatherFacts(ctx, op, target, adapter) : undefined;
+    const waits = needsPreconditions(op) && !paused;
+    // A velero Restore's Backup; for one from spec.source whose instance is gone, the instance it recorded.
+    const backup =
+      op.spec.engine === 'velero' &&
+      op.spec.type === 'Restore' &&
+      !isTerminalPhase(op.status?.phase) &&
+      !paused
+        ? await readRestoreBackup(op, ctx.signal)
+        : undefined;
+    const absent = !target && op.spec.source && waits ? recordedInstance(op, backup) : undefined;
+    const facts = waits ? await gatherFacts(ctx, op, target, adapter, absent) : undefined;
     if (!facts) nameWatcher.release(ctx.key);
     const { children, conflict: replaced } = paused
       ? { children: [] }
@@ -606,7 +640,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const env =
       (isTerminalPhase(op.status?.phase) && !facts) || paused
         ? { veleroNamespace }
-        : await environment(op, target, children, ctx.signal);
+        : await environment(op, target ?? absent?.recorded, children, ctx.signal, backup);
     const seen = failureSeen.get(attemptKey);
     let d: Decision = decide({
       op,

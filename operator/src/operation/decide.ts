@@ -49,7 +49,12 @@ import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
 import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { ENGINE_RECHECK_MS } from './engine-install.ts';
-import { evaluatePreconditions, type PreconditionFacts, resolveOperation } from './preconditions.ts';
+import {
+  evaluatePreconditions,
+  type PreconditionFacts,
+  resolveOperation,
+  targetOf,
+} from './preconditions.ts';
 export { ANNOTATION_RECONCILE_HANDLED };
 
 /** Accepted=False reasons that may be fixed by creating something: waited for before failing. */
@@ -451,8 +456,9 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
             ? [{ type: 'Warning', reason: result.reason, note: result.message }]
             : [];
         // Nothing watches for an engine's CRDs appearing: discovery is re-read at an interval instead.
+        // Nor for a backup appearing in Velero's namespace (its backup sync, a Backup finishing).
         const poll =
-          result.reason === 'EngineNotInstalled'
+          result.reason === 'EngineNotInstalled' || result.reason === 'BackupNotFound'
             ? (input.engineRecheckMs ?? ENGINE_RECHECK_MS)
             : Number.POSITIVE_INFINITY;
         return {
@@ -502,7 +508,7 @@ function decideFresh<T extends Template>(input: DecideInput<T>, op: Operation): 
     return { status: b.status, events: phaseEvent(before, b.status, 'CapabilityMissing', message) };
   }
   const attempt = (op.status?.attempts ?? 0) + 1;
-  const target = facts.target!;
+  const target = targetOf(facts)!;
   const m = adapter.materialize({
     op,
     target,

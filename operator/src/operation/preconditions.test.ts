@@ -81,6 +81,36 @@ describe('evaluatePreconditions', () => {
     });
   });
 
+  it('a Restore from spec.source whose instance is gone: judged on the instance its backup recorded', () => {
+    const bringBack = operation('r', { type: 'Restore', source: { namespace: 'team' } });
+    const recorded = instance('app', { capabilities: { restore: 'velero' }, ready: false });
+    // No Ready to wait for (nothing is there yet), the recorded capability counts.
+    expect(evaluate(bringBack, { target: undefined, absentTarget: { recorded, problem: '' } }).outcome).toBe(
+      'satisfied',
+    );
+    const notRestorable = instance('app', { capabilities: { backup: 'velero' } });
+    expect(
+      evaluate(bringBack, { target: undefined, absentTarget: { recorded: notRestorable, problem: '' } }),
+    ).toMatchObject({
+      reason: 'CapabilityMissing',
+    });
+    // No backup to bring it back from: waits (a backup may still be synced into Velero), saying why.
+    expect(
+      evaluate(bringBack, { target: undefined, absentTarget: { problem: 'no backup of app' } }),
+    ).toMatchObject({
+      outcome: 'rejected',
+      reason: 'BackupNotFound',
+      message: 'no backup of app',
+      permanent: false,
+    });
+    // Without spec.source an absent target is still TargetNotFound.
+    expect(
+      evaluate(operation('r', { type: 'Restore', parameters: { backupName: 'b1' } }), { target: undefined }),
+    ).toMatchObject({
+      reason: 'TargetNotFound',
+    });
+  });
+
   it('AwaitingApproval until ops.vworkspace.io/approve is "true"', () => {
     const op = operation('b', { policy: { requiresApproval: true } });
     expect(evaluate(op)).toMatchObject({ outcome: 'blocked', reason: 'AwaitingApproval' });

@@ -58,6 +58,18 @@ export interface PreconditionFacts {
   applicationWindow?: MaintenanceWindow;
   /** Whether the engine's child kinds are served; unset = installed. */
   engine?: EngineFacts;
+  /**
+   * A Restore with spec.source whose target does not exist: the instance as its backup recorded it (the
+   * restore brings it back), or why there is none (restore-source.ts).
+   */
+  absentTarget?: { recorded?: ApplicationInstance; problem: string };
+}
+
+/** The target the preconditions and the engine judge: the instance, else the one a backup recorded. */
+export function targetOf(
+  facts: Pick<PreconditionFacts, 'target' | 'absentTarget'>,
+): ApplicationInstance | undefined {
+  return facts.target ?? facts.absentTarget?.recorded;
 }
 
 export type Resolved<T extends Template = Template> =
@@ -84,7 +96,8 @@ export type PreconditionResult<T extends Template = Template> =
         | 'CapabilityMissing'
         | 'SelectorMismatch'
         | 'EngineNotInstalled'
-        | 'RbacProfileMissing';
+        | 'RbacProfileMissing'
+        | 'BackupNotFound';
       message: string;
       /** false: may be fixed by creating something; the controller waits its grace period first. */
       permanent: boolean;
@@ -289,8 +302,12 @@ export function evaluatePreconditions<T extends Template>(
     ...extra,
   });
 
-  // TargetExists
-  const target = facts.target;
+  // TargetExists (or, for a Restore from spec.source, the instance its backup recorded)
+  const target = targetOf(facts);
+  const standIn = !facts.target;
+  if (!target && op.spec.source && facts.absentTarget) {
+    return reject('TargetExists', 'BackupNotFound', facts.absentTarget.problem, false);
+  }
   if (!target) {
     return reject(
       'TargetExists',
@@ -343,8 +360,8 @@ export function evaluatePreconditions<T extends Template>(
       `policy.requiresApproval: waiting for approval; someone allowed to approve runs \`kubectl annotate operation ${op.metadata.name} -n ${ns} ${ANNOTATION_APPROVE}=true\` (or cancel it with spec.cancel: true)`,
     );
   }
-  // TargetGenerationMatches
-  if (listed(template, 'TargetGenerationMatches')) {
+  // TargetGenerationMatches, TargetReady: of an instance that exists (a stand-in has no status yet).
+  if (!standIn && listed(template, 'TargetGenerationMatches')) {
     const gen = target.metadata.generation;
     const seen = target.status?.observedGeneration;
     if (gen !== undefined && seen !== gen) {
@@ -356,7 +373,7 @@ export function evaluatePreconditions<T extends Template>(
     }
   }
   // TargetReady
-  if (policy.requireReady) {
+  if (!standIn && policy.requireReady) {
     const r = isReady(target);
     if (!r.ready) {
       const why = r.reason

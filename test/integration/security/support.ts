@@ -45,3 +45,28 @@ export async function adminServiceAccount(w: World, namespace: string, name: str
   });
   await w.grantClusterRole(`system:serviceaccount:${namespace}:${name}`, namespace, 'cluster-admin');
 }
+
+/**
+ * Plays Velero: the velero.io child of Operation `name` (in `collection`, a path) completes — velero.io
+ * kinds have no status subresource — and the Operation succeeds. Returns the child.
+ */
+export async function completeVeleroChild(
+  w: World,
+  collection: string,
+  namespace: string,
+  name: string,
+): Promise<KubernetesObject> {
+  await settled(w, namespace, name);
+  const [child] = await childrenOf(w, collection, name);
+  await w.admin.request({
+    method: 'PATCH',
+    path: `${collection}/${child!.metadata!.name}`,
+    contentType: 'application/merge-patch+json',
+    body: { status: { phase: 'Completed', completionTimestamp: new Date().toISOString() } },
+  });
+  await w.waitFor(`Operation ${name} to succeed`, async () => {
+    const o = await w.getOperation(namespace, name);
+    return o.status?.phase === 'Succeeded';
+  });
+  return child!;
+}

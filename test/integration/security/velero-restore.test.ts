@@ -6,7 +6,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from './harness.ts';
-import { childrenOf, settled } from './support.ts';
+import { childrenOf, completeVeleroChild, settled } from './support.ts';
 
 const restore = (backupName: string, extra: Record<string, unknown> = {}) => ({
   type: 'Restore',
@@ -21,22 +21,8 @@ describe('a tenant restores only backups made for their namespace, into it', () 
   let w: World;
   let backups: string;
   let restores: string;
-  /** Plays Velero: the child of Operation `name` completes (velero.io kinds have no status subresource). */
-  async function complete(collection: string, ns: string, name: string): Promise<KubernetesObject> {
-    await settled(w, ns, name);
-    const [child] = await childrenOf(w, collection, name);
-    await w.admin.request({
-      method: 'PATCH',
-      path: `${collection}/${child!.metadata!.name}`,
-      contentType: 'application/merge-patch+json',
-      body: { status: { phase: 'Completed' } },
-    });
-    await w.waitFor(`Operation ${name} to succeed`, async () => {
-      const o = await w.getOperation(ns, name);
-      return o.status?.phase === 'Succeeded';
-    });
-    return child!;
-  }
+  const complete = (collection: string, ns: string, name: string) =>
+    completeVeleroChild(w, collection, ns, name);
 
   beforeAll(async () => {
     w = await startWorld();
