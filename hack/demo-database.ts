@@ -154,14 +154,21 @@ export async function databaseStory(s: Story): Promise<void> {
   s.say('  the same rows and checksums as before the namespace was deleted');
 }
 
-/** The namespace recreated and the Restore asked for the way docs/production.md tells a user. */
+/**
+ * The namespace recreated and the Restore asked for the way docs/disaster-recovery.md tells a user: the
+ * instance is gone, so `spec.source` names whose backups to read (the newest Completed one).
+ */
 async function restoreAfterLoss(s: Story, backupName: string): Promise<void> {
   await s.api.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
-  s.say(`namespace ${NS} recreated; Restore Operation of velero Backup ${backupName} ...`);
-  await operation(s, 'restore', {
+  s.say(
+    `namespace ${NS} recreated; Restore Operation with spec.source.namespace ${NS} (the newest backup: ${backupName}) ...`,
+  );
+  const op = await operation(s, 'restore', {
     type: 'Restore',
     engine: 'velero',
     targetRef: { name: RELEASE },
-    parameters: { backupName },
+    source: { namespace: NS },
   });
+  if (op.status?.outputs?.backupName !== backupName)
+    throw new Error(`the Restore took ${op.status?.outputs?.backupName}, not ${backupName}`);
 }

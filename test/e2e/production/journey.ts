@@ -6,13 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { Database } from '../../../hack/lib/apps/postgres.ts';
 import { POSTGRES_VERSIONS } from '../../../hack/lib/engines/helm.ts';
 import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
-import type { RealNode } from '../../../hack/lib/real-node.ts';
+import { apply, type RealNode } from '../../../hack/lib/real-node.ts';
 import { DEPLOYMENT_NAME } from '../../../hack/packaging/csv.ts';
 import { LABEL_CRON_OPERATION, LABEL_OPERATION } from '../../../operator/src/api/annotations.ts';
 import { APPLICATION_INSTANCE, CRON_OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
 import { isNotFound, PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { Api, cond } from '../../integration/operation/support.ts';
+import { impersonating } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm } from '../../support/helm.ts';
 import type { Platform } from './platform.ts';
@@ -146,6 +147,70 @@ export class Journey {
           release: { name: release },
         },
       },
+    });
+  }
+
+  /** The namespace admin lets `user` ask for Restores of `instance` here (Operations, verb restore). */
+  async grantRestore(namespace: string, instance: string, user: string): Promise<void> {
+    await this.grant(namespace, `restore-${user}`, user, [
+      {
+        apiGroups: ['ops.vworkspace.io'],
+        resources: ['operations'],
+        verbs: ['create', 'get', 'list', 'watch'],
+      },
+      {
+        apiGroups: ['apps.vworkspace.io'],
+        resources: ['applicationinstances'],
+        resourceNames: [instance],
+        verbs: ['restore'],
+      },
+    ]);
+  }
+
+  /** The source namespace's admin lets `user` read `instance`'s backups into another namespace (verb clone). */
+  async grantClone(namespace: string, instance: string, user: string): Promise<void> {
+    await this.grant(namespace, `clone-${user}`, user, [
+      {
+        apiGroups: ['apps.vworkspace.io'],
+        resources: ['applicationinstances'],
+        resourceNames: [instance],
+        verbs: ['clone'],
+      },
+    ]);
+  }
+
+  private async grant(
+    namespace: string,
+    name: string,
+    user: string,
+    rules: Record<string, unknown>[],
+  ): Promise<void> {
+    await apply(this.node.client, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace },
+      rules,
+    });
+    await apply(this.node.client, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    });
+  }
+
+  /** Creates an Operation as `user` (impersonation: the API server and the webhook see that user). */
+  async createOperationAs(
+    user: string,
+    namespace: string,
+    name: string,
+    spec: Partial<OperationSpec>,
+  ): Promise<void> {
+    await impersonating(this.node.kc, user).request({
+      method: 'POST',
+      path: this.api.opPath(namespace),
+      body: { apiVersion: 'ops.vworkspace.io/v1alpha1', kind: 'Operation', metadata: { name }, spec },
     });
   }
 

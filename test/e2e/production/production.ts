@@ -16,6 +16,7 @@ import { POSTGRES_VERSIONS, RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/eng
 import type { RealNode } from '../../../hack/lib/real-node.ts';
 import { keepInTestResults } from '../../support/kept.ts';
 import { runWithVolume } from '../engines/pods.ts';
+import { refusal } from '../support/app.ts';
 import {
   ANALYZE_TEMPLATE,
   cleanupRestored,
@@ -30,6 +31,7 @@ import { installPlatform, type Platform, prepareNamespace } from './platform.ts'
 
 const RELEASE = 'db';
 const NAMESPACE = 'shop';
+const CLONE = 'shop-copy';
 
 /** The production journey on the node `theNode()` returns once the shared beforeAll has started it. */
 export function productionJourney(theNode: () => RealNode, say: (m: string) => void): void {
@@ -394,6 +396,79 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
         expect(await j.helmStatusText(NAMESPACE, RELEASE).catch((e: Error) => e.message)).toMatch(
           /release: not found/,
         );
+      },
+    );
+
+    step(
+      'c: the namespace recreated and the Restore asked for with spec.source: the same rows and checksums, helm knows the release, the instance is back and Ready, the next Upgrade succeeds',
+      async () => {
+        // The platform re-applies the namespace's RBAC (it is not the application's backup), then the owner asks.
+        await prepareNamespace(j.node, NAMESPACE);
+        const op = await runOperation(j, NAMESPACE, 'bring-back', {
+          type: 'Restore',
+          engine: 'velero',
+          targetRef: { name: RELEASE },
+          source: { namespace: NAMESPACE },
+        });
+        await j.expectSucceeded(op, 'VeleroRestoreCompleted');
+        expect(op.status?.outputs?.backupName).toBe(j.veleroBackup);
+        await db.ready();
+        const now = await db.state();
+        say(`c: restored: ${showState(now)}`);
+        expect(now).toEqual(before);
+        say(`c: helm status: ${await j.helmStatusText(NAMESPACE, RELEASE)}`);
+        const status = await j.helmStatus(NAMESPACE, RELEASE);
+        expect(status).toMatchObject({
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.b.version}`,
+        });
+        const ready = await j.instanceReady(NAMESPACE, RELEASE, status.revision);
+        say(`c: ApplicationInstance ${NAMESPACE}/${RELEASE}: Ready ${ready.reason}`);
+        const upgrade = await runOperation(j, NAMESPACE, 'upgrade-after-restore', {
+          type: 'Upgrade',
+          engine: 'helm',
+          targetRef: { name: RELEASE },
+          parameters: { version: POSTGRES_VERSIONS.c.version },
+        });
+        await j.expectSucceeded(upgrade, 'HelmUpgradeSucceeded');
+        expect(await j.helmStatus(NAMESPACE, RELEASE)).toEqual({
+          revision: status.revision + 1,
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.c.version}`,
+        });
+        const upgraded = await db.state();
+        say(`c: after the upgrade: ${showState(upgraded)}`);
+        expect(upgraded).toEqual({ ...before, schema: 3 });
+      },
+    );
+
+    step(
+      "d: a clone into another namespace for a user who may read the source's backups; one who may not is refused",
+      async () => {
+        await prepareNamespace(j.node, CLONE);
+        for (const user of ['alice', 'bob']) await j.grantRestore(CLONE, RELEASE, user);
+        await j.grantClone(NAMESPACE, RELEASE, 'alice');
+        const clone = {
+          type: 'Restore' as const,
+          engine: 'velero' as const,
+          targetRef: { name: RELEASE },
+          source: { namespace: NAMESPACE },
+        };
+        const refused = await refusal(j.createOperationAs('bob', CLONE, 'clone-by-bob', clone));
+        say(`d: bob (no clone on ${NAMESPACE}/${RELEASE}): ${refused}`);
+        expect(refused).toMatch(/spec\.source\.namespace/);
+        await j.createOperationAs('alice', CLONE, 'clone-by-alice', clone);
+        const op = await j.api.finished(CLONE, 'clone-by-alice', 600_000);
+        await j.expectSucceeded(op, 'VeleroRestoreCompleted');
+        const copy = j.database(CLONE, RELEASE);
+        await copy.ready();
+        const cloned = await copy.state();
+        say(
+          `d: the clone in ${CLONE}: ${showState(cloned)}; helm status: ${await j.helmStatusText(CLONE, RELEASE)}`,
+        );
+        // The backup's rows (schema 2: the source has since been upgraded), in a release of its own.
+        expect(cloned).toEqual(before);
+        expect((await j.helmStatus(CLONE, RELEASE)).status).toBe('deployed');
       },
     );
   });
