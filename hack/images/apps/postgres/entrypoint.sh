@@ -14,4 +14,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
     --auth-local=trust --auth-host=scram-sha-256
   echo 'host all all all scram-sha-256' >>"$PGDATA/pg_hba.conf"
 fi
+# The kubelet gives a volume's files the pod's fsGroup with group write when it mounts it; PostgreSQL
+# refuses a data directory others may write (0700 or 0750 only), as after a restore into a new volume.
+chmod 0700 "$PGDATA"
 exec postgres -D "$PGDATA" -c listen_addresses='*' -c "unix_socket_directories=$SOCKETS" -c jit=off "$@"
