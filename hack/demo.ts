@@ -282,7 +282,7 @@ try {
                 catalogId: 'postgres',
                 chart: {
                   sourceType: 'helm',
-                  url: 'oci://charts.example.com/postgres',
+                  url: 'https://charts.example.com/postgres',
                   name: 'postgres',
                   version: '1.0.0',
                 },
