@@ -10,7 +10,9 @@
 // gracefully and deleting the cluster.
 //
 // VWS_NODE=real (hack/demo.sh's default as root; `make demo NODE=kwok` for kwok): the same on a real
-// node (hack/lib/real-node.ts): the RunCommand's container really runs, and its output is shown.
+// node (hack/lib/real-node.ts): the RunCommand's container really runs, and its output is shown; the
+// Backup is then no simulation but hack/demo-database.ts's story: a real PostgreSQL, a real velero
+// Backup, the namespace deleted, the Restore, the same rows on screen.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
