@@ -12,7 +12,8 @@ fi
 export VWS_NODE
 case $VWS_NODE in real | kwok) ;; *) echo "NODE must be real or kwok, not '$VWS_NODE'" >&2; exit 2 ;; esac
 hack/build-tools.sh cluster
-# The real node's tools and the image tools too (docs/real-node.md).
-[ "$VWS_NODE" != real ] || hack/build-tools.sh node images
+# The real node's tools and the image tools too (docs/real-node.md), and what the database story runs:
+# PostgreSQL from Debian's packages, Velero with MinIO and the local-path provisioner (docs/production.md).
+[ "$VWS_NODE" != real ] || hack/build-tools.sh node images postgres velero object-store storage
 hack/fetch-crds.sh
 exec node hack/demo.ts

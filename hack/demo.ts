@@ -10,7 +10,9 @@
 // gracefully and deleting the cluster.
 //
 // VWS_NODE=real (hack/demo.sh's default as root; `make demo NODE=kwok` for kwok): the same on a real
-// node (hack/lib/real-node.ts): the RunCommand's container really runs, and its output is shown.
+// node (hack/lib/real-node.ts): the RunCommand's container really runs, and its output is shown; the
+// Backup is then no simulation but hack/demo-database.ts's story: a real PostgreSQL, a real velero
+// Backup, the namespace deleted, the Restore, the same rows on screen.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -20,10 +22,11 @@ import { type KubeStatus, RestClient, statusCode } from '../operator/src/runtime
 import { eventually } from '../test/support/eventually.ts';
 import { helm, TINY_CHART, tinyInstance } from '../test/support/helm.ts';
 import { EngineSimulator } from '../test/support/simulator.ts';
+import { databaseStory } from './demo-database.ts';
 import { makeServingCert } from './lib/certs.ts';
 import { defaultCrdFiles, freePort, ROOT } from './lib/controlplane.ts';
 import { startKwokCluster } from './lib/kwok-cluster.ts';
-import { startRealNode } from './lib/real-node.ts';
+import { type RealNode, startRealNode } from './lib/real-node.ts';
 import { applyWebhookConfigurations, csvWebhookDefinitions, webhookConfigurations } from './lib/webhooks.ts';
 
 const started = Date.now();
@@ -57,7 +60,7 @@ const dir = join(ROOT, '.cache/demo');
 await rm(dir, { recursive: true, force: true });
 await mkdir(dir, { recursive: true });
 const real = process.env.VWS_NODE === 'real';
-let cluster: { kubeconfigPath: string; stop(): Promise<void> } | undefined;
+let cluster: RealNode | { kubeconfigPath: string; stop(): Promise<void> } | undefined;
 let operator: ChildProcess | undefined;
 let simulator: EngineSimulator | undefined;
 const opLog: string[] = [];
@@ -177,9 +180,13 @@ try {
     );
   say(`  denied: ${bad}`);
 
-  say('Velero does not run here: a simulator moves the real velero.io Backup through the phases Velero uses');
-  simulator = new EngineSimulator(api, { intervalMs: 500 });
-  simulator.start();
+  if (!real) {
+    say(
+      'Velero does not run on kwok: a simulator moves the real velero.io Backup through the phases Velero uses',
+    );
+    simulator = new EngineSimulator(api, { intervalMs: 500 });
+    simulator.start();
+  }
 
   const operations = [
     {
@@ -194,10 +201,20 @@ try {
         },
       },
     },
-    {
-      name: 'nightly',
-      spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'web' }, parameters: { ttl: '72h' } },
-    },
+    // On a real node the Backup is the database story's, below: Velero really runs there.
+    ...(real
+      ? []
+      : [
+          {
+            name: 'nightly',
+            spec: {
+              type: 'Backup',
+              engine: 'velero',
+              targetRef: { name: 'web' },
+              parameters: { ttl: '72h' },
+            },
+          },
+        ]),
   ];
   for (const o of operations) {
     await api.request({
@@ -215,7 +232,7 @@ try {
 
   const seen = new Map<string, string>();
   const finished = await eventually(
-    'both Operations to finish',
+    'the Operations to finish',
     async () => {
       const done: Obj[] = [];
       for (const o of operations) {
@@ -249,6 +266,35 @@ try {
   }
   if (finished.some((op) => op.status?.phase !== 'Succeeded'))
     throw new Error('an Operation did not succeed');
+  if (real && cluster && 'registryPrefix' in cluster)
+    await databaseStory({
+      node: cluster,
+      kc,
+      api,
+      dir,
+      say,
+      createInstance: async (namespace, release, capabilities) => {
+        await api.request({
+          method: 'POST',
+          path: `/apis/apps.vworkspace.io/v1alpha1/namespaces/${namespace}/applicationinstances`,
+          body: {
+            ...tinyInstance(release, namespace, capabilities),
+            spec: {
+              appRef: {
+                catalogId: 'postgres',
+                chart: {
+                  sourceType: 'helm',
+                  url: 'https://charts.example.com/postgres',
+                  name: 'postgres',
+                  version: '1.0.0',
+                },
+              },
+              release: { name: release },
+            },
+          },
+        });
+      },
+    });
 
   say('stopping the operator with SIGTERM (graceful: drains, releases the Lease) ...');
   operator.kill('SIGTERM');

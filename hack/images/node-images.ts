@@ -49,7 +49,8 @@ export function busyboxEntries(busybox: Uint8Array, applets: readonly string[]):
   ];
 }
 
-function applets(busybox: string): string[] {
+/** busybox's applet names (`busybox --list`), sorted. */
+export function applets(busybox: string): string[] {
   const r = spawnSync(busybox, ['--list'], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${busybox} --list failed: ${r.stderr}`);
   return r.stdout.split('\n').filter(Boolean).sort();

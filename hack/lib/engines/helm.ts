@@ -28,6 +28,7 @@ import type { RealNode } from '../real-node.ts';
 const run = promisify(execFile);
 
 export const TINY_CHART_DIR = join(ROOT, 'test/fixtures/charts/tiny');
+export const POSTGRES_CHART_DIR = join(ROOT, 'test/fixtures/charts/postgres');
 
 /** One version of the tiny chart in the repository, with the chart default values it changes. */
 export interface ChartVersion {
@@ -44,6 +45,19 @@ export const TINY_VERSIONS = {
   a: { version: '1.0.0' },
   b: { version: '1.1.0' },
   broken: { version: '1.2.0', defaults: { broken: true } },
+} as const satisfies Record<string, ChartVersion>;
+
+/**
+ * The PostgreSQL chart's versions (the production journey, test/e2e/production/): each moves the schema
+ * its migration hook applies; 1.2.0's hook refuses (an upgrade Helm must roll back), 1.3.0's sleeps
+ * before it migrates (an upgrade to cancel while it runs), 1.4.0 migrates to schema 3.
+ */
+export const POSTGRES_VERSIONS = {
+  a: { version: '1.0.0', defaults: { migrations: { schema: 1 } } },
+  b: { version: '1.1.0', defaults: { migrations: { schema: 2 } } },
+  refused: { version: '1.2.0', defaults: { migrations: { schema: 3, fail: true } } },
+  slow: { version: '1.3.0', defaults: { migrations: { schema: 3, sleepSeconds: 600 } } },
+  c: { version: '1.4.0', defaults: { migrations: { schema: 3 } } },
 } as const satisfies Record<string, ChartVersion>;
 
 /** What the chart repository served, and to whom (a pod's address is in the node's pod range). */
@@ -190,11 +204,12 @@ async function install(node: RealNode, log: (m: string) => void): Promise<HelmEn
   const charts = join(dir, 'charts');
   const home = join(dir, 'home');
   log(
-    `helm (node ${node.workdir}): runner image (bin/helm) → node registry; tiny chart versions → chart repository ...`,
+    `helm (node ${node.workdir}): runner image (bin/helm) → node registry; tiny and postgres chart versions → chart repository ...`,
   );
   const image = helmImage(node.registryPrefix, 'engines', '0');
   pushBuilt(image, dir);
   await packageVersions(TINY_CHART_DIR, Object.values(TINY_VERSIONS), charts, home);
+  await packageVersions(POSTGRES_CHART_DIR, Object.values(POSTGRES_VERSIONS), charts, home);
   const served: ServedRequest[] = [];
   const state = new Map<string, string>();
   const server = serveDirectory(charts, served, state);
@@ -208,9 +223,10 @@ async function install(node: RealNode, log: (m: string) => void): Promise<HelmEn
   const repoUrl = `http://${node.nodeIp}:${port}`;
   await helmCli(home, ['repo', 'index', charts, '--url', repoUrl]);
   log(
-    `helm: chart repository ${repoUrl} (${Object.values(TINY_VERSIONS)
-      .map((v) => `tiny-${v.version}`)
-      .join(', ')})`,
+    `helm: chart repository ${repoUrl} (${[
+      ...Object.values(TINY_VERSIONS).map((v) => `tiny-${v.version}`),
+      ...Object.values(POSTGRES_VERSIONS).map((v) => `postgres-${v.version}`),
+    ].join(', ')})`,
   );
   return {
     repoUrl,

@@ -2,9 +2,11 @@
 // needs a control plane, containerd, the kubelet and CoreDNS, and several share the object store and
 // the storage provisioner. Each journey installs what it needs on first use (hack/lib/engines/), so
 // `-t <journey>` runs one alone. The Operation controller runs in this process with the built-in
-// templates and the real adapters; the engines' controllers run as pods from images built here.
+// templates and the real adapters; the engines' controllers run as pods from images built here. The
+// production journey (test/e2e/production/, last) stops that: the operator installed by OLM reconciles.
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RealNode, startRealNode } from '../../../hack/lib/real-node.ts';
+import { productionJourney } from '../production/production.ts';
 import { argoJourney } from './argo.ts';
 import { helmJourney } from './helm.ts';
 import { snapshotJourney } from './snapshot.ts';
@@ -34,4 +36,6 @@ describe('real engines on a real node', () => {
   veleroJourney(theNode, say);
   argoJourney(theNode, say);
   volsyncJourney(theNode, say);
+  // Last: it installs the operator by OLM, which then reconciles every Operation on the node (issue 22).
+  productionJourney(theNode, say);
 });

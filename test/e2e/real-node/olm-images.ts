@@ -11,6 +11,7 @@ import {
   type BuiltImage,
   buildImages,
   catalogImage,
+  type ImageSet,
   isRendered,
   openVersions,
   pushBuilt,
@@ -53,29 +54,47 @@ export function templateUpTo(t: CatalogTemplate, upTo: string): CatalogTemplate 
   };
 }
 
+/** A catalog image of `template`, with the provider packages (their pods run the node's busybox) unless `providers` is false. */
+function catalogWithProviders(
+  node: RealNode,
+  workDir: string,
+  set: ImageSet,
+  name: string,
+  template: CatalogTemplate,
+  version: string,
+  providers = true,
+): BuiltImage {
+  const dir = join(workDir, name);
+  renderCatalogFor(dir, template, set.bundleDirs);
+  if (providers) addProviders(dir, { image: node.images.busybox, command: ['sleep', '86400'] });
+  return { ...catalogImage(node.registryPrefix, version, dir), name };
+}
+
 export function buildOlmImages(
   node: RealNode,
   workDir: string,
   upTo: string,
   log: (l: string) => void,
 ): OlmImages {
-  const registry = node.registryPrefix;
-  const set = buildImages({ registry, helm: 'pinned', workDir, log });
-  const container = { image: node.images.busybox, command: ['sleep', '86400'] };
-  const catalog = (
-    name: string,
-    template: CatalogTemplate,
-    version: string,
-    providers = true,
-  ): BuiltImage => {
-    const dir = join(workDir, name);
-    renderCatalogFor(dir, template, set.bundleDirs);
-    if (providers) addProviders(dir, container);
-    return { ...catalogImage(registry, version, dir), name };
-  };
-  const older = catalog('catalog-up-to', templateUpTo(set.template, upTo), upTo);
-  const full = catalog('catalog-full', set.template, set.version);
-  const ours = catalog('catalog-without-providers', set.template, set.version, false);
+  const set = buildImages({ registry: node.registryPrefix, helm: 'pinned', workDir, log });
+  const older = catalogWithProviders(
+    node,
+    workDir,
+    set,
+    'catalog-up-to',
+    templateUpTo(set.template, upTo),
+    upTo,
+  );
+  const full = catalogWithProviders(node, workDir, set, 'catalog-full', set.template, set.version);
+  const ours = catalogWithProviders(
+    node,
+    workDir,
+    set,
+    'catalog-without-providers',
+    set.template,
+    set.version,
+    false,
+  );
   for (const b of [...Object.values(set.operators), ...set.bundles, older, full, ours]) pushBuilt(b, workDir);
   return {
     operators: Object.fromEntries(Object.entries(set.operators).map(([v, b]) => [v, b.ref])),
@@ -84,4 +103,21 @@ export function buildOlmImages(
     catalogFull: full.ref,
     catalogWithoutProviders: ours.ref,
   };
+}
+
+/** What a user installs from: the current release's images as `make images` builds them, on the node. */
+export interface ReleaseImages {
+  operator: string;
+  /** The helm runner image the bundle's CSV names (RELATED_IMAGE_HELM), built here: the node pulls it. */
+  helm: string;
+  catalog: string;
+}
+
+/** The catalog with every version (bundles by image) and the images its newest bundle runs, pushed. */
+export function buildReleaseImages(node: RealNode, workDir: string, log: (l: string) => void): ReleaseImages {
+  const set = buildImages({ registry: node.registryPrefix, helm: 'ours', workDir, log });
+  if (!set.helm) throw new Error("buildImages built no helm image with helm: 'ours'");
+  const catalog = catalogWithProviders(node, workDir, set, 'catalog', set.template, set.version);
+  for (const b of [...Object.values(set.operators), set.helm, ...set.bundles, catalog]) pushBuilt(b, workDir);
+  return { operator: set.operator.ref, helm: set.helm.ref, catalog: catalog.ref };
 }

@@ -19,13 +19,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { ROOT } from '../../../hack/bundle.ts';
-import {
-  catalogSourcePath,
-  OLM_NAMESPACE,
-  type Olm,
-  OPERATORS_NAMESPACE,
-  startOlm,
-} from '../../../hack/lib/olm.ts';
+import { OLM_NAMESPACE, type Olm, OPERATORS_NAMESPACE, startOlm } from '../../../hack/lib/olm.ts';
 import { DNS_IP, type RealNode } from '../../../hack/lib/real-node.ts';
 import { csvName, DEPLOYMENT_NAME, PACKAGE_NAME } from '../../../hack/packaging/csv.ts';
 import { ENGINE_APIS_PATH, engineApisCsvName } from '../../../hack/packaging/engine-apis.ts';
@@ -45,6 +39,12 @@ import {
 import { csvsPath, type InstallPlan, installPlansPath, olmReport, subscribe } from '../support/olm-api.ts';
 import { PROVIDERS, providerCsvName } from '../support/providers.ts';
 import { CATALOG_SOURCE } from '../support/world.ts';
+import {
+  catalogPodRunning as catalogPodOf,
+  catalogReady as catalogReadyOf,
+  pointCatalog as pointCatalogOf,
+  subscribeOperator,
+} from './catalog-source.ts';
 import { buildOlmImages, type OlmImages } from './olm-images.ts';
 
 const OLDER = '0.0.9';
@@ -128,50 +128,9 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
       if (workdir) await rm(workdir, { recursive: true, force: true });
     });
 
-    const pointCatalog = (image: string) =>
-      node.client.request({
-        method: 'PATCH',
-        path: catalogSourcePath(OLM_NAMESPACE, CATALOG_SOURCE),
-        query: { fieldManager: 'vworkspace-e2e', force: true },
-        contentType: PATCH_TYPES.apply,
-        body: {
-          apiVersion: 'operators.coreos.com/v1alpha1',
-          kind: 'CatalogSource',
-          metadata: { name: CATALOG_SOURCE, namespace: OLM_NAMESPACE },
-          spec: {
-            sourceType: 'grpc',
-            image,
-            displayName: 'vworkspace real node',
-            publisher: 'vworkspace e2e',
-            grpcPodConfig: { securityContextConfig: 'restricted' },
-          },
-        },
-      });
-    const catalogPodRunning = (image: string) =>
-      eventually(
-        `a Running CatalogSource pod from ${image}`,
-        async () =>
-          (await pods(OLM_NAMESPACE, `olm.catalogSource=${CATALOG_SOURCE}`)).find(
-            (p) => ready(p) && p.spec.containers[0]?.image === image && !p.metadata?.deletionTimestamp,
-          ),
-        300_000,
-        1000,
-      );
-    const catalogReady = () =>
-      eventually(
-        'CatalogSource READY',
-        async () => {
-          const cs = await node.client.request<{
-            status?: { connectionState?: { lastObservedState?: string } };
-          }>({
-            method: 'GET',
-            path: catalogSourcePath(OLM_NAMESPACE, CATALOG_SOURCE),
-          });
-          return cs.status?.connectionState?.lastObservedState === 'READY';
-        },
-        300_000,
-        1000,
-      );
+    const pointCatalog = (image: string) => pointCatalogOf(node, image);
+    const catalogPodRunning = (image: string) => catalogPodOf(node, image);
+    const catalogReady = () => catalogReadyOf(node);
 
     it('engines from Helm, no provider in any catalog: the Subscription stays at constraints not satisfiable', async () => {
       await pointCatalog(images.catalogWithoutProviders);
@@ -299,13 +258,7 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
     });
 
     it(`installs ${OLDER}: the bundle image unpacked by OLM's Job, the operator image as a real restricted pod`, async () => {
-      await subscribe(node.client, 'vworkspace-operator', {
-        name: 'vworkspace-operator',
-        channel: 'stable-v0',
-        source: CATALOG_SOURCE,
-        sourceNamespace: OLM_NAMESPACE,
-        installPlanApproval: 'Automatic',
-      });
+      await subscribeOperator(node);
       const plan = await waitInstallPlanFor(world, csvName(OLDER), 600_000).catch(async (e: Error) => {
         throw new Error(`${e.message}\n${await report()}`);
       });

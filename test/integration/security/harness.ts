@@ -30,7 +30,7 @@ import {
   PATCH_TYPES,
   type RestClient,
 } from '../../../operator/src/runtime/index.ts';
-import { testClient } from '../../support/clients.ts';
+import { impersonating, testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_APP_REF, TINY_CHART } from '../../support/helm.ts';
 import { OperatorProcess, tail } from '../../support/operator-process.ts';
@@ -119,22 +119,6 @@ interface CsvInstall {
 export function csvInstall(): CsvInstall {
   const csv = YAML.parse(readFileSync(CSV_PATH, 'utf8')) as { spec: { install: { spec: CsvInstall } } };
   return csv.spec.install.spec;
-}
-
-function impersonating(admin: KubeConfig, user: string, groups?: string[]): RestClient {
-  const kc = new KubeConfig();
-  const cluster = admin.getCurrentCluster();
-  const me = admin.getCurrentUser();
-  if (!cluster || !me) throw new Error('the admin kubeconfig has no current cluster or user');
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [
-      { ...me, name: user, impersonateUser: user, ...(groups ? { impersonateUserGroups: groups } : {}) },
-    ],
-    contexts: [{ name: user, cluster: cluster.name, user }],
-    currentContext: user,
-  });
-  return testClient(kc);
 }
 
 async function applyObject(client: RestClient, path: string, body: Record<string, unknown>): Promise<void> {
