@@ -110,7 +110,9 @@ export function observeRollback(
     base?.message ?? `the helm upgrade Job was stopped (${input.op.spec.cancel ? 'spec.cancel' : 'deleted'})`;
   const retryable = base?.retryable ?? false;
   const args = arr(at(arr(at(rollback, 'spec', 'template', 'spec', 'containers'))[0], 'args'));
-  const release = str(args[1]) ?? '<release>';
+  // After `--`; a rollback Job made by an older operator has the release right after `rollback`.
+  const sep = args.indexOf('--');
+  const release = str(args[sep >= 0 ? sep + 1 : 1]) ?? '<release>';
   const ns = rollback.metadata?.namespace ?? '';
   if (!neverRan(rollback)) {
     if (!jobFinished(rollback)) {
