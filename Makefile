@@ -22,7 +22,7 @@ tools: deps ## build every pinned tool into bin/ and fetch the upstream CRDs
 	hack/build-tools.sh all
 	hack/fetch-crds.sh
 
-test: deps ## lint, typecheck, generated-file check, unit and integration tests; prints totals
+test: deps ## lint, typecheck, import layers, generated-file check, unit and integration tests; prints totals
 	hack/test.sh
 
 test-unit: deps
@@ -104,7 +104,7 @@ krew: deps
 	node hack/krew.ts --out $(or $(OUT),dist/krew)
 
 lint: deps
-	npm run lint && npm run typecheck
+	npm run lint && npm run typecheck && npm run check:imports
 
 format: deps
 	npm run format

@@ -3,8 +3,8 @@
 # "N passed, N failed[, N skipped]". Every stage runs even when an earlier one failed, so one run
 # shows everything that is broken; the exit code is non-zero when anything failed.
 #
-# Stages: static checks (biome, tsc, generated files: each counted as one test), tool build
-# (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
+# Stages: static checks (biome, tsc, the import layers, generated files: each counted as one test),
+# tool build (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
 # vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the leak checks (the real
 # node's leftovers, the tests' temporary files).
 set -uo pipefail
@@ -28,6 +28,7 @@ check() { # check NAME CMD...: a static check counted as one test
 
 check "lint (biome, warnings are errors)" biome check --error-on-warnings .
 check "typecheck (tsc --noEmit)" tsc -p tsconfig.json
+check "imports go down the layers (dependency-cruiser)" npm run --silent check:imports
 if grep -q '"check:generated"' package.json; then
   check "generated files are fresh" npm run --silent check:generated
 fi

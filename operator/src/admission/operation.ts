@@ -50,12 +50,12 @@ import {
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
-  type OperationSpecView,
   readOperationSpec,
   requestedServiceAccount,
   runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
+import type { OperationSpecView } from './spec-view.ts';
 import {
   operationStamps,
   type SigningKeySource,

@@ -45,7 +45,7 @@ import {
   retry,
   type SourceOperation,
 } from './decision.ts';
-import type { OperationSpecView } from './spec-checks.ts';
+import type { OperationSpecView } from './spec-view.ts';
 
 const matches = (pattern: string, v: unknown, max: number): v is string =>
   typeof v === 'string' && v.length > 0 && v.length <= max && new RegExp(pattern).test(v);

@@ -46,12 +46,12 @@ import {
   checkPolicyFloor,
   checkTarget,
   checkTemplate,
-  type OperationSpecView,
   readOperationSpec,
   requestedServiceAccount,
   runAsChecks,
   typeVerb,
 } from './spec-checks.ts';
+import type { OperationSpecView } from './spec-view.ts';
 import { MUTATING_SCHEDULE_WEBHOOK, schedulerStamps, stampProblems } from './stamps.ts';
 
 export type SchedulerKind = 'CronOperation' | 'WatchOperation';

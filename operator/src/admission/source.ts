@@ -6,8 +6,8 @@
 // must allow clones (allowClone). The velero engine is the one that reads it. Pure.
 import { cloneDenial, type Template } from '../catalog/index.ts';
 import { type AccessCheck, type Facts, forbidden, invalid, type Problem } from './decision.ts';
-import type { OperationSpecView } from './spec-checks.ts';
 import { checkAccess } from './spec-checks.ts';
+import type { OperationSpecView } from './spec-view.ts';
 
 /** The verb that lets a requester restore an instance's backups into another namespace. */
 export const CLONE_VERB = 'clone';

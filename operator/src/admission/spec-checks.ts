@@ -11,7 +11,6 @@ import {
   OPERATION_TYPES,
   type OperationType,
 } from '../api/enums.ts';
-import type { ParameterSource } from '../api/parameters-from.ts';
 import { DNS1123_LABEL } from '../api/schema-helpers.ts';
 import {
   checkParametersLimits,
@@ -40,22 +39,9 @@ import {
 } from './decision.ts';
 import { readParametersFrom } from './parameters-from.ts';
 import { accessResource } from './sar.ts';
+import type { OperationSpecView } from './spec-view.ts';
 
 const dnsLabel = new RegExp(DNS1123_LABEL);
-
-/** The fields of an Operation spec (or operationTemplate spec) that the checks read, once narrowed. */
-export interface OperationSpecView {
-  type?: OperationType;
-  engine?: Engine;
-  targetName?: string;
-  template?: string;
-  parameters?: Record<string, unknown>;
-  /** Operation only: spec.parametersFrom, once narrowed (the schedulers' operationTemplate has none). */
-  parametersFrom?: ParameterSource[];
-  /** Operation only: spec.source (a Restore from a namespace's backups; the target may be absent). */
-  source?: { namespace: string };
-  policy?: Record<string, unknown>;
-}
 
 const quote = (v: unknown) => {
   try {

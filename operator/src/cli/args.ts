@@ -1,19 +1,8 @@
 // `kubectl vws` command lines, parsed into commands (pure). kubectl hands a plugin every argument after
 // its name, global flags included, so -n/--namespace, --context and --kubeconfig are ours to read.
 
+import type { ObjectKind, ObjectRef } from './object-ref.ts';
 import type { RestoreRun, TemplateRun } from './requests.ts';
-
-export type ObjectKind =
-  | 'operation'
-  | 'cronoperation'
-  | 'watchoperation'
-  | 'applicationinstance'
-  | 'template';
-
-export interface ObjectRef {
-  kind: ObjectKind;
-  name: string;
-}
 
 export interface Globals {
   namespace?: string;

@@ -19,7 +19,7 @@ import { printable } from '../api/printable.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { kubeListerWatcher } from '../runtime/informer.ts';
 import { KubeApiError, PATCH_TYPES, RestClient, resourcePath } from '../runtime/kube-client.ts';
-import { type Command, type Globals, type ObjectRef, parseArgs } from './args.ts';
+import { type Command, type Globals, parseArgs } from './args.ts';
 import {
   cronStatus,
   historyTable,
@@ -29,6 +29,7 @@ import {
   progressLine,
   watchStatus,
 } from './format.ts';
+import type { ObjectRef } from './object-ref.ts';
 import {
   approvePatch,
   cancelPatch,

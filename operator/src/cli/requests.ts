@@ -15,7 +15,7 @@ import {
 import type { Template } from '../catalog/index.ts';
 import { runId } from '../schedule/cron-decide.ts';
 import { schedulerOwner } from '../schedule/owner.ts';
-import type { ObjectRef } from './args.ts';
+import type { ObjectRef } from './object-ref.ts';
 
 export const runNowPatch = (value: string) => ({
   metadata: { annotations: { [ANNOTATION_RUN_NOW]: value } },

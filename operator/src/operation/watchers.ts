@@ -11,10 +11,11 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import { type Clock, realClock } from '../runtime/clock.ts';
-import { Informer, kubeListerWatcher, type ListerWatcher } from '../runtime/informer.ts';
+import { Informer, kubeListerWatcher } from '../runtime/informer.ts';
 import { keyOf } from '../runtime/keys.ts';
 import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
+import type { ListerWatcher } from '../runtime/lister-watcher.ts';
 import { type Logger, silentLogger } from '../runtime/logger.ts';
 import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
 import { scopedListerWatcher } from '../runtime/multi-namespace.ts';

@@ -15,6 +15,7 @@ export * from './keys.ts';
 export * from './kube-client.ts';
 export * from './kubeconfig.ts';
 export * from './leader-election.ts';
+export * from './lister-watcher.ts';
 export * from './logger.ts';
 export * from './manager.ts';
 export * from './metadata.ts';

@@ -6,9 +6,10 @@
 // RBAC cannot tell the two apart: a metadata-only list or watch needs the same `list`/`watch` verbs as a
 // full one, so this narrows what the operator does, not what its credentials allow.
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import { Informer, type KubeInformerOptions, kubeListerWatcher, type ListerWatcher } from './informer.ts';
+import { Informer, type KubeInformerOptions, kubeListerWatcher } from './informer.ts';
 import { type KubeClient, type ResourceRef, RestClient } from './kube-client.ts';
 import type { KubeConfigLike } from './kubeconfig.ts';
+import type { ListerWatcher } from './lister-watcher.ts';
 import { scopedListerWatcher } from './multi-namespace.ts';
 
 /** Accept of a metadata-only list (meta.k8s.io/v1 PartialObjectMetadataList). */

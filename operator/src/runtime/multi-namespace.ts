@@ -8,8 +8,8 @@
 // from its own. The resourceVersion the informer passes back is therefore ignored; a 410 Gone or any
 // other failure in one namespace ends the whole watch, and the informer's relist starts all afresh.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ListerWatcher, ListResult } from './informer.ts';
 import type { ResourceRef } from './kube-client.ts';
+import type { ListerWatcher, ListResult } from './lister-watcher.ts';
 
 /** createInformer's `namespaces` option, left out when every namespace is watched. */
 export function scopedTo(namespaces: readonly string[] | undefined): { namespaces?: readonly string[] } {

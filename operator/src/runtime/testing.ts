@@ -3,10 +3,10 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type Clock, sleep } from './clock.ts';
-import type { ListerWatcher, ListOptions, WatchOptions } from './informer.ts';
 import { keyOf, objectKey } from './keys.ts';
 import { KubeApiError } from './kube-client.ts';
 import type { LeaderElectionRecord, LeaseLock, LockRead } from './leader-election.ts';
+import type { ListerWatcher, ListOptions, WatchOptions } from './lister-watcher.ts';
 
 export interface ActiveWatch {
   opts: WatchOptions;

@@ -37,10 +37,10 @@ import {
 import { matchesLabelSelector } from '../catalog/selectors.ts';
 import { isPaused } from '../instance/paused.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
-import type { EventType } from '../runtime/events.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { parseSchedule, validateSchedule } from './cron.ts';
+import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './cron-plan.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
 import {
@@ -53,9 +53,6 @@ import {
 } from './slots.ts';
 import { INVALID_OPERATION_TEMPLATE, templateBoundsProblem } from './template-bounds.ts';
 import { applyTriggerParameters } from './trigger-parameters.ts';
-
-/** status.missedSlots keeps this many (the schema's maxItems). */
-export const MAX_MISSED_SLOTS = 10;
 
 /** Event reasons of the CronOperation controller. */
 export const CRON_EVENT = {
@@ -75,34 +72,6 @@ export const CRON_EVENT = {
   InvalidTimeZone: 'InvalidTimeZone',
   InvalidOperationTemplate: INVALID_OPERATION_TEMPLATE,
 } as const;
-
-export interface PlannedEvent {
-  type: EventType;
-  reason: string;
-  note: string;
-}
-
-export interface CronPlan {
-  /** Create these Operations (or adopt those that already exist), in order. */
-  create: Operation[];
-  /** Running Operations to cancel gracefully (spec.cancel: true) — Replace. Never deleted. */
-  cancel: string[];
-  /** Finished Operations beyond the history limits, oldest first. */
-  prune: string[];
-  /** Remove the skip-next annotation (it was consumed by `handledSlot`). */
-  removeSkipNext: boolean;
-  /**
-   * The slot this reconcile handled (created, adopted, skipped, missed or passed while suspended): the
-   * new status.lastScheduleTime. The controller remembers it so a stale cache never handles it twice.
-   */
-  handledSlot?: Date;
-  /** Slots passed over because later ones came due before this reconcile (only the latest runs). */
-  skippedSlots?: number;
-  events: PlannedEvent[];
-  status: CronOperationStatus;
-  /** Reconcile again at the next slot; absent when no slot is planned (invalid schedule). */
-  requeueAfterMs?: number;
-}
 
 /** A scheduled slot or a run-now request. */
 export interface CronRun {

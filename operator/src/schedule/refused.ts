@@ -14,7 +14,7 @@ import {
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import { statusCode } from '../runtime/kube-client.ts';
 import { formatTime } from '../runtime/normalize.ts';
-import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './cron-decide.ts';
+import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './cron-plan.ts';
 
 export const OPERATION_REFUSED = 'OperationRefused';
 

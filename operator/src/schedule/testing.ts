@@ -11,7 +11,8 @@ import {
   type OperationPhase,
 } from '../api/index.ts';
 import { FakeClock } from '../runtime/clock.ts';
-import { type CronPlan, decideCron } from './cron-decide.ts';
+import { decideCron } from './cron-decide.ts';
+import type { CronPlan } from './cron-plan.ts';
 
 export const MIN = 60_000;
 export const HOUR = 60 * MIN;

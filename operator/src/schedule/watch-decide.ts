@@ -36,7 +36,7 @@ import { isPaused } from '../instance/paused.ts';
 import { type Condition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
-import type { PlannedEvent } from './cron-decide.ts';
+import type { PlannedEvent } from './cron-plan.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
 import { INVALID_OPERATION_TEMPLATE, templateBoundsProblem } from './template-bounds.ts';

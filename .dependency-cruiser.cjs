@@ -1,0 +1,126 @@
+// Which imports the repository allows, checked by dependency-cruiser (`npm run check:imports`, one check
+// of `make test` and `make lint`). The layer table below is the written rule: docs/architecture.md shows
+// the same table, and the `forbidden` rules are built from it, so the two cannot drift apart.
+// Imports that break it today are listed in .dependency-cruiser-known-violations.json; that file may only
+// shrink (docs/architecture.md says how). ADR 0039 says why this tool and why a baseline.
+
+const SRC = '^operator/src/';
+
+/**
+ * The layers of operator/src, lowest first. `files` are regular expressions for paths under
+ * operator/src/ (a folder, or a top-level file with its test). A file may import its own layer and the
+ * layers in `mayImport`; tests and test seams follow the layer of the folder they are in.
+ */
+const LAYERS = [
+  {
+    name: 'runtime',
+    files: ['runtime/'],
+    holds: 'informers, controllers, REST client, kubeconfig',
+    mayImport: [],
+  },
+  { name: 'api', files: ['api/'], holds: 'types, schemas, constants, accessors', mayImport: [] },
+  {
+    name: 'identity',
+    files: ['identity/'],
+    holds: 'stamps, signing key, acts-for',
+    mayImport: ['api', 'runtime'],
+  },
+  {
+    name: 'rbac',
+    files: ['rbac/'],
+    holds: 'profiles, ClusterRoles, operator rules',
+    mayImport: ['api', 'runtime'],
+  },
+  {
+    name: 'catalog',
+    files: ['catalog/'],
+    holds: 'templates, catalog model, selectors, store',
+    mayImport: ['api', 'runtime'],
+  },
+  { name: 'engines', files: ['engines/'], holds: 'engine adapters', mayImport: ['api', 'catalog'] },
+  {
+    name: 'indexes',
+    files: ['indexes(\\.test)?\\.ts$'],
+    holds: 'cache indexes shared by controllers',
+    mayImport: ['api', 'runtime'],
+  },
+  {
+    name: 'operation',
+    files: ['operation/'],
+    holds: 'Operation decisions and controller',
+    mayImport: ['api', 'identity', 'rbac', 'catalog', 'engines', 'indexes', 'runtime'],
+  },
+  {
+    name: 'schedule',
+    files: ['schedule/'],
+    holds: 'CronOperation/WatchOperation decisions and controllers',
+    mayImport: ['api', 'identity', 'catalog', 'indexes', 'runtime'],
+  },
+  {
+    name: 'instance',
+    files: ['instance/'],
+    holds: 'ApplicationInstance status, capabilities and controller',
+    mayImport: ['api', 'catalog', 'indexes', 'runtime'],
+  },
+  {
+    name: 'admission',
+    files: ['admission/'],
+    holds: 'webhook decisions and server',
+    mayImport: ['api', 'identity', 'rbac', 'catalog', 'engines', 'runtime'],
+  },
+  {
+    name: 'wiring',
+    files: ['cli/', 'config(\\.test)?\\.ts$', 'node-flags(\\.test)?\\.ts$', 'main(\\.test)?\\.ts$'],
+    holds: 'main, configuration, kubectl-vws',
+    mayImport: ['*'],
+  },
+];
+
+const byName = new Map(LAYERS.map((l) => [l.name, l]));
+const pathsOf = (layers) => `${SRC}(${layers.flatMap((l) => l.files).join('|')})`;
+
+const layerRules = LAYERS.filter((l) => !l.mayImport.includes('*')).map((l) => ({
+  name: `layer-${l.name}`,
+  comment: `${l.name} (${l.holds}) imports ${
+    l.mayImport.length ? `only ${l.mayImport.join(', ')}` : 'nothing else'
+  } of operator/src: see the layer table in docs/architecture.md`,
+  severity: 'error',
+  from: { path: pathsOf([l]) },
+  to: { path: SRC, pathNot: pathsOf([l, ...l.mayImport.map((n) => byName.get(n))]) },
+}));
+
+module.exports = {
+  forbidden: [
+    ...layerRules,
+    {
+      name: 'not-in-a-layer',
+      comment:
+        'every file of operator/src belongs to a layer: add its folder or file to LAYERS in .dependency-cruiser.cjs',
+      severity: 'error',
+      from: { path: SRC, pathNot: pathsOf(LAYERS) },
+      to: {},
+    },
+    {
+      name: 'product-imports-no-tooling',
+      comment:
+        'operator/src imports nothing under hack/, bench/ or test/ (tooling imports the product, never back)',
+      severity: 'error',
+      from: { path: SRC },
+      to: { path: '^(hack|bench|test)/' },
+    },
+    {
+      name: 'no-circular',
+      comment:
+        'no import cycles between files (type-only imports count): move the shared piece to a file both import',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    // Type-only imports are edges too: a type that runs back up a layer is as much a tangle as a value.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+  },
+};
