@@ -173,6 +173,13 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
         data: { release: Buffer.from('not read').toString('base64') },
       });
     await record(1, 'deployed');
+    // What the instance controller records from a deployed revision (ADR 0027); it does not run here.
+    const instance = `/apis/apps.vworkspace.io/v1alpha1/namespaces/${ns}/applicationinstances/app`;
+    const { spec } = await get<{
+      spec: { appRef: { chart: { sourceType: string; url: string; name: string } } };
+    }>(instance);
+    const { sourceType, url, name } = spec.appRef.chart;
+    await patch(`${instance}/status`, { status: { release: { chartSource: { sourceType, url, name } } } });
     await api.createOperation(ns, 'up', {
       type: 'Upgrade',
       engine: 'helm',

@@ -2,8 +2,9 @@
 // label, but `includeClusterResources: true` made Velero also copy every cluster-scoped object carrying
 // that label, whichever namespace's release put it there, into a backup the tenant may later restore.
 // As for restores (threat model item 4), cluster-scoped objects are only for templates a platform admin
-// wrote with allowClusterResources: true; the built-in velero-backup refuses the parameter at its field,
-// and the reconciler refuses it for an Operation the webhook never judged.
+// wrote with allowClusterResources: true; the built-in velero-backup refuses the parameter at its field.
+// An Operation the webhook never judged runs nothing at all (NotAdmitted, ADR 0029); the engine's own
+// refusal of the parameter, behind that, is a unit of logic (operator/src/catalog/grants.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from './harness.ts';
 import { childrenOf, instanceWithReady, settled, withoutWebhooks } from './support.ts';
@@ -45,13 +46,13 @@ describe('a tenant backs up only namespaced objects through the built-in templat
     expect(d.message).toContain('allowClusterResources');
   });
 
-  it('refuses it for an Operation the webhook never judged, creating no Backup', async () => {
+  it('runs nothing for an Operation the webhook never judged, creating no Backup', async () => {
     await withoutWebhooks(w, ns, /includeClusterResources/, () =>
       w.operation(w.admin, ns, 'unjudged', backup({ includeClusterResources: true })),
     );
     const out = await settled(w, ns, 'unjudged');
     expect(out.op.status?.phase).toBe('Failed');
-    expect(out.accepted).toMatchObject({ status: 'False', reason: 'NotAllowedByTemplate' });
+    expect(out.accepted).toMatchObject({ status: 'False', reason: 'NotAdmitted' });
     expect(await childrenOf(w, backups, 'unjudged')).toEqual([]);
   });
 

@@ -16,6 +16,7 @@ import {
 } from '../../../operator/src/api/annotations.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
+import { actsForAnnotation } from '../../../operator/src/identity/acts-for.ts';
 import { testClient } from '../../support/clients.ts';
 import { startWorld, type World } from './harness.ts';
 import {
@@ -222,6 +223,7 @@ describe('fleets, trigger parameters and run-now on the CSV RBAC', () => {
     kc.loadFromFile(w.operatorKubeconfigPath);
     const operator = testClient(kc);
     const fleet = await getScheduler(w, a, 'cronoperations', 'fleet');
+    const slot = { [ANNOTATION_SCHEDULED_TIME]: '2026-01-01T00:00:00Z' };
     const create = (name: string, spec: Record<string, unknown>) =>
       ownedOperation(
         operator,
@@ -229,7 +231,8 @@ describe('fleets, trigger parameters and run-now on the CSV RBAC', () => {
         name,
         { kind: 'CronOperation', name: 'fleet', uid: fleet.metadata.uid },
         spec,
-        { [ANNOTATION_SCHEDULED_TIME]: '2026-01-01T00:00:00Z' },
+        // Whom the scheduler's Operations act for, as the operator writes it: only the tested field differs.
+        { ...slot, ...actsForAnnotation(fleet, slot) },
       );
     const params = (version: string) => ({
       image: RUNCOMMAND_IMAGES[0],
