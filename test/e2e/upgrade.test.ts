@@ -216,7 +216,7 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
   );
 
   journey.step(
-    `the ${CURRENT_VERSION} Pods take over: the waiting Backup is approved and runs, the webhook still guards`,
+    `the ${CURRENT_VERSION} Pods take over: the Backup waiting since ${PREVIOUS} is refused (its record names the old key), created again it is approved and runs, the webhook still guards`,
     async (world) => {
       const { client } = world;
       await pods?.stop();
@@ -224,18 +224,35 @@ describe(`journey 3: upgrade ${PREVIOUS} → ${CURRENT_VERSION} through the chan
       world.say(
         `operator pods of ${CURRENT_VERSION}: ${pods.pods.map((p) => `${p.name}@${p.ip}`).join(', ')}`,
       );
-      await client.request({
-        method: 'PATCH',
-        path: opPath(NS, 'needs-approval'),
-        contentType: PATCH_TYPES.merge,
-        body: { metadata: { annotations: { [ANNOTATION_APPROVE]: 'true' } } },
-      });
-      const approved: Operation = await getOperation(client, NS, 'needs-approval');
+      const approve = (name: string) =>
+        client.request({
+          method: 'PATCH',
+          path: opPath(NS, name),
+          contentType: PATCH_TYPES.merge,
+          body: { metadata: { annotations: { [ANNOTATION_APPROVE]: 'true' } } },
+        });
+      // OLM gave the new CSV its own serving certificate, from which the signing key of admission records
+      // derives (ADR 0029): the Operation admitted by the old pods and not started cannot be told from a
+      // forgery, so it is refused with what to do (docs/upgrade.md), and runs once created again.
+      await approve('needs-approval');
+      const stale = await watchToEnd(world, NS, 'needs-approval');
+      expect(stale.status?.phase).toBe('Failed');
+      expect(cond(stale, 'Accepted')?.reason).toBe('NotAdmitted');
+      expect(cond(stale, 'Accepted')?.message).toContain('create it again');
+      world.say(`needs-approval: ${cond(stale, 'Accepted')?.message}`);
+      await createOperation(
+        client,
+        NS,
+        'needs-approval-again',
+        veleroBackup('24h', { requiresApproval: true }),
+      );
+      await approve('needs-approval-again');
+      const approved: Operation = await getOperation(client, NS, 'needs-approval-again');
       expect(approved.metadata?.annotations?.[ANNOTATION_APPROVED_BY]).toBeTruthy();
       world.say(
         `approved by ${approved.metadata?.annotations?.[ANNOTATION_APPROVED_BY]} (recorded by the mutating webhook)`,
       );
-      const done = await watchToEnd(world, NS, 'needs-approval');
+      const done = await watchToEnd(world, NS, 'needs-approval-again');
       expect(done.status?.phase).toBe('Succeeded');
       const msg = await refusal(createOperation(client, NS, 'bad-ttl', veleroBackup('forever')));
       expect(msg).toMatch(/admission webhook "voperation\.ops\.vworkspace\.io" denied the request/);

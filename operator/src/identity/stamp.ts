@@ -48,7 +48,8 @@ interface AdmissionRecord {
   mac: string;
 }
 
-export type Verified = { ok: true; stamps: Stamps } | { ok: false; message: string };
+/** `keyUnknown`: the record may be genuine, signed before the serving certificate changed (an upgrade). */
+export type Verified = { ok: true; stamps: Stamps } | { ok: false; message: string; keyUnknown?: true };
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -183,6 +184,7 @@ export function verifyStamps(
   if (!key) {
     return {
       ok: false,
+      keyUnknown: true,
       message: `its ${ANNOTATION_ADMISSION} record was signed with a key this operator does not hold (key ${record.kid}; the webhook's serving certificate was replaced, or the record was written by someone else)`,
     };
   }

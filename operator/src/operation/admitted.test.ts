@@ -35,6 +35,19 @@ describe('the reconciler re-checks admission', () => {
     expect(r.outcome === 'rejected' && r.message).toContain('select namespace team');
   });
 
+  it('tells to create it again, not to fix the webhooks, when the record names a key from before an upgrade', () => {
+    const r = evaluatePreconditions(
+      operation('b'),
+      BUILTIN_TEMPLATES,
+      facts({ ok: false, keyUnknown: true, message: 'signed with a key this operator does not hold' }),
+    );
+    expect(r).toMatchObject({ outcome: 'rejected', reason: 'NotAdmitted', permanent: true });
+    const message = r.outcome === 'rejected' ? r.message : '';
+    expect(message).toContain('upgraded');
+    expect(message).toContain('create it again');
+    expect(message).not.toContain('select namespace');
+  });
+
   it('refuses a creator who lost the type verb', () => {
     const r = evaluatePreconditions(
       operation('b'),

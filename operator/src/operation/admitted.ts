@@ -30,7 +30,7 @@ export interface StampedReview {
 }
 
 export type AdmissionFacts =
-  | { ok: false; message: string }
+  | { ok: false; message: string; keyUnknown?: true }
   | {
       ok: true;
       stamps: Stamps;
@@ -42,8 +42,13 @@ export type AdmissionFacts =
       rerun?: StampedReview;
     };
 
-export function notAdmittedMessage(op: Operation, why: string): string {
+export function notAdmittedMessage(op: Operation, why: string, keyUnknown = false): string {
   const ns = op.metadata.namespace ?? '';
+  if (keyUnknown) {
+    // Operations admitted before an operator upgrade (OLM issues each CSV its own serving certificate) or a
+    // certificate rotation, and not started then: the record cannot be told from a forgery any more.
+    return `not run: ${why}. If it was created before the operator was upgraded or its webhook certificate rotated, create it again (docs/upgrade.md); nothing in an Operation whose record does not verify is trusted`;
+  }
   return `not run: ${why}. An administrator must make the operator's webhooks (moperation and voperation.ops.vworkspace.io) select namespace ${ns}; then create the Operation again (nothing in an Operation the webhooks did not admit is trusted, ${ANNOTATION_ADMISSION} included)`;
 }
 

@@ -282,7 +282,7 @@ export function evaluatePreconditions<T extends Template>(
       outcome: 'rejected',
       precondition: 'Admission',
       reason: 'NotAdmitted',
-      message: notAdmittedMessage(op, facts.admission.message),
+      message: notAdmittedMessage(op, facts.admission.message, facts.admission.keyUnknown === true),
       permanent: true,
     };
   }
