@@ -25,6 +25,12 @@ const TERMINATING: Template = {
   name: 'runbook-terminate',
   workflowShutdown: 'Terminate',
 };
+/** A catalog-style template whose one allowed account is the namespace's `default` (no executor rights). */
+const DEFAULT_ACCOUNT: Template = {
+  ...workflowRunbook,
+  name: 'runbook-default-account',
+  allowedServiceAccounts: ['default'],
+};
 
 type Obj = Record<string, unknown>;
 /** The restricted pod settings every step runs with (busybox would run as root otherwise). */
@@ -130,7 +136,7 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
       await installArgo(node, say);
       api = new Api(node.kc);
       controller = startController(node.kc, adapterFor, {
-        templates: { templates: () => [...BUILTIN_TEMPLATES, TERMINATING] },
+        templates: { templates: () => [...BUILTIN_TEMPLATES, TERMINATING, DEFAULT_ACCOUNT] },
       });
       ns = await createNamespace(node.kc, 'argo');
       await api.createInstance(ns, 'app', { runbook: 'workflow' }, true);
@@ -280,11 +286,12 @@ export function argoJourney(theNode: () => RealNode, say: (m: string) => void): 
     });
 
     it("the executor's rights are needed: run as the namespace's default account, the step fails and says why", async () => {
-      // No serviceAccountName: the WorkflowTemplate names none either, so Argo runs the pods as `default`,
-      // which lacks workflowtaskresults create/patch.
+      // No serviceAccountName: the Workflow names the template's first allowed account (never Argo's
+      // fallback to the WorkflowTemplate's), here `default`, which lacks workflowtaskresults create/patch.
       await api.createOperation(ns, 'no-rights', {
         type: 'Runbook',
         engine: 'workflow',
+        template: DEFAULT_ACCOUNT.name,
         parameters: { workflowTemplateRef: { name: 'two-steps' }, arguments: { greeting: 'hi' } },
       });
       const op = await finished('no-rights');

@@ -356,7 +356,10 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
         const ns = await releaseToStop('helm-kill');
         await heldUpgrade(ns, 'to-b');
         const [pid] = node.podProcesses(
-          (argv) => argv.some((a) => a.endsWith('helm')) && argv.includes('upgrade') && argv.includes(ns),
+          (argv) =>
+            argv.some((a) => a.endsWith('helm')) &&
+            argv.includes('upgrade') &&
+            argv.includes(`--namespace=${ns}`),
         );
         expect(pid, 'the runner pod runs helm upgrade').toBeDefined();
         process.kill(pid!, 'SIGKILL');

@@ -289,6 +289,21 @@ export class Journey {
     );
   }
 
+  /** Waits until the instance's Ready condition has `reason`; returns the condition. */
+  instanceReadyReason(namespace: string, release: string, reason: string) {
+    return eventually(
+      `ApplicationInstance ${namespace}/${release} Ready with reason ${reason}`,
+      async () => {
+        const i = await this.node.client.request<{
+          status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
+        }>({ method: 'GET', path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, release) });
+        return i.status?.conditions?.find((c) => c.type === 'Ready' && c.reason === reason);
+      },
+      120_000,
+      500,
+    );
+  }
+
   /**
    * Runs a CronOperation once now (annotation ops.vworkspace.io/run-now), creating it first when it does
    * not exist (a nightly schedule: only the run-now request runs here), and waits for the Operation that
