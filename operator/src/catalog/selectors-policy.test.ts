@@ -166,6 +166,17 @@ describe('parameters', () => {
     });
   });
 
+  it('a per-claim repository map needs every Secret it names', () => {
+    const r = validateParameters(volsyncBackup, {
+      repository: { 'db-0': 'restic-db', 'wal-0': 'restic-wal' },
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(requiredObjects(volsyncBackup, r.parameters).secrets).toEqual(['restic-db', 'restic-wal']);
+    const bad = validateParameters(volsyncBackup, { repository: { 'db-0': 'Not_A_Name' } });
+    expect(bad.ok).toBe(false);
+  });
+
   it('collects fixed names and parameter names, once each', () => {
     const t = aTemplate({
       preconditions: [
