@@ -107,6 +107,13 @@ export const ANNOTATION_HELM_HOOK_STEP = `${OPS_GROUP}/helm-hook-step`;
  * rolls the release back to, the newest one deployed when the Upgrade started.
  */
 export const ANNOTATION_HELM_ROLLBACK_REVISION = `${OPS_GROUP}/helm-rollback-revision`;
+/**
+ * On the same rollback Job: the chart's hook Jobs (comma-separated names) the operator stopped because
+ * helm had started them for the abandoned upgrade; the Operation's final message names them.
+ */
+export const ANNOTATION_HELM_STOPPED_HOOKS = `${OPS_GROUP}/helm-stopped-hooks`;
+/** Helm's hook annotation on a chart's hook resource: the events it runs on, comma-separated. */
+export const HELM_HOOK_ANNOTATION = 'helm.sh/hook';
 /** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */
 export const LABEL_QUIESCE = `${OPS_GROUP}/quiesce`;
 /** On every generated RBAC profile ClusterRole: the profile id. */

@@ -48,6 +48,9 @@ export function requiredObjects(
     list.push(...(p.names ?? []));
     const value = p.parameter ? parameters[p.parameter] : undefined;
     if (typeof value === 'string' && value !== '') list.push(value);
+    // A map of names (volsync's repositories: claim → Secret): every value.
+    else if (value !== null && typeof value === 'object' && !Array.isArray(value))
+      list.push(...Object.values(value).filter((v): v is string => typeof v === 'string' && v !== ''));
   }
   return { secrets: [...new Set(out.secrets)], serviceAccounts: [...new Set(out.serviceAccounts)] };
 }

@@ -15,6 +15,7 @@ function cell(text: string): string {
 }
 
 function typeOf(s: JsonSchema): string {
+  if (Array.isArray(s.anyOf)) return (s.anyOf as JsonSchema[]).map(typeOf).join(' or ');
   if (s.type === 'array') return `[]${typeOf((s.items ?? {}) as JsonSchema)}`;
   if (s.type === 'object' && s.additionalProperties && typeof s.additionalProperties === 'object')
     return `map[string]${typeOf(s.additionalProperties as JsonSchema)}`;

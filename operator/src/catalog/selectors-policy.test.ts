@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { requiredObjects, validateParameters } from './parameters.ts';
 import { effectivePolicy, policyLoosening } from './policy.ts';
 import { matchesLabelSelector, matchTemplateTarget } from './selectors.ts';
-import { snapshotBackup, volsyncBackup } from './templates/index.ts';
+import { snapshotBackup, snapshotRestore, volsyncBackup } from './templates/index.ts';
 import { aTemplate } from './testing.ts';
 
 describe('matchesLabelSelector', () => {
@@ -70,6 +70,20 @@ describe('matchTemplateTarget', () => {
         annotations: { 'ops.vworkspace.io/backup': 'velero' },
       }).ok,
     ).toBe(false);
+  });
+
+  it('snapshot-restore: restore: snapshot, or snapshot: snapshot beside a velero restore', () => {
+    const offers = (annotations: Record<string, string>) =>
+      matchTemplateTarget(snapshotRestore, { name: 'db', annotations });
+    expect(offers({ 'ops.vworkspace.io/restore': 'snapshot' }).ok).toBe(true);
+    expect(
+      offers({ 'ops.vworkspace.io/restore': 'velero', 'ops.vworkspace.io/snapshot': 'snapshot' }).ok,
+    ).toBe(true);
+    const r = offers({ 'ops.vworkspace.io/restore': 'velero', 'ops.vworkspace.io/backup': 'snapshot' });
+    expect(r).toMatchObject({ ok: false, reason: 'CapabilityMissing' });
+    expect(!r.ok && r.message).toContain(
+      'does not advertise ops.vworkspace.io/restore: snapshot or ops.vworkspace.io/snapshot: snapshot',
+    );
   });
 });
 
@@ -150,6 +164,17 @@ describe('parameters', () => {
       secrets: ['restic-config'],
       serviceAccounts: [],
     });
+  });
+
+  it('a per-claim repository map needs every Secret it names', () => {
+    const r = validateParameters(volsyncBackup, {
+      repository: { 'db-0': 'restic-db', 'wal-0': 'restic-wal' },
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(requiredObjects(volsyncBackup, r.parameters).secrets).toEqual(['restic-db', 'restic-wal']);
+    const bad = validateParameters(volsyncBackup, { repository: { 'db-0': 'Not_A_Name' } });
+    expect(bad.ok).toBe(false);
   });
 
   it('collects fixed names and parameter names, once each', () => {

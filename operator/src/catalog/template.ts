@@ -67,7 +67,7 @@ export const PreconditionSchema = Type.Object(
     parameter: Type.Optional(
       Type.String({
         description:
-          'RequiredSecretsPresent / RequiredServiceAccountPresent: the parameter (after defaults) holding the name of the Secret or ServiceAccount that must exist in the namespace.',
+          'RequiredSecretsPresent / RequiredServiceAccountPresent: the parameter (after defaults) holding the name of the Secret or ServiceAccount that must exist in the namespace (or an object whose values are such names).',
         maxLength: 253,
       }),
     ),

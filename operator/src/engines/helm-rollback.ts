@@ -14,6 +14,7 @@
 // labels of its Secrets) says the newest revision is not deployed.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { ANNOTATION_HELM_ROLLBACK_REVISION } from '../api/annotations.ts';
+import { describeStoppedHooks, HOOK_STOP_RECHECK_MS, stopHookJobs } from './helm-hook-stop.ts';
 import { arr, asManifest, at, ofKind, str } from './object.ts';
 import { failed, running } from './observation.ts';
 import { describeOutcomes, jobFailed, jobFinished, neverRan } from './runner-pod.ts';
@@ -84,6 +85,24 @@ function describeEnd(state: HelmReleaseState | undefined, how: string): string {
     : `the release is ${where(state)}`;
 }
 
+/** The release the rollback Job rolls back (its `helm rollback <release> …` arguments). */
+function releaseOfRollback(rollback: KubernetesObject): string {
+  const args = arr(at(arr(at(rollback, 'spec', 'template', 'spec', 'containers'))[0], 'args'));
+  // After `--`; a rollback Job made by an older operator has the release right after `rollback`.
+  const sep = args.indexOf('--');
+  return str(args[sep >= 0 ? sep + 1 : 1]) ?? '<release>';
+}
+
+/** The next step of stopping the abandoned upgrade's hook Jobs (helm-hook-stop.ts), if any is left. */
+function stopHooksOf(rollback: KubernetesObject, input: ObserveInput | undefined) {
+  return stopHookJobs(
+    rollback,
+    input?.env?.helmHookJobs,
+    releaseOfRollback(rollback),
+    input?.op.status?.startedAt,
+  );
+}
+
 /**
  * The Operation's state while a rollback Job exists, or undefined when the runner's own observation
  * decides (it still runs without a stop asked, or it completed: the new revision is deployed).
@@ -109,11 +128,17 @@ export function observeRollback(
   const lead =
     base?.message ?? `the helm upgrade Job was stopped (${input.op.spec.cancel ? 'spec.cancel' : 'deleted'})`;
   const retryable = base?.retryable ?? false;
-  const args = arr(at(arr(at(rollback, 'spec', 'template', 'spec', 'containers'))[0], 'args'));
-  // After `--`; a rollback Job made by an older operator has the release right after `rollback`.
-  const sep = args.indexOf('--');
-  const release = str(args[sep >= 0 ? sep + 1 : 1]) ?? '<release>';
+  const release = releaseOfRollback(rollback);
   const ns = rollback.metadata?.namespace ?? '';
+  const hooks = stopHooksOf(rollback, input);
+  if (hooks) {
+    return {
+      ...running('HelmRollbackInProgress', `${lead}; ${hooks.message}`),
+      actions: hooks.actions,
+      recheckAfterMs: HOOK_STOP_RECHECK_MS,
+    };
+  }
+  const stoppedHooks = describeStoppedHooks(rollback);
   if (!neverRan(rollback)) {
     if (!jobFinished(rollback)) {
       return running(
@@ -125,15 +150,13 @@ export function observeRollback(
       const outcome = upgrade ? '' : describeOutcomes(input.pods);
       return failed(
         'HelmRollbackFailed',
-        `${lead}; the rollback Job ${nameOf(rollback)} failed too${outcome ? ` (${outcome})` : ''}; the release is ${where(state)}: run \`helm rollback ${release} ${revision} -n ${ns}\``,
+        `${lead}; the rollback Job ${nameOf(rollback)} failed too${outcome ? ` (${outcome})` : ''}; the release is ${where(state)}: run \`helm rollback ${release} ${revision} -n ${ns}\`${stoppedHooks}`,
         false,
       );
     }
     const done = `Job ${nameOf(rollback)} rolled it back to revision ${revision}`;
-    return {
-      ...failed('HelmUpgradeFailed', `${lead}; ${describeEnd(state, done)}`, retryable),
-      stopped: describeEnd(state, done),
-    };
+    const end = `${describeEnd(state, done)}${stoppedHooks}`;
+    return { ...failed('HelmUpgradeFailed', `${lead}; ${end}`, retryable), stopped: end };
   }
   if (needsRollback(state)) {
     return {
@@ -144,10 +167,10 @@ export function observeRollback(
       actions: [{ kind: 'patch', child: asManifest(rollback), patch: { spec: { suspend: false } } }],
     };
   }
-  const end = describeEnd(
+  const end = `${describeEnd(
     state,
     upgrade ? 'helm rolled it back' : 'helm rolled it back when stopped, or had not changed it yet',
-  );
+  )}${stoppedHooks}`;
   return { ...failed('HelmUpgradeFailed', `${lead}; ${end}`, retryable), stopped: end };
 }
 
@@ -173,6 +196,13 @@ export function cancelRollback(children: readonly KubernetesObject[], input?: Ob
     ];
   }
   if (!rollback || (upgrade && !jobFailed(upgrade))) return [];
+  const hooks = stopHooksOf(rollback, input);
+  if (hooks) {
+    return [
+      ...hooks.actions,
+      { kind: 'wait', settling: true, message: hooks.message, recheckAfterMs: HOOK_STOP_RECHECK_MS },
+    ];
+  }
   if (!neverRan(rollback)) {
     if (jobFinished(rollback)) return [];
     return [

@@ -25,8 +25,8 @@ const PARAMETERS: Record<string, Record<string, unknown>> = {
   'helm-upgrade': { version: '6.7.0' },
   'job-runcommand': { command: ['true'] },
   'workflow-runbook': { workflowTemplateRef: { name: 'db-maintenance' } },
-  'volsync-backup': { repository: 'restic-repo' },
-  'volsync-restore': { repository: 'restic-repo' },
+  'volsync-backup': { repository: { data: 'restic-data', db: 'restic-db' } },
+  'volsync-restore': { repository: { data: 'restic-data', db: 'restic-db' } },
 };
 
 /** What a snapshot Restore starts from: the release's claim, its workload, a snapshot Backup of it. */

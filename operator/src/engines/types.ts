@@ -55,6 +55,12 @@ export interface EngineEnvironment {
    * as metadata only on every reconcile of a running Upgrade); undefined when it has no record.
    */
   helmRelease?: HelmReleaseState;
+  /**
+   * helm Upgrade: the Jobs of the target's namespace labelled app.kubernetes.io/instance=<release>, read
+   * on every reconcile of a running Upgrade: the chart's hook Jobs an abandoned upgrade left running are
+   * among them (helm-hook-stop.ts).
+   */
+  helmHookJobs?: readonly KubernetesObject[];
   /** snapshot Restore: the claims, workloads, pods (and, before the plan, snapshots) it acts on. */
   restore?: RestoreFacts;
   /**
@@ -170,7 +176,8 @@ export type CancelAction =
   // cancelling, says `message`, and asks again when the child changes. `settling`: the engine is putting
   // the application back (helm rolling a release back), so not even the deadline ends the Operation
   // before the wait is over (a wait without it ends at the deadline, saying the child may still finish).
-  | { kind: 'wait'; message: string; settling?: boolean };
+  // `recheckAfterMs`: look again after this long (what it waits for is not a child, so no event comes).
+  | { kind: 'wait'; message: string; settling?: boolean; recheckAfterMs?: number };
 export type ChildAction = CancelAction;
 
 /**

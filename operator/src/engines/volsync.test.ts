@@ -4,12 +4,18 @@ import { anInput, materialized, withStatus } from './testing.ts';
 import { manualTrigger, volsyncAdapter } from './volsync.ts';
 
 const PVCS = ['nextcloud-data', 'nextcloud-db'];
+/** One restic repository Secret per claim (claims must not share one): restic-<last word>. */
+const perClaim = (pvcs: readonly string[]) =>
+  pvcs.length === 0
+    ? 'restic-repo'
+    : Object.fromEntries(pvcs.map((p) => [p, `restic-${p.split('-').pop()}`]));
+const REPOSITORIES = perClaim(PVCS);
 const backup = (o: { pvcs?: string[]; attempt?: number; parameters?: Record<string, unknown> } = {}) =>
   anInput({
     name: 'vs-backup',
     type: 'Backup',
     engine: 'volsync',
-    parameters: o.parameters ?? { repository: 'restic-repo', retain: { daily: 7 } },
+    parameters: o.parameters ?? { repository: perClaim(o.pvcs ?? PVCS), retain: { daily: 7 } },
     env: { pvcs: o.pvcs ?? PVCS },
     attempt: o.attempt ?? 1,
   });
@@ -18,7 +24,7 @@ const restore = () =>
     name: 'vs-restore',
     type: 'Restore',
     engine: 'volsync',
-    parameters: { repository: 'restic-repo', previous: 1 },
+    parameters: { repository: REPOSITORIES, previous: 1 },
     env: { pvcs: PVCS },
   });
 
@@ -43,7 +49,7 @@ describe('volsync materialize', () => {
       spec: {
         sourcePVC: 'nextcloud-data',
         trigger: { manual: manualTrigger('vs-backup', 1) },
-        restic: { repository: 'restic-repo', copyMethod: 'Snapshot', retain: { daily: 7 } },
+        restic: { repository: 'restic-data', copyMethod: 'Snapshot', retain: { daily: 7 } },
       },
     });
     expect(new Set(children.map((c) => c.metadata.name)).size).toBe(2);
@@ -52,7 +58,9 @@ describe('volsync materialize', () => {
 
   it("keeps every restic snapshot unless parameters.retain chooses (VolSync's default forgets all but the last)", () => {
     const [c] = materialized(
-      volsyncAdapter.materialize(backup({ parameters: { repository: 'restic-repo' } })),
+      volsyncAdapter.materialize(
+        backup({ pvcs: ['nextcloud-data'], parameters: { repository: 'restic-repo' } }),
+      ),
     );
     expect((c?.spec as { restic: { retain: unknown } }).restic.retain).toEqual({ last: 'unlimited' });
   });
@@ -71,7 +79,7 @@ describe('volsync materialize', () => {
       spec: {
         trigger: { manual: 'vs-restore-1' },
         restic: {
-          repository: 'restic-repo',
+          repository: 'restic-data',
           destinationPVC: 'nextcloud-data',
           copyMethod: 'Direct',
           previous: 1,
@@ -80,6 +88,58 @@ describe('volsync materialize', () => {
     });
     expect(d?.spec).not.toHaveProperty('sourcePVC');
   });
+
+  it("gives each claim its own restic repository: claims sharing one would restore each other's data", () => {
+    // The release has two claims; one repository Secret for both is refused for Backup and Restore.
+    const shared = { repository: 'restic-repo' };
+    for (const type of ['Backup', 'Restore'] as const) {
+      const r = volsyncAdapter.materialize(
+        anInput({ name: 'vs', type, engine: 'volsync', parameters: shared, env: { pvcs: PVCS } }),
+      );
+      expect(r).toMatchObject({ ok: false, reason: 'InvalidParameters' });
+      expect(!r.ok && r.message).toContain(
+        'the release has 2 claims (nextcloud-data, nextcloud-db) and parameters.repository names one restic repository Secret (restic-repo) for all',
+      );
+      expect(!r.ok && r.message).toContain(
+        'parameters.repository: {nextcloud-data: <Secret>, nextcloud-db: <Secret>}',
+      );
+    }
+    const repositoriesOf = (type: 'Backup' | 'Restore', parameters: Record<string, unknown>) =>
+      materialized(
+        volsyncAdapter.materialize(
+          anInput({ name: 'vs', type, engine: 'volsync', parameters, env: { pvcs: PVCS } }),
+        ),
+      ).map((c) => [
+        c.metadata.annotations?.[ANNOTATION_PVC],
+        (c.spec as { restic: { repository: string } }).restic.repository,
+      ]);
+    const mapped = { repository: { 'nextcloud-data': 'repo-data', 'nextcloud-db': 'repo-db' } };
+    const expected = [
+      ['nextcloud-data', 'repo-data'],
+      ['nextcloud-db', 'repo-db'],
+    ];
+    expect(repositoriesOf('Backup', mapped)).toEqual(expected);
+    expect(repositoriesOf('Restore', mapped)).toEqual(expected);
+  });
+
+  it.each([
+    [{ 'nextcloud-data': 'repo-data' }, 'has no restic repository Secret for claim(s) nextcloud-db'],
+    [
+      { 'nextcloud-dta': 'x', 'nextcloud-db': 'y' },
+      'parameters.repository names nextcloud-dta, not a claim of the release (its claims: nextcloud-data, nextcloud-db)',
+    ],
+    [
+      { 'nextcloud-data': 'same', 'nextcloud-db': 'same' },
+      'claims nextcloud-data, nextcloud-db would share the restic repository Secret same',
+    ],
+  ])(
+    'refuses a per-claim map that leaves a claim out, names another or shares: %j',
+    (repository, message) => {
+      const r = volsyncAdapter.materialize(backup({ parameters: { repository } }));
+      expect(r).toMatchObject({ ok: false, reason: 'InvalidParameters' });
+      expect(!r.ok && r.message).toContain(message);
+    },
+  );
 
   it('supports an rsync-tls mover when a catalog template offers it', () => {
     const i = backup();

@@ -14,6 +14,7 @@ import type {
   MaterializeResult,
   Observation,
 } from './types.ts';
+import { claimRepositories } from './volsync-repositories.ts';
 
 export const VOLSYNC_API_VERSION = 'volsync.backube/v1alpha1';
 const SOURCE = 'ReplicationSource';
@@ -35,7 +36,12 @@ function pick(parameters: Json, keys: readonly string[]): Json {
  * catalog template may offer `method: rsync-tls` with `address`, `keySecret`, `port`) streams to or
  * from a peer VolSync.
  */
-function mover(parameters: Json, restore: boolean, pvc: string): { key: string; value: Json } {
+function mover(
+  parameters: Json,
+  restore: boolean,
+  pvc: string,
+  repository: string | undefined,
+): { key: string; value: Json } {
   if (parameters.method === 'rsync-tls') {
     const common = pick(parameters, ['keySecret', 'port']);
     return restore
@@ -48,7 +54,6 @@ function mover(parameters: Json, restore: boolean, pvc: string): { key: string; 
           },
         };
   }
-  const repository = parameters.repository;
   return restore
     ? {
         key: 'restic',
@@ -88,7 +93,8 @@ function materialize(input: MaterializeInput): MaterializeResult {
       message: `the volsync engine runs Backup and Restore, not ${op.spec.type}`,
     };
   }
-  if (parameters.method !== 'rsync-tls' && !str(parameters.repository)) {
+  const restic = parameters.method !== 'rsync-tls';
+  if (restic && parameters.repository === undefined) {
     return {
       ok: false,
       reason: 'InvalidParameters',
@@ -97,9 +103,11 @@ function materialize(input: MaterializeInput): MaterializeResult {
   }
   const found = releasePvcs(input, 'volsync');
   if (!found.ok) return found;
+  const repositories = restic ? claimRepositories(parameters.repository, found.pvcs) : undefined;
+  if (repositories && !repositories.ok) return repositories;
   const trigger = manualTrigger(op.metadata.name ?? '', attempt);
   const children: ChildManifest[] = found.pvcs.map((pvc) => {
-    const m = mover(parameters, restore, pvc);
+    const m = mover(parameters, restore, pvc, repositories?.byClaim.get(pvc));
     return {
       apiVersion: VOLSYNC_API_VERSION,
       kind: restore ? DESTINATION : SOURCE,

@@ -93,7 +93,7 @@ import { OwnWrites } from './own-writes.ts';
 import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { readReleaseHooks } from './release-hooks.ts';
-import { readReleaseState } from './release-state.ts';
+import { readHookJobs, readReleaseState } from './release-state.ts';
 import { readRestoreFacts } from './restore-facts.ts';
 import {
   asRestoreBackup,
@@ -387,6 +387,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     if (op.spec.engine === 'helm' && op.spec.type === 'Upgrade' && release.namespace === ns) {
       const state = await readReleaseState(deps.client, ns, release.name, signal);
       if (state) env.helmRelease = state;
+      const jobs = await readHookJobs(deps.client, ns, release.name, signal);
+      if (jobs) env.helmHookJobs = jobs;
     }
     if (backup) env.veleroBackup = backup;
     return env;

@@ -494,6 +494,26 @@ describe('decide: policies', () => {
     );
   });
 
+  it('a wait for objects that are not children (recheckAfterMs) asks to look again, on cancel and at the deadline', () => {
+    const stoppingHooks: EngineAdapter = {
+      ...adapter,
+      cancel: () => [
+        { kind: 'wait', settling: true, message: 'stopping hook Job m', recheckAfterMs: 5000 },
+        { kind: 'wait', settling: true, message: 'and rolling back' },
+      ],
+    };
+    const c = new Harness(operation('c'));
+    c.step();
+    c.op = { ...c.op, spec: { ...c.op.spec, cancel: true } };
+    expect(c.step({ adapter: stoppingHooks }).requeueAfterMs).toBe(5000);
+    expect(c.op.status?.phase).toBe('Running');
+    const d = new Harness(operation('d', { policy: { activeDeadlineSeconds: 60 } }));
+    d.step();
+    d.clock.advanceSync(60_000);
+    expect(d.step({ adapter: stoppingHooks }).requeueAfterMs).toBe(5000);
+    expect(d.op.status?.phase).toBe('Running');
+  });
+
   it('what the adapter asks done before its children exist comes with them (not for a dry run)', () => {
     const label = {
       kind: 'patch' as const,

@@ -639,7 +639,14 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
     status: b.status,
     cancel: actions,
     events: announce === message ? [] : [{ type: 'Normal', reason: 'Cancelling', note: message }],
+    ...waitRecheck(all),
   };
+}
+
+/** The soonest `recheckAfterMs` of the waits: they wait for objects that are not children (no event). */
+function waitRecheck(actions: readonly CancelAction[]): Pick<Decision, 'requeueAfterMs'> {
+  const ms = actions.flatMap((a) => (a.kind === 'wait' && a.recheckAfterMs ? [a.recheckAfterMs] : []));
+  return ms.length > 0 ? { requeueAfterMs: Math.min(...ms) } : {};
 }
 
 /** What the controller carries out: `none` and `wait` only shape the message. */
@@ -687,6 +694,7 @@ function decideRunning(input: DecideInput): Decision {
         status: b.status,
         cancel,
         events: running?.message === message ? [] : [{ type: 'Normal', reason: 'Cancelling', note: message }],
+        ...waitRecheck(all),
       };
     }
     const last =

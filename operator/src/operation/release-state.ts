@@ -3,8 +3,9 @@
 // (version, status), listed as metadata only: no payload crosses the wire. Read on every reconcile of an
 // Upgrade that has not finished, so a stopped runner is judged on the record as it is after the stop.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { HelmReleaseState } from '../engines/types.ts';
-import { type KubeClient, statusCode } from '../runtime/index.ts';
+import { type KubeClient, resourcePath, statusCode } from '../runtime/index.ts';
 import { listReleaseRecords } from './release-hooks.ts';
 
 /** Statuses after which Helm's atomic rollback (and `helm rollback`) counts a revision as good. */
@@ -34,6 +35,30 @@ export async function readReleaseState(
 ): Promise<HelmReleaseState | undefined> {
   try {
     return releaseState(await listReleaseRecords(client, namespace, release, signal));
+  } catch (err) {
+    if (statusCode(err) === 403) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The namespace's Jobs labelled app.kubernetes.io/instance=<release> (EngineEnvironment.helmHookJobs):
+ * the chart's hook Jobs are among them. undefined when the operator may not list Jobs there.
+ */
+export async function readHookJobs(
+  client: KubeClient,
+  namespace: string,
+  release: string,
+  signal: AbortSignal,
+): Promise<KubernetesObject[] | undefined> {
+  try {
+    const list = await client.request<{ items?: KubernetesObject[] }>({
+      method: 'GET',
+      path: resourcePath({ group: 'batch', version: 'v1', plural: 'jobs', namespace }),
+      query: { labelSelector: `${LABEL_HELM_INSTANCE}=${release}` },
+      signal,
+    });
+    return (list.items ?? []).map((j) => ({ ...j, apiVersion: 'batch/v1', kind: 'Job' }));
   } catch (err) {
     if (statusCode(err) === 403) return undefined;
     throw err;

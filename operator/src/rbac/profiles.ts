@@ -65,7 +65,7 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
   'upgrade.helm': {
     id: 'upgrade.helm',
     description:
-      "Run the helm CLI runner Job (as the namespace runner ServiceAccount) in the namespace; read its pod's exit code and log tail (helm's error).",
+      "Run the helm CLI runner Job (as the namespace runner ServiceAccount) in the namespace; read its pod's exit code and log tail (helm's error); resume the rollback Job and stop the chart's hook Jobs an abandoned upgrade left running.",
     rules: [rule('batch', 'jobs', WRITE), ...POD_OUTCOME],
   },
   'migration.helmHookJob': {

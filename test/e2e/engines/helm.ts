@@ -26,7 +26,7 @@ import {
 import { apply, POD_CIDR, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { resourcePath } from '../../../operator/src/runtime/index.ts';
+import { resourcePath, statusCode } from '../../../operator/src/runtime/index.ts';
 import {
   Api,
   cond,
@@ -308,6 +308,17 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
         return ns;
       }
 
+      /** The Job (and so its pods: foreground deletion) is gone. */
+      async function expectNoJob(ns: string, name: string): Promise<void> {
+        const status = await api.client
+          .request({ method: 'GET', path: `/apis/batch/v1/namespaces/${ns}/jobs/${name}` })
+          .then(
+            () => 200,
+            (err: unknown) => statusCode(err),
+          );
+        expect(status, `Job ${ns}/${name}`).toBe(404);
+      }
+
       /** An Upgrade to B whose pre-upgrade hook is held: returns once helm waits on it, release pending. */
       async function heldUpgrade(ns: string, name: string): Promise<void> {
         const before = hold.requests();
@@ -332,6 +343,12 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
         expect(c?.message).toMatch(
           /^spec\.cancel: .* stopped \(HelmUpgradeFailed\); the release is deployed \(revision 3;/,
         );
+        // The hook Job helm started for the abandoned upgrade (held mid-request) was stopped, not left to
+        // migrate under the rolled-back release.
+        expect(c?.message).toMatch(
+          /; the operator stopped the chart's hook Job shop-prepare, which helm had started for the abandoned upgrade$/,
+        );
+        await expectNoJob(ns, 'shop-prepare');
         const h = await history('shop', ns);
         say(
           `helm: history after the cancel: ${JSON.stringify(h.map((e) => [e.revision, e.status, e.description]))}`,
@@ -370,8 +387,9 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
         expect(c).toMatchObject({ status: 'False', reason: 'HelmUpgradeFailed' });
         expect(c?.message).toMatch(/exited with code 137/);
         expect(c?.message).toMatch(
-          /the release is deployed \(revision 3; Job \S+ rolled it back to revision 1\)$/,
+          /the release is deployed \(revision 3; Job \S+ rolled it back to revision 1\); the operator stopped the chart's hook Job shop-prepare, which helm had started for the abandoned upgrade$/,
         );
+        await expectNoJob(ns, 'shop-prepare');
         const h = await history('shop', ns);
         say(
           `helm: history after the kill: ${JSON.stringify(h.map((e) => [e.revision, e.status, e.description]))}`,

@@ -36,6 +36,9 @@ const RELEASE = 'app';
 const PVC = `${RELEASE}-data`;
 const REPO_SECRET = 'restic-repo';
 const WRONG_SECRET = 'restic-wrong-password';
+/** A second claim of the release, and its own restic repository (claims must not share one). */
+const EXTRA_PVC = `${RELEASE}-extra`;
+const EXTRA_SECRET = 'restic-repo-extra';
 /** The content's fingerprint: every file's path and sha256, hashed (`lost+found` is the filesystem's). */
 const CHECKSUM =
   "cd /data && find . -type f ! -path './lost+found/*' | sort | xargs sha256sum | sha256sum | cut -d' ' -f1";
@@ -328,6 +331,77 @@ export function volsyncJourney(theNode: () => RealNode, say: (m: string) => void
         throw new Error(`${err.message}\n${await state()}`);
       });
       say(`wrong password: mover said "${lines[lines.length - 1]}"; cancelled, ${source} and its Job gone`);
+    });
+
+    it('two claims: one shared repository is refused; a repository per claim restores each claim its own data', async () => {
+      // A second claim of the release, with a restic repository of its own (another path in the bucket).
+      await api.client.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
+        body: {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: EXTRA_PVC, labels: { 'app.kubernetes.io/instance': RELEASE } },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        },
+      });
+      const repo = await get<KubernetesObject & { data: Record<string, string> }>(
+        `/api/v1/namespaces/${ns}/secrets/${REPO_SECRET}`,
+      );
+      const url = Buffer.from(repo.data.RESTIC_REPOSITORY ?? '', 'base64').toString();
+      await api.client.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${ns}/secrets`,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: EXTRA_SECRET },
+          data: { ...repo.data, RESTIC_REPOSITORY: Buffer.from(`${url}-${EXTRA_PVC}`).toString('base64') },
+        },
+      });
+      const write = (pvc: string, text: string) =>
+        runWithVolume(node, ns, pvc, `set -e; echo '${text}' > /data/which.txt; cat /data/which.txt`);
+      const read = async (pvc: string) =>
+        (await runWithVolume(node, ns, pvc, 'set -e; cat /data/which.txt')).trim();
+      await write(PVC, 'the data claim');
+      await write(EXTRA_PVC, 'the extra claim');
+
+      await api.createOperation(ns, 'shared', {
+        type: 'Backup',
+        engine: 'volsync',
+        targetRef: { name: RELEASE },
+        parameters: { repository: REPO_SECRET, copyMethod: 'Direct' },
+      });
+      const shared = await finished('shared', 120_000);
+      expect(shared.status?.phase).toBe('Failed');
+      expect(cond(shared, 'Accepted')).toMatchObject({ status: 'False', reason: 'InvalidParameters' });
+      expect(cond(shared, 'Accepted')?.message).toContain(
+        `the release has 2 claims (${PVC}, ${EXTRA_PVC}) and parameters.repository names one restic repository Secret (${REPO_SECRET}) for all`,
+      );
+      say(`two claims, one repository: ${cond(shared, 'Accepted')?.message}`);
+
+      const perClaim = { [PVC]: REPO_SECRET, [EXTRA_PVC]: EXTRA_SECRET };
+      await api.createOperation(ns, 'backup-claims', {
+        type: 'Backup',
+        engine: 'volsync',
+        targetRef: { name: RELEASE },
+        parameters: { repository: perClaim, copyMethod: 'Direct' },
+      });
+      expectSucceeded(await finished('backup-claims'));
+      await write(PVC, 'changed');
+      await write(EXTRA_PVC, 'changed');
+      await api.createOperation(ns, 'restore-claims', {
+        type: 'Restore',
+        engine: 'volsync',
+        targetRef: { name: RELEASE },
+        parameters: { repository: perClaim },
+      });
+      expectSucceeded(await finished('restore-claims'));
+      const after = [await read(PVC), await read(EXTRA_PVC)];
+      say(
+        `two claims, a repository each: after the restore ${PVC} says "${after[0]}", ${EXTRA_PVC} "${after[1]}"`,
+      );
+      expect(after).toEqual(['the data claim', 'the extra claim']);
     });
   });
 }

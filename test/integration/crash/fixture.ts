@@ -49,12 +49,20 @@ export async function buildWorld(w: World, kubeconfigPath: string): Promise<void
         metadata: { name: 'vworkspace-runner' },
       },
     );
-    await create(client, resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace: ns }), {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: REPO_SECRET },
-      stringData: { RESTIC_REPOSITORY: 's3:http://minio.invalid/restic', RESTIC_PASSWORD: 'not-a-secret' },
-    });
+    // One restic repository per claim (plan.ts resticRepository).
+    const claims = Math.max(...Object.values(INSTANCES[side]));
+    for (let i = 0; i < claims; i++) {
+      const name = i === 0 ? REPO_SECRET : `${REPO_SECRET}-${i}`;
+      await create(client, resourcePath({ group: '', version: 'v1', plural: 'secrets', namespace: ns }), {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name },
+        stringData: {
+          RESTIC_REPOSITORY: `s3:http://minio.invalid/restic/${name}`,
+          RESTIC_PASSWORD: 'not-a-secret',
+        },
+      });
+    }
     await create(
       client,
       resourcePath({ group: 'argoproj.io', version: 'v1alpha1', plural: 'workflowtemplates', namespace: ns }),

@@ -59,6 +59,19 @@ export const BARE = 'bare';
 export const GHOST = 'ghost';
 export const WORKFLOW_TEMPLATE = 'hello';
 export const REPO_SECRET = 'restic-repo';
+/**
+ * The volsync `repository` of a release with `pvcs` claims: each claim needs a restic repository of its
+ * own (VolSync's mover tells a shared repository's snapshots apart only by time), so with several claims a
+ * map: `<release>-data` → REPO_SECRET, `<release>-extra-<i>` → `REPO_SECRET-<i>` (the fixture makes both).
+ */
+export function resticRepository(release: string, pvcs: number): string | Record<string, string> {
+  if (pvcs <= 1) return REPO_SECRET;
+  const extra = Array.from({ length: pvcs - 1 }, (_, k) => [
+    `${release}-extra-${k + 1}`,
+    `${REPO_SECRET}-${k + 1}`,
+  ]);
+  return Object.fromEntries([[`${release}-data`, REPO_SECRET], ...extra]);
+}
 export const CAPABILITIES = {
   backup: 'velero',
   snapshot: 'snapshot',
@@ -121,7 +134,14 @@ export function planOperations(random: () => number): PlannedOperation[] {
       ops.push({
         name: `${prefix}-${i}`,
         side,
-        spec: { type: kind.type, engine: kind.engine, targetRef: { name: target }, ...params(kind) },
+        spec: {
+          type: kind.type,
+          engine: kind.engine,
+          targetRef: { name: target },
+          ...(kind.engine === 'volsync'
+            ? { parameters: { repository: resticRepository(target, INSTANCES[side][target] ?? 1) } }
+            : params(kind)),
+        },
         ...(annotations ? { annotations } : {}),
         expect: expect ?? ok(),
       });

@@ -323,13 +323,15 @@ describe('workflow children on the real CRD', () => {
 
 describe('volsync children on the real CRDs', () => {
   const env = { pvcs: ['nextcloud-data', 'nextcloud-db'] };
+  // One restic repository per claim: VolSync's mover tells a shared repository's snapshots apart only by time.
+  const repository = { 'nextcloud-data': 'restic-data', 'nextcloud-db': 'restic-db' };
 
   it('ReplicationSource per PVC ⇒ VolSyncSyncCompleted once every lastManualSync matches', async () => {
     const r = await run(
       'Backup',
       'volsync',
       {
-        repository: 'restic-repo',
+        repository,
         copyMethod: 'Snapshot',
         volumeSnapshotClassName: 'csi',
         retain: { daily: 7, weekly: 4 },
@@ -345,14 +347,14 @@ describe('volsync children on the real CRDs', () => {
     const r = await run(
       'Restore',
       'volsync',
-      { repository: 'restic-repo', restoreAsOf: '2026-01-01T00:00:00Z', previous: 1 },
+      { repository, restoreAsOf: '2026-01-01T00:00:00Z', previous: 1 },
       { env },
     );
     await until(r, 'VolSyncSyncCompleted');
   });
 
   it('a failed mover ⇒ VolSyncSyncFailed', async () => {
-    const r = await run('Backup', 'volsync', { repository: 'restic-repo' }, { env, outcome: 'Failed' });
+    const r = await run('Backup', 'volsync', { repository }, { env, outcome: 'Failed' });
     expect((await until(r, 'VolSyncSyncFailed')).message).toContain('simulated mover failure');
   });
 });

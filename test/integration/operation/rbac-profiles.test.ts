@@ -202,6 +202,27 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
     );
     expect(rollback.metadata?.annotations?.['ops.vworkspace.io/helm-rollback-revision']).toBe('1');
     expect(rollback.spec.suspend).toBe(true);
+    // helm had started the chart's pre-upgrade hook Job; beside it a Job that is no hook and another
+    // release's hook Job, which are left alone.
+    const aJob = (name: string, instance: string, hook?: string) =>
+      post(jobs, {
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        metadata: {
+          name,
+          labels: { 'app.kubernetes.io/instance': instance },
+          ...(hook ? { annotations: { 'helm.sh/hook': hook } } : {}),
+        },
+        spec: {
+          suspend: true,
+          template: {
+            spec: { restartPolicy: 'Never', containers: [{ name: 'm', image: 'registry.invalid/m:1' }] },
+          },
+        },
+      });
+    await aJob('app-migrations', 'app', 'post-install,pre-upgrade');
+    await aJob('app-worker', 'app');
+    await aJob('other-migrations', 'other', 'pre-upgrade');
     // helm died mid-upgrade: revision 2 left pending-upgrade; the runner is cancelled away.
     await record(2, 'pending-upgrade');
     await api.patchOperation(ns, 'up', { spec: { cancel: true } });
@@ -216,6 +237,26 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
     // What the garbage collector does once the runner's pods are gone.
     await patch(`${jobs}/${runner.metadata?.name}`, {
       metadata: { finalizers: null, resourceVersion: deleting.metadata?.resourceVersion },
+    });
+    // The abandoned upgrade's hook Job is stopped (foreground) before the rollback runs; the others stay.
+    const hook = await eventually(
+      'the hook Job deleted in the foreground',
+      async () => {
+        const j = await get<Job>(`${jobs}/app-migrations`);
+        return j.metadata?.deletionTimestamp ? j : undefined;
+      },
+      60_000,
+    );
+    const recorded = await get<Job>(`${jobs}/${rollback.metadata?.name}`);
+    expect(recorded.metadata?.annotations?.['ops.vworkspace.io/helm-stopped-hooks']).toBe('app-migrations');
+    expect(recorded.spec.suspend).toBe(true);
+    expect(cond(await api.getOperation(ns, 'up'), 'Running')?.message).toContain(
+      "stopping the chart's hook Job app-migrations",
+    );
+    for (const name of ['app-worker', 'other-migrations'])
+      expect((await get<Job>(`${jobs}/${name}`)).metadata?.deletionTimestamp).toBeUndefined();
+    await patch(`${jobs}/app-migrations`, {
+      metadata: { finalizers: null, resourceVersion: hook.metadata?.resourceVersion },
     });
     await eventually(
       'the rollback Job resumed',

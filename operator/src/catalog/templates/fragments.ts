@@ -64,3 +64,23 @@ export function outputSchema(
       : {}),
   };
 }
+
+/**
+ * volsync: the restic repository Secret, one for the release's only claim or one per claim. VolSync's
+ * restic mover tells a repository's snapshots apart only by time, so claims must not share one
+ * (engines/volsync-repositories.ts).
+ */
+export const resticRepository = {
+  description:
+    "The restic repository Secret of the namespace (URL and credentials): its name, when the release has one claim; else one per claim (claim name → Secret), each with a RESTIC_REPOSITORY path of its own: VolSync's restic mover tells a repository's snapshots apart only by time, so claims sharing one would restore each other's data",
+  anyOf: [
+    objectName('the Secret of the release’s only claim'),
+    {
+      type: 'object',
+      description: 'claim name → Secret',
+      minProperties: 1,
+      maxProperties: 64,
+      additionalProperties: objectName('the Secret of that claim'),
+    },
+  ],
+};

@@ -24,6 +24,13 @@ export const snapshotRestore: Template = {
   ),
   rbacProfile: 'restore.snapshot',
   preconditions: standardPreconditions(),
-  targetSelectors: { capabilities: [{ verb: 'restore', engine: 'snapshot' }] },
+  // `snapshot: snapshot` too, as snapshot-backup: an instance advertises one engine per verb, so one whose
+  // `restore` is velero still offers its snapshots back through the snapshot verb.
+  targetSelectors: {
+    capabilities: [
+      { verb: 'restore', engine: 'snapshot' },
+      { verb: 'snapshot', engine: 'snapshot' },
+    ],
+  },
   defaults: { requireReady: true, retryLimit: 0, activeDeadlineSeconds: 3600 },
 };

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName, outputSchema } from './fragments.ts';
+import { objectName, outputSchema, resticRepository } from './fragments.ts';
 
 const retain = {
   type: 'object',
@@ -27,7 +27,7 @@ export const volsyncBackup: Template = {
     additionalProperties: false,
     required: ['repository'],
     properties: {
-      repository: objectName('Secret of the namespace holding the restic repository URL and credentials'),
+      repository: resticRepository,
       copyMethod: {
         type: 'string',
         description: 'How VolSync gets a point-in-time copy of each volume before reading it',

@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName, outputSchema } from './fragments.ts';
+import { outputSchema, resticRepository } from './fragments.ts';
 
 /** volsync.backube/v1alpha1 ReplicationDestination (restic) per PVC of the release, writing into the PVC. */
 export const volsyncRestore: Template = {
@@ -14,7 +14,7 @@ export const volsyncRestore: Template = {
     additionalProperties: false,
     required: ['repository'],
     properties: {
-      repository: objectName('Secret of the namespace holding the restic repository URL and credentials'),
+      repository: resticRepository,
       restoreAsOf: {
         type: 'string',
         format: 'date-time',
