@@ -224,8 +224,8 @@ export class Journey {
     });
   }
 
-  /** Deletes the chart's hook Jobs that still have a Running pod (foreground); returns their names. */
-  async deleteRunningHooks(namespace: string, release: string): Promise<string[]> {
+  /** The chart's migration hook Jobs that still have a Running pod. */
+  async runningHooks(namespace: string, release: string): Promise<string[]> {
     const pods = await this.node.client.request<{
       items: { metadata: { labels?: Record<string, string> }; status?: { phase?: string } }[];
     }>({
@@ -235,20 +235,13 @@ export class Journey {
         labelSelector: `app.kubernetes.io/instance=${release},app.kubernetes.io/component=migrations`,
       },
     });
-    const jobs = [
+    return [
       ...new Set(
         pods.items
           .filter((p) => p.status?.phase === 'Running')
           .map((p) => p.metadata.labels?.['job-name'] ?? ''),
       ),
     ].filter(Boolean);
-    for (const job of jobs)
-      await this.node.client.request({
-        method: 'DELETE',
-        path: `/apis/batch/v1/namespaces/${namespace}/jobs/${job}`,
-        body: { propagationPolicy: 'Foreground' },
-      });
-    return jobs;
   }
 
   /** Waits until the chart's migration hook Job has a Running pod (an upgrade in its pre-upgrade hook). */
