@@ -40,10 +40,11 @@ const [upgradeJob, rollbackJob] = materialized(
   ),
 );
 if (!upgradeJob || !rollbackJob) throw new Error('two Jobs expected');
-const RELEASE = String(
+// The release is the first positional argument of `helm rollback`, after `--` (ADR 0028).
+const rollbackArgv =
   (rollbackJob.spec as { template: { spec: { containers: { args: string[] }[] } } }).template.spec
-    .containers[0]?.args[1],
-);
+    .containers[0]?.args ?? [];
+const RELEASE = String(rollbackArgv[rollbackArgv.indexOf('--') + 1]);
 const NS = rollbackJob.metadata.namespace;
 
 interface HookOptions {
