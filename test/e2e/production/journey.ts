@@ -214,16 +214,6 @@ export class Journey {
     });
   }
 
-  /** The platform team changes which engine the instance advertises for `verb`. */
-  async setCapability(namespace: string, release: string, verb: string, engine: string): Promise<void> {
-    await this.node.client.request({
-      method: 'PATCH',
-      path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, release),
-      contentType: PATCH_TYPES.merge,
-      body: { metadata: { annotations: { [`ops.vworkspace.io/${verb}`]: engine } } },
-    });
-  }
-
   /** The chart's migration hook Jobs that still have a Running pod. */
   async runningHooks(namespace: string, release: string): Promise<string[]> {
     const pods = await this.node.client.request<{
