@@ -139,7 +139,17 @@ export function chartJourney(theNode: () => RealNode, say: (line: string) => voi
         path: '/api/v1/namespaces',
         body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TEAM } },
       });
-      const msg = await refusal(createOperation(node.client, TEAM, 'bad-ttl', veleroBackup('forever')));
+      // `helm install --wait` returns once the pods are Ready; kube-proxy programs the Service's endpoints a
+      // moment later (until then the API server's call is refused at the ClusterIP), as a user may see too.
+      const msg = await eventually(
+        "the webhook's answer through the chart's Service",
+        async () => {
+          const m = await refusal(createOperation(node.client, TEAM, 'bad-ttl', veleroBackup('forever')));
+          return /failed calling webhook/.test(m) ? undefined : m;
+        },
+        60_000,
+        1000,
+      );
       say(`invalid parameter: ${msg}`);
       expect(msg).toMatch(/admission webhook "voperation\.ops\.vworkspace\.io" denied the request/);
     });

@@ -60,11 +60,17 @@ describe('chart names never become helm flags', () => {
       parameters: { version: '1.0.1' },
     });
     await settled(w, ns, 'upgrade');
-    const [job] = (await childrenOf(w, jobsIn(ns), 'upgrade')) as JobLike[];
-    const args = job?.spec.template.spec.containers[0]?.args ?? [];
+    // The runner (`helm upgrade`) and its suspended rollback Job (`helm rollback`, ADR 0036).
+    const jobs = (await childrenOf(w, jobsIn(ns), 'upgrade')) as JobLike[];
+    const argsOf = (verb: string) =>
+      jobs.map((j) => j.spec.template.spec.containers[0]?.args ?? []).find((a) => a[0] === verb) ?? [];
+    const args = argsOf('upgrade');
     expect(args.slice(-3)).toEqual(['--', 'shop', 'tiny']);
     expect(args).toContain('--version=1.0.1');
     // Every argument before `--` is a flag (with its value attached): nothing positional can be mistaken.
-    expect(args.slice(0, -3).filter((a) => a !== 'upgrade' && !a.startsWith('--'))).toEqual([]);
+    expect(args.slice(1, -3).filter((a) => !a.startsWith('--'))).toEqual([]);
+    const rollback = argsOf('rollback');
+    expect(rollback.slice(-3, -1)).toEqual(['--', 'shop']);
+    expect(rollback.slice(1, -3).filter((a) => !a.startsWith('--'))).toEqual([]);
   });
 });
