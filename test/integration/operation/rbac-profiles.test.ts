@@ -263,9 +263,18 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
       async () => (await get<Job>(`${jobs}/${rollback.metadata?.name}`)).spec.suspend === false,
       60_000,
     );
-    const op = await api.getOperation(ns, 'up');
+    // The status says so on the reconcile that resumed the Job, written after it.
+    const op = await eventually(
+      'the Operation saying it rolls the release back',
+      async () => {
+        const o = await api.getOperation(ns, 'up');
+        return /rolling (it|the release) back to revision 1 with Job/.test(cond(o, 'Running')?.message ?? '')
+          ? o
+          : undefined;
+      },
+      60_000,
+    );
     expect(op.status?.phase).toBe('Running');
-    expect(cond(op, 'Running')?.message).toMatch(/rolling (it|the release) back to revision 1 with Job/);
   });
 
   it('restore.volsync: a ReplicationDestination per claim, Succeeded', async () => {

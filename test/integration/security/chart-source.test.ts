@@ -81,9 +81,11 @@ describe('an Upgrade installs only from where the release came from', () => {
     await upgrade('from-origin');
     const out = await settled(w, ns, 'from-origin');
     expect(out.op.status?.phase).toBe('Running');
-    const [job] = (await childrenOf(w, jobsIn(ns), 'from-origin')) as JobLike[];
-    const args = job?.spec.template.spec.containers[0]?.args ?? [];
+    // The runner (`helm upgrade`) and its suspended rollback Job, in either order.
+    const jobs = (await childrenOf(w, jobsIn(ns), 'from-origin')) as JobLike[];
+    const argv = jobs.map((j) => j.spec.template.spec.containers[0]?.args ?? []);
+    const args = argv.find((a) => a[0] === 'upgrade') ?? [];
     expect(args).toContain(`--repo=${TINY_APP_REF.chart.url}`);
-    expect(args.join(' ')).not.toContain('attacker');
+    expect(argv.flat().join(' ')).not.toContain('attacker');
   });
 });
