@@ -3,14 +3,9 @@
 // argument list as a flag: helm would run a program of the tenant's choosing over the rendered manifests.
 // Chart names are names (the CRD's pattern, the webhook at the field for objects stored before it), and the
 // runner passes every value as `--flag=value` and the positional arguments after `--`.
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from './harness.ts';
-import { childrenOf, createInstance, instanceWithReady, jobsIn, settled } from './support.ts';
-
-type JobLike = KubernetesObject & {
-  spec: { template: { spec: { containers: { args?: string[] }[] } } };
-};
+import { createInstance, instanceWithReady, jobArgs, settled } from './support.ts';
 
 describe('chart names never become helm flags', () => {
   let w: World;
@@ -61,9 +56,8 @@ describe('chart names never become helm flags', () => {
     });
     await settled(w, ns, 'upgrade');
     // The runner (`helm upgrade`) and its suspended rollback Job (`helm rollback`, ADR 0036).
-    const jobs = (await childrenOf(w, jobsIn(ns), 'upgrade')) as JobLike[];
-    const argsOf = (verb: string) =>
-      jobs.map((j) => j.spec.template.spec.containers[0]?.args ?? []).find((a) => a[0] === verb) ?? [];
+    const argv = await jobArgs(w, ns, 'upgrade');
+    const argsOf = (verb: string) => argv.find((a) => a[0] === verb) ?? [];
     const args = argsOf('upgrade');
     expect(args.slice(-3)).toEqual(['--', 'shop', 'tiny']);
     expect(args).toContain('--version=1.0.1');

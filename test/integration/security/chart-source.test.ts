@@ -5,18 +5,13 @@
 // recorded it (status.release.chartSource, written only by the operator once the release record shows
 // that chart deployed), unless the template allows the new source; otherwise the Upgrade ends
 // Accepted=False/ChartSourceNotAllowed saying what to do, and no Job exists.
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TINY_APP_REF } from '../../support/helm.ts';
 import { startWorld, type World } from './harness.ts';
-import { childrenOf, instanceWithReady, jobsIn, settled } from './support.ts';
+import { childrenOf, instanceWithReady, jobArgs, jobsIn, settled } from './support.ts';
 
 const APPS = '/apis/apps.vworkspace.io/v1alpha1';
 const ATTACKER = 'https://charts.attacker.example/stable';
-
-type JobLike = KubernetesObject & {
-  spec: { template: { spec: { containers: { args?: string[] }[] } } };
-};
 
 describe('an Upgrade installs only from where the release came from', () => {
   let w: World;
@@ -82,8 +77,7 @@ describe('an Upgrade installs only from where the release came from', () => {
     const out = await settled(w, ns, 'from-origin');
     expect(out.op.status?.phase).toBe('Running');
     // The runner (`helm upgrade`) and its suspended rollback Job, in either order.
-    const jobs = (await childrenOf(w, jobsIn(ns), 'from-origin')) as JobLike[];
-    const argv = jobs.map((j) => j.spec.template.spec.containers[0]?.args ?? []);
+    const argv = await jobArgs(w, ns, 'from-origin');
     const args = argv.find((a) => a[0] === 'upgrade') ?? [];
     expect(args).toContain(`--repo=${TINY_APP_REF.chart.url}`);
     expect(argv.flat().join(' ')).not.toContain('attacker');

@@ -114,6 +114,17 @@ export async function revokeVerb(w: World, namespace: string, user: string, verb
 export const jobsIn = (namespace: string) => `/apis/batch/v1/namespaces/${namespace}/jobs`;
 
 /**
+ * The container arguments of each Job Operation `name` made, in list order: for a helm Upgrade the runner
+ * (`upgrade …`) and its rollback Job (`rollback …`).
+ */
+export async function jobArgs(w: World, namespace: string, name: string): Promise<string[][]> {
+  const jobs = (await childrenOf(w, jobsIn(namespace), name)) as (KubernetesObject & {
+    spec: { template: { spec: { containers: { args?: string[] }[] } } };
+  })[];
+  return jobs.map((j) => j.spec.template.spec.containers[0]?.args ?? []);
+}
+
+/**
  * Operation `name` (a RunCommand Job that waits for approval), Failed with a reason a re-run retries: a Job
  * under the first attempt's child name that the Operation did not create (ChildConflict). `create` creates
  * it, `approve` gives the approval it waits for.
