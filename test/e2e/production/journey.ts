@@ -253,19 +253,27 @@ export class Journey {
     );
   }
 
+  /** The instance's Ready condition and release revision, as the operator pod wrote them. */
+  private async readiness(namespace: string, release: string) {
+    const i = await this.node.client.request<{
+      status?: {
+        conditions?: { type: string; status: string; reason: string; message: string }[];
+        release?: { revision?: number };
+      };
+    }>({ method: 'GET', path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, release) });
+    return {
+      ready: i.status?.conditions?.find((c) => c.type === 'Ready'),
+      revision: i.status?.release?.revision,
+    };
+  }
+
   /** Waits until the instance is Ready on release revision `revision`; returns its Ready condition. */
   instanceReady(namespace: string, release: string, revision: number) {
     return eventually(
       `ApplicationInstance ${namespace}/${release} Ready on revision ${revision}`,
       async () => {
-        const i = await this.node.client.request<{
-          status?: {
-            conditions?: { type: string; status: string; reason: string; message: string }[];
-            release?: { revision?: number };
-          };
-        }>({ method: 'GET', path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, release) });
-        const ready = i.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
-        return ready && i.status?.release?.revision === revision ? ready : undefined;
+        const r = await this.readiness(namespace, release);
+        return r.ready?.status === 'True' && r.revision === revision ? r.ready : undefined;
       },
       120_000,
       500,
@@ -277,10 +285,8 @@ export class Journey {
     return eventually(
       `ApplicationInstance ${namespace}/${release} Ready with reason ${reason}`,
       async () => {
-        const i = await this.node.client.request<{
-          status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
-        }>({ method: 'GET', path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, release) });
-        return i.status?.conditions?.find((c) => c.type === 'Ready' && c.reason === reason);
+        const { ready } = await this.readiness(namespace, release);
+        return ready?.reason === reason ? ready : undefined;
       },
       120_000,
       500,
