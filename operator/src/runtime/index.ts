@@ -1,6 +1,7 @@
 // The controller runtime: what the rest of the operator imports. See docs/runtime.md.
 
 export * from './backoff.ts';
+export * from './builder.ts';
 export * from './clock.ts';
 export * from './conditions.ts';
 export * from './controller.ts';
@@ -23,5 +24,6 @@ export * from './metrics.ts';
 export * from './multi-namespace.ts';
 export * from './normalize.ts';
 export * from './rate-limiter.ts';
+export * from './reconcile.ts';
 export * from './status.ts';
 export * from './workqueue.ts';

@@ -4,7 +4,14 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type Clock, sleep } from './clock.ts';
 import { keyOf, objectKey } from './keys.ts';
-import { KubeApiError } from './kube-client.ts';
+import {
+  KubeApiError,
+  type KubeClient,
+  type KubeRequest,
+  type KubeWatcher,
+  PATCH_TYPES,
+  type WatchRequest,
+} from './kube-client.ts';
 import type { LeaderElectionRecord, LeaseLock, LockRead } from './leader-election.ts';
 import type { ListerWatcher, ListOptions, WatchOptions } from './lister-watcher.ts';
 
@@ -27,6 +34,9 @@ export class MemoryResource<T extends KubernetesObject> implements ListerWatcher
   readonly history: { rv: number; type: string; obj: T }[] = [];
   /** Lets tests return Date timestamps from list, as client-node's typed list does. */
   listTransform: (o: T) => T = (o) => o;
+  /** While true, the active watch hears nothing: events wait in `held` until release() (a lagging cache). */
+  holding = false;
+  readonly held: { type: string; obj: T }[] = [];
 
   async list(opts: ListOptions): Promise<{ items: T[]; resourceVersion: string }> {
     this.lists.push(opts);
@@ -89,9 +99,155 @@ export class MemoryResource<T extends KubernetesObject> implements ListerWatcher
       this.#emit('DELETED', { ...o, metadata: { ...o.metadata, resourceVersion: String(this.rv) } });
   }
 
+  /** Delivers the events held back since `holding` was set, and stops holding. */
+  release(): void {
+    this.holding = false;
+    for (const e of this.held.splice(0)) this.active?.onEvent(e.type, structuredClone(e.obj));
+  }
+
   #emit(type: string, obj: T): void {
     this.history.push({ rv: this.rv, type, obj: structuredClone(obj) });
-    this.active?.onEvent(type, structuredClone(obj));
+    if (this.holding) this.held.push({ type, obj: structuredClone(obj) });
+    else this.active?.onEvent(type, structuredClone(obj));
+  }
+}
+
+type Json = Record<string, unknown>;
+
+function isJson(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** RFC 7386 JSON merge patch (null removes a field). */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isJson(patch)) return patch;
+  const out: Json = isJson(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/**
+ * An in-memory API server over MemoryResources, as a KubeClient and KubeWatcher: enough REST (list, get,
+ * create, merge patch and server-side apply as a merge, the status subresource, delete with a uid
+ * precondition) for an InformerFactory and a Client to run against. `failNext` makes the next request of a
+ * method fail with that error (an admission denial, a lost write).
+ */
+export class MemoryApiServer implements KubeClient, KubeWatcher {
+  readonly #resources = new Map<string, MemoryResource<KubernetesObject>>();
+  readonly failNext = new Map<string, unknown>();
+  readonly requests: KubeRequest[] = [];
+  #uids = 0;
+
+  /** The store of `plural` (group/version ignored: one version per resource in tests). */
+  resource<T extends KubernetesObject>(plural: string): MemoryResource<T> {
+    let r = this.#resources.get(plural);
+    if (!r) {
+      r = new MemoryResource<KubernetesObject>();
+      this.#resources.set(plural, r);
+    }
+    return r as unknown as MemoryResource<T>;
+  }
+
+  /** Stores `o` as a client outside this process would (a uid is given if it has none). */
+  put<T extends KubernetesObject>(plural: string, o: T, silent = false): T {
+    const withUid = o.metadata?.uid ? o : { ...o, metadata: { ...o.metadata, uid: `uid-${++this.#uids}` } };
+    return this.resource<T>(plural).put(withUid, silent);
+  }
+
+  #route(path: string): {
+    store: MemoryResource<KubernetesObject>;
+    namespace?: string;
+    name?: string;
+    status: boolean;
+  } {
+    const parts = path.split('/').filter(Boolean);
+    const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
+    const namespace = rest[0] === 'namespaces' && rest.length > 2 ? rest[1] : undefined;
+    const [plural = '', name, sub] = namespace !== undefined ? rest.slice(2) : rest;
+    return {
+      store: this.resource(plural),
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(name !== undefined ? { name } : {}),
+      status: sub === 'status',
+    };
+  }
+
+  async request<T>(req: KubeRequest): Promise<T> {
+    this.requests.push(req);
+    await Promise.resolve();
+    const failure = this.failNext.get(req.method);
+    if (failure !== undefined) {
+      this.failNext.delete(req.method);
+      throw failure;
+    }
+    const { store, namespace, name, status } = this.#route(req.path);
+    const key = name !== undefined ? keyOf(namespace, name) : '';
+    const current = store.objects.get(key);
+    const notFound = () => new KubeApiError(404, 'NotFound', `${name} not found`, undefined);
+    if (req.method === 'GET' && name === undefined) {
+      const items = [...store.objects.values()].filter(
+        (o) => namespace === undefined || o.metadata?.namespace === namespace,
+      );
+      return { items: structuredClone(items), metadata: { resourceVersion: String(store.rv) } } as T;
+    }
+    if (req.method === 'GET') {
+      if (!current) throw notFound();
+      return structuredClone(current) as T;
+    }
+    if (req.method === 'POST') {
+      const o = req.body as KubernetesObject;
+      if (store.objects.has(keyOf(namespace, o.metadata?.name ?? '')))
+        throw new KubeApiError(409, 'AlreadyExists', `${o.metadata?.name} already exists`, undefined);
+      return this.put(this.#pluralOf(store), {
+        ...o,
+        metadata: { ...o.metadata, ...(namespace ? { namespace } : {}) },
+      }) as T;
+    }
+    if (req.method === 'PATCH') {
+      const body = req.body as Json;
+      if (!current && (status || req.contentType !== PATCH_TYPES.apply)) throw notFound();
+      const base: Json = current
+        ? structuredClone(current as unknown as Json)
+        : { metadata: { name, namespace } };
+      const next = status
+        ? { ...base, status: mergePatch(base.status, body.status) }
+        : mergePatch(base, body);
+      return this.put(this.#pluralOf(store), next as KubernetesObject) as T;
+    }
+    if (req.method === 'DELETE') {
+      if (!current) throw notFound();
+      const uid = (req.body as { preconditions?: { uid?: string } } | undefined)?.preconditions?.uid;
+      if (uid && uid !== current.metadata?.uid)
+        throw new KubeApiError(409, 'Conflict', 'Precondition failed: UID mismatch', undefined);
+      store.remove(namespace, name ?? '');
+      return { kind: 'Status', status: 'Success' } as T;
+    }
+    throw new Error(`MemoryApiServer: ${req.method} not supported`);
+  }
+
+  #pluralOf(store: MemoryResource<KubernetesObject>): string {
+    for (const [plural, s] of this.#resources) if (s === store) return plural;
+    return '';
+  }
+
+  watch(req: WatchRequest, onEvent: (type: string, obj: unknown) => void): Promise<void> {
+    const { store, namespace } = this.#route(req.path);
+    const q = req.query;
+    return store.watch(
+      {
+        resourceVersion: String(q.resourceVersion ?? ''),
+        allowWatchBookmarks: true,
+        timeoutSeconds: Number(q.timeoutSeconds ?? 0),
+      },
+      (type, obj) => {
+        if (namespace === undefined || (obj as KubernetesObject).metadata?.namespace === namespace)
+          onEvent(type, obj);
+      },
+      req.signal,
+    );
   }
 }
 
