@@ -2,6 +2,7 @@
 
 export * from './backoff.ts';
 export * from './builder.ts';
+export * from './client.ts';
 export * from './clock.ts';
 export * from './conditions.ts';
 export * from './controller.ts';
@@ -15,6 +16,7 @@ export * from './keyed-mutex.ts';
 export * from './keys.ts';
 export * from './kube-client.ts';
 export * from './kubeconfig.ts';
+export * from './label-selector.ts';
 export * from './leader-election.ts';
 export * from './lister-watcher.ts';
 export * from './logger.ts';

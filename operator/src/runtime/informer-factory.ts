@@ -8,12 +8,19 @@
 // namespace, multi-namespace.ts) and whether objects arrive as PartialObjectMetadata only (metadata.ts,
 // for Secrets) select different informers, so a metadata-only cache never serves a full read, nor the
 // other way round. Controllers ask the factory for a kind and never build list/watch paths themselves.
+//
+// The factory is also where a write reaches the caches (`writing`): the Client (client.ts) hands it what
+// the API server returned, and every full informer whose scope and label selector would hold the object
+// shows it to reads until it has caught up (pending-writes.ts). Metadata-only informers and informers
+// with a field selector are left out: what they would hold cannot be told from the written object.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from './clock.ts';
 import { createInformer, type Informer, type KubeInformerOptions } from './informer.ts';
+import { keyOf } from './keys.ts';
 import type { KubeClient, ResourceRef } from './kube-client.ts';
 import type { KubeConfigLike } from './kubeconfig.ts';
+import { matchesLabelSelector } from './label-selector.ts';
 import type { Logger } from './logger.ts';
 import { createMetadataInformer, type PartialObjectMetadata } from './metadata.ts';
 
@@ -23,6 +30,27 @@ export interface InformerFactoryOptions {
   logger?: Logger;
   /** Informers' reconnect backoff clock (not a schedule's clock). */
   clock?: Clock;
+  /** WATCH_NAMESPACE: the scope of requests that do not name their own; empty or unset: all. */
+  namespaces?: readonly string[];
+}
+
+/** A write in flight through the caches that would hold its object (see the header). */
+export interface CacheWrite {
+  /** The API server's answer to the write. */
+  written(obj: KubernetesObject): void;
+  /** The object `uid` (default: the one cached) was deleted. */
+  deleted(uid?: string): void;
+  /** The write has answered or failed. */
+  done(): void;
+}
+
+interface Shared {
+  readonly informer: Informer<KubernetesObject>;
+  readonly shape: 'full' | 'metadata';
+  readonly resource: ResourceRef;
+  readonly namespaces: readonly string[];
+  readonly labelSelector: string;
+  readonly fieldSelector: string;
 }
 
 export interface InformerRequest {
@@ -37,7 +65,7 @@ export interface InformerRequest {
 
 export class InformerFactory {
   readonly #opts: InformerFactoryOptions;
-  readonly #informers = new Map<string, Informer<KubernetesObject>>();
+  readonly #informers = new Map<string, Shared>();
 
   constructor(opts: InformerFactoryOptions) {
     this.#opts = opts;
@@ -61,7 +89,9 @@ export class InformerFactory {
     req: InformerRequest,
     create: (opts: KubeInformerOptions<T> & { client: KubeClient }) => Informer<T>,
   ): Informer<T> {
-    const namespaces = resource.namespace ? [] : [...new Set(req.namespaces ?? [])].sort();
+    const namespaces = resource.namespace
+      ? []
+      : [...new Set(req.namespaces ?? this.#opts.namespaces ?? [])].sort();
     const id = JSON.stringify([
       shape,
       resource.group,
@@ -72,9 +102,9 @@ export class InformerFactory {
       req.labelSelector ?? '',
       req.fieldSelector ?? '',
     ]);
-    let inf = this.#informers.get(id);
-    if (!inf) {
-      inf = create({
+    let shared = this.#informers.get(id);
+    if (!shared) {
+      const inf = create({
         client: this.#opts.client,
         ...(req.name ? { name: req.name } : {}),
         ...(req.labelSelector ? { labelSelector: req.labelSelector } : {}),
@@ -84,13 +114,61 @@ export class InformerFactory {
         ...(this.#opts.logger ? { logger: this.#opts.logger } : {}),
         ...(this.#opts.clock ? { clock: this.#opts.clock } : {}),
       }) as unknown as Informer<KubernetesObject>;
-      this.#informers.set(id, inf);
+      shared = {
+        informer: inf,
+        shape,
+        resource,
+        namespaces,
+        labelSelector: req.labelSelector ?? '',
+        fieldSelector: req.fieldSelector ?? '',
+      };
+      this.#informers.set(id, shared);
     }
-    return inf as unknown as Informer<T>;
+    return shared.informer as unknown as Informer<T>;
   }
 
   /** Every informer handed out so far (to register with the Manager). */
   get informers(): Informer<KubernetesObject>[] {
-    return [...this.#informers.values()];
+    return [...this.#informers.values()].map((s) => s.informer);
+  }
+
+  /**
+   * Starts a write of `name` in `namespace` of `resource` through the caches that may hold it: call
+   * before sending the request, then `written` or `deleted` with the answer, and `done` in any case.
+   */
+  writing(resource: Omit<ResourceRef, 'namespace'>, namespace: string | undefined, name: string): CacheWrite {
+    const key = keyOf(namespace, name);
+    const caches = [...this.#informers.values()].filter(
+      (s) =>
+        s.shape === 'full' &&
+        s.fieldSelector === '' &&
+        s.resource.group === resource.group &&
+        s.resource.version === resource.version &&
+        s.resource.plural === resource.plural &&
+        (s.resource.namespace === undefined
+          ? s.namespaces.length === 0 || s.namespaces.includes(namespace ?? '')
+          : s.resource.namespace === namespace),
+    );
+    const ends = caches.map((s) => s.informer.beginWrite(key));
+    return {
+      written: (obj) => {
+        for (const s of caches) {
+          const selected = matchesLabelSelector(s.labelSelector, obj.metadata?.labels);
+          if (selected === true) s.informer.recordWrite(obj);
+          // No longer selected (the watch says DELETED): reads must not show what the cache still holds.
+          else if (selected === false && s.informer.getByKey(key) !== undefined && obj.metadata?.uid)
+            s.informer.recordDelete(key, obj.metadata.uid);
+        }
+      },
+      deleted: (uid) => {
+        for (const s of caches) {
+          const gone = uid ?? s.informer.getByKey(key)?.metadata?.uid;
+          if (gone) s.informer.recordDelete(key, gone);
+        }
+      },
+      done: () => {
+        for (const end of ends) end();
+      },
+    };
   }
 }
