@@ -103,6 +103,12 @@ export class Client {
     return inf;
   }
 
+  /** GET from the API server itself (controller-runtime's APIReader): what the cache cannot have yet. */
+  async apiGet<T extends KubernetesObject>(obj: ObjectIdentity, signal?: AbortSignal): Promise<T> {
+    const path = await this.#mapper.pathFor(obj);
+    return this.#client.request<T>({ method: 'GET', path, ...(signal ? { signal } : {}) });
+  }
+
   // ---- writes: the API server, then the cache ------------------------------------------------------
 
   /** POST `obj` (AlreadyExists and refusals are thrown as the API server said them). */

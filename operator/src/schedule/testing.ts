@@ -12,7 +12,7 @@ import {
 } from '../api/index.ts';
 import { FakeClock } from '../runtime/clock.ts';
 import { decideCron } from './cron-decide.ts';
-import type { CronPlan } from './cron-plan.ts';
+import type { CronPlan } from './run-plan.ts';
 
 export const MIN = 60_000;
 export const HOUR = 60 * MIN;
