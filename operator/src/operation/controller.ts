@@ -47,6 +47,7 @@ import { isPaused } from '../instance/paused.ts';
 import { releaseClaimant } from '../instance/release-claim.ts';
 import { releaseRef } from '../instance/status.ts';
 import {
+  Client,
   type Clock,
   Controller,
   type EventRecorder,
@@ -69,7 +70,6 @@ import {
   realClock,
   resourcePath,
   scopedTo,
-  splitKey,
   statusCode,
 } from '../runtime/index.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
@@ -89,7 +89,6 @@ import {
 } from './decide.ts';
 import { EngineDiscovery } from './engine-install.ts';
 import { OperationMetrics } from './metrics.ts';
-import { OwnWrites } from './own-writes.ts';
 import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { readReleaseHooks } from './release-hooks.ts';
@@ -287,17 +286,16 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   });
   /** When this replica first saw an attempt fail: `<uid>/<attempt>` → ms. */
   const failureSeen = new Map<string, number>();
-  /**
-   * Status this replica last wrote per Operation: events/metrics fire once even if the cache lags, and
-   * the conflict queue sees the other Operations' latest state (own-writes.ts).
-   */
-  const written = new OwnWrites();
+  // Status writes go through the runtime Client: the cache shows what this replica wrote until the watch
+  // does, so events and metrics fire once on a lagging cache and the conflict queue sees the other
+  // Operations' latest state (runtime/pending-writes.ts).
+  const statusClient = new Client({ client: deps.client, mapper: deps.mapper, cache: factory });
 
   /** spec.parameters after parametersFrom and the template's defaults; {} when they do not resolve (decide reports that). */
   function parametersOf(op: Operation): Record<string, unknown> {
     // The resolution decide materializes with: parametersFrom may supply backupName or configMapName.
     const ns = op.metadata.namespace ?? '';
-    const ops = written.overlay(ns, operations.list(ns));
+    const ops = operations.list(ns);
     const r = resolveRequest(op, templates(), ops, new Date(clock.now()));
     return r.ok ? r.parameters : {};
   }
@@ -429,7 +427,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const target = instance ?? absentTarget?.recorded;
     const ns = op.metadata.namespace ?? '';
     const now = new Date(clock.now());
-    const ops = written.overlay(ns, operations.list(ns));
+    const ops = operations.list(ns);
     // The same resolution evaluatePreconditions makes: parameters read through parametersFrom name
     // Secrets and ServiceAccounts too.
     const resolved = resolveRequest(op, templates(), ops, now);
@@ -714,10 +712,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
 
   async function reconcileLocked(ctx: ReconcileContext): Promise<ReconcileResult> {
     const op = operations.getByKey(ctx.key);
-    const { namespace: keyNs = '', name: keyName } = splitKey(ctx.key);
     if (!op) {
       nameWatcher.release(ctx.key);
-      written.delete(keyNs, keyName);
       return {};
     }
     if (op.metadata.deletionTimestamp) {
@@ -725,13 +721,6 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       return {};
     }
     const uid = op.metadata.uid ?? '';
-    written.caughtUp(op);
-    const mine = written.get(keyNs, keyName);
-    // Our own last write wins over a cache that has not seen it yet (we are the only status writer).
-    if (mine?.uid === uid && mine.status.phase !== undefined && mine.status.phase !== op.status?.phase) {
-      // Wait for the cache to catch up rather than deciding on stale state.
-      return { requeueAfterMs: 200 };
-    }
     const adapter = deps.adapterFor(op.spec.engine);
     const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
     // Paused target: decide only records it, so nothing is looked up (and no child is read).
@@ -804,14 +793,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       await deleteOperation(op, ctx.signal);
       return {};
     }
-    const wrote = await deps.writer.applyStatusIfChanged({ ...identity(op), status: op.status }, status, {
+    await statusClient.status().applyIfChanged({ ...identity(op), status: op.status }, status, {
       signal: ctx.signal,
     });
-    // Remembered until the cache shows it (caughtUp above, on the reconcile its watch event brings).
-    if (wrote) {
-      const resourceVersion = wrote.metadata?.resourceVersion;
-      written.set(keyNs, keyName, { uid, status, ...(resourceVersion ? { resourceVersion } : {}) });
-    } else written.delete(keyNs, keyName);
     for (const e of d.events) await deps.events.event(op, e.type, e.reason, e.note);
     if (status.phase !== op.status?.phase) {
       ctx.log.info({ from: op.status?.phase, to: status.phase }, 'phase changed');
