@@ -29,6 +29,11 @@ interface Entry<T> {
   readonly obj: T | undefined;
   readonly uid: string | undefined;
   readonly resourceVersion: string | undefined;
+  /**
+   * The uid the cache held when a create replaced an object of the same name: its late events (the old
+   * object's DELETED) come before ours and must not clear the entry.
+   */
+  readonly before?: string | undefined;
   /** Order of recording, for the relist rule. */
   readonly seq: number;
 }
@@ -77,7 +82,9 @@ export class PendingWrites<T extends KubernetesObject> {
       this.#delete(key);
       return;
     }
-    this.#set(key, { obj, uid: obj.metadata?.uid, resourceVersion: rv, seq: ++this.#seq });
+    const uid = obj.metadata?.uid;
+    const before = cached?.metadata?.uid !== uid ? cached?.metadata?.uid : undefined;
+    this.#set(key, { obj, uid, resourceVersion: rv, before, seq: ++this.#seq });
   }
 
   /** Records that the object `uid` under `key` was deleted. */
@@ -92,6 +99,7 @@ export class PendingWrites<T extends KubernetesObject> {
     const e = this.#find(key);
     if (!e) return;
     const uid = obj.metadata?.uid;
+    if (uid !== undefined && uid === e.before) return;
     const replaced = e.uid !== undefined && uid !== undefined && uid !== e.uid;
     if (type === 'DELETED' || replaced || (e.obj !== undefined && rv === e.resourceVersion))
       this.#delete(key);
