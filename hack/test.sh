@@ -3,10 +3,10 @@
 # "N passed, N failed[, N skipped]". Every stage runs even when an earlier one failed, so one run
 # shows everything that is broken; the exit code is non-zero when anything failed.
 #
-# Stages: static checks (biome, tsc, the import layers, generated files: each counted as one test),
-# tool build (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
-# vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the leak checks (the real
-# node's leftovers, the tests' temporary files).
+# Stages: static checks (biome, tsc, the import layers, commit subjects, generated files: each counted
+# as one test), tool build (a failure here fails the run loudly), vitest unit, vitest integration (real
+# apiserver + etcd), vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the leak
+# checks (the real node's leftovers, the tests' temporary files).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -29,6 +29,10 @@ check() { # check NAME CMD...: a static check counted as one test
 check "lint (biome, warnings are errors)" biome check --error-on-warnings .
 check "typecheck (tsc --noEmit)" tsc -p tsconfig.json
 check "imports go down the layers (dependency-cruiser)" npm run --silent check:imports
+# Subjects of the commits after hack/commit-subjects.ts's baseline (in a git checkout only).
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  check "commit subjects of at most 72 characters" node hack/commit-subjects.ts
+fi
 if grep -q '"check:generated"' package.json; then
   check "generated files are fresh" npm run --silent check:generated
 fi
