@@ -38,6 +38,11 @@ describe('the rules, one at a time', () => {
     expect(keptNames(s)).toEqual(['s1', 'f2', 'p3']);
     expect(s.delete).toEqual([]);
     expect(s.keep[1]!.reasons).toEqual(['policy-empty']);
+    // Fields that are not the policy's (an object read from the API) do not make it non-empty.
+    const withExtra = { futureField: 1 } as RetentionPolicy;
+    expect(
+      select(withExtra, [ok('s1', '2025-01-02T00:00:00Z'), ok('s0', '2025-01-01T00:00:00Z')]).delete,
+    ).toEqual([]);
   });
 
   it('keepLast counts successes only; failures older than the newest success go', () => {

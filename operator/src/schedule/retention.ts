@@ -175,7 +175,9 @@ export function selectRetention(
   const successes = dated.filter((b) => b.outcome === 'Succeeded');
   const newestSuccess = successes[0];
 
-  const policyEmpty = Object.values(policy).every((v) => v === undefined);
+  // Only the policy's own fields: an object read from the API may carry others.
+  const anyCount = Object.values(COUNT_FIELDS).some((f) => policy[f] !== undefined);
+  const policyEmpty = !anyCount && policy.maxAge === undefined;
   for (const b of backups) {
     if (policyEmpty) keepFor(b, 'policy-empty');
     if (b.inUse === true) keepFor(b, 'in-use');
@@ -192,12 +194,11 @@ export function selectRetention(
     }
   }
 
-  const maxAgeMs = policy.maxAge === undefined ? undefined : parsePositiveDuration(policy.maxAge);
-  const tooOld = (b: RetentionBackup) => maxAgeMs?.ok === true && context.now - takenAt(b)! > maxAgeMs.ms;
+  const maxAge = policy.maxAge === undefined ? undefined : parsePositiveDuration(policy.maxAge);
+  const tooOld = (b: RetentionBackup) => maxAge?.ok === true && context.now - takenAt(b)! > maxAge.ms;
   const young = successes.filter((b) => !tooOld(b));
 
-  const anyCount = Object.values(COUNT_FIELDS).some((f) => policy[f] !== undefined);
-  if (!anyCount && maxAgeMs !== undefined) {
+  if (!anyCount && maxAge !== undefined) {
     for (const b of young) keepFor(b, 'within-max-age');
   }
   // keepLast and the bucket rules choose among all successes, then maxAge removes what they chose that is too
