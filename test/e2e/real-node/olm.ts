@@ -36,7 +36,14 @@ import {
   waitCsvSucceeded,
   waitInstallPlanFor,
 } from '../support/install.ts';
-import { csvsPath, type InstallPlan, installPlansPath, olmReport, subscribe } from '../support/olm-api.ts';
+import {
+  csvsPath,
+  type InstallPlan,
+  installPlansPath,
+  olmReport,
+  subscribe,
+  subscriptionsPath,
+} from '../support/olm-api.ts';
 import { PROVIDERS, providerCsvName } from '../support/providers.ts';
 import { CATALOG_SOURCE } from '../support/world.ts';
 import {
@@ -228,7 +235,7 @@ export function olmJourney(theNode: () => RealNode, say: (line: string) => void)
             );
             await node.client.request({
               method: 'PATCH',
-              path: `/apis/operators.coreos.com/v1alpha1/namespaces/${HELM_ENGINES}/subscriptions/${SUBSCRIPTION}`,
+              path: subscriptionsPath(HELM_ENGINES, SUBSCRIPTION),
               contentType: PATCH_TYPES.merge,
               body: { metadata: { annotations: { 'vworkspace.io/resolve': String(Date.now()) } } },
             });
