@@ -14,6 +14,8 @@ DEPS := node_modules/.vws-installed
 $(DEPS): package.json package-lock.json
 	npm install --no-save --no-audit --no-fund --loglevel=error
 	@node --version | grep -q '^v24\.' || { echo "node_modules/.bin/node is not Node 24" >&2; exit 1; }
+	@# The commit-msg hook (subjects of at most 72 characters), in a git checkout.
+	@! git rev-parse --git-dir >/dev/null 2>&1 || git config core.hooksPath hack/hooks
 	@touch $@
 
 deps: $(DEPS)

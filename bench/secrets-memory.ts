@@ -1,5 +1,5 @@
 // Resident memory of the operator process with many large Helm release records in the cluster (issue 10,
-// item 5: "100 records of 530 KB raised RSS 205→320 MB"). Not a test: it prints numbers.
+// item 5; the figure it reported: docs/performance.md). Not a test: it prints numbers.
 //
 //   node bench/secrets-memory.ts [--root <checkout>] [--records 100] [--kib 530] [--named 10]
 //

@@ -3,10 +3,10 @@
 # "N passed, N failed[, N skipped]". Every stage runs even when an earlier one failed, so one run
 # shows everything that is broken; the exit code is non-zero when anything failed.
 #
-# Stages: static checks (biome, tsc, the import layers, generated files: each counted as one test),
-# tool build (a failure here fails the run loudly), vitest unit, vitest integration (real apiserver + etcd),
-# vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the leak checks (the real
-# node's leftovers, the tests' temporary files).
+# Stages: static checks (biome, tsc, the import layers, commit subjects, generated files: each counted
+# as one test), tool build (a failure here fails the run loudly), vitest unit, vitest integration (real
+# apiserver + etcd), vitest e2e (OLM on a kwok cluster, image mirroring, the real node), then the leak
+# checks (the real node's leftovers, the tests' temporary files).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -29,6 +29,10 @@ check() { # check NAME CMD...: a static check counted as one test
 check "lint (biome, warnings are errors)" biome check --error-on-warnings .
 check "typecheck (tsc --noEmit)" tsc -p tsconfig.json
 check "imports go down the layers (dependency-cruiser)" npm run --silent check:imports
+# Subjects of the commits after hack/commit-subjects.ts's baseline (in a git checkout only).
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  check "commit subjects of at most 72 characters" node hack/commit-subjects.ts
+fi
 if grep -q '"check:generated"' package.json; then
   check "generated files are fresh" npm run --silent check:generated
 fi
@@ -82,26 +86,35 @@ NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/real-node/
 ENGINES_E2E=(--project e2e test/e2e/engines/)
 
 hack/lib/temp-leaks.sh snapshot "$OUT/tmp-before.txt"
-run_vitest unit --project unit
-if [[ ! " ${failed_stages[*]} " =~ " tools " ]]; then
-  if [ -n "${VWS_TEST_SERIAL:-}" ]; then
+tools_ok=true
+[[ ! " ${failed_stages[*]} " =~ " tools " ]] || tools_ok=false
+if [ -n "${VWS_TEST_SERIAL:-}" ]; then
+  run_vitest unit --project unit
+  if $tools_ok; then
     run_vitest integration --project integration
     run_vitest e2e-kwok "${KWOK_E2E[@]}"
     run_vitest e2e-node "${NODE_E2E[@]}"
     if engines_ready; then run_vitest e2e-engines "${ENGINES_E2E[@]}"; else failed_stages+=("tools (engines)"); fi
-  else
-    # Three streams side by side, sharing nothing (the integration API server, the kwok clusters and the
-    # real node each have their own ports, directories and locks): the integration project (about half a
-    # core), the OLM-on-kwok journeys, and the real node's journeys — its own at once, the engines' once
-    # their tools are there (one node at a time: the node's lock). VWS_TEST_SERIAL=1 runs them one after
-    # the other.
-    stage "vitest integration, e2e-kwok and e2e-node then e2e-engines, side by side"
-    run_tagged integration --project integration &
-    run_tagged e2e-kwok "${KWOK_E2E[@]}" &
+  fi
+else
+  # The real node's journeys are the longest stream and mostly wait on pods: they start first, beside the
+  # unit tests; then the integration project (about half a core) and the OLM-on-kwok journeys join them.
+  # The streams share nothing (the integration API server, the kwok clusters and the real node each have
+  # their own ports, directories and locks); the node runs its own journeys at once and the engines' once
+  # their tools are there (one node at a time: the node's lock). VWS_TEST_SERIAL=1 runs everything one
+  # after the other.
+  if $tools_ok; then
+    stage "vitest e2e-node then e2e-engines, in the background"
     {
       run_tagged e2e-node "${NODE_E2E[@]}"
       if engines_ready; then run_tagged e2e-engines "${ENGINES_E2E[@]}"; else echo 1 >"$OUT/engines.failed"; fi
     } &
+  fi
+  run_vitest unit --project unit
+  if $tools_ok; then
+    stage "vitest integration and e2e-kwok, side by side with the real node's stream"
+    run_tagged integration --project integration &
+    run_tagged e2e-kwok "${KWOK_E2E[@]}" &
     wait
     for p in integration e2e-kwok e2e-node e2e-engines; do
       [ -f "$OUT/$p.rc" ] || continue

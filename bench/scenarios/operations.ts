@@ -109,7 +109,7 @@ async function settle(world: World, ns: string, jobs: number): Promise<void> {
 /**
  * Waits until the namespace is gone. The previous run's namespace is deleted without waiting so the next
  * run's setup overlaps its cleanup, but its Pods' deletions (kube-controller-manager's namespace controller)
- * must not land in the next measured window: they did once (DELETE pods 0.73 per Operation in it).
+ * must not land in the next measured window: they did once (docs/performance.md).
  */
 async function gone(world: World, ns: string): Promise<void> {
   const deadline = Date.now() + 30 * 60_000;

@@ -59,8 +59,9 @@ export type ControllerName = (typeof CONTROLLER_NAMES)[number];
 export const DEFAULT_WORKERS = 5;
 /**
  * No client-side QPS limit by default: the API server's priority and fairness protects it, as
- * controller-runtime ≥ 0.21 defaults (docs/adr/0023-no-client-side-rate-limit-by-default.md). With
- * client-go's 20 QPS per controller, 500 Operations waited 72× as long as raw Job creation.
+ * controller-runtime ≥ 0.21 defaults (docs/adr/0023-no-client-side-rate-limit-by-default.md): a
+ * per-controller budget caps how many objects a second a controller handles, whatever the CPU
+ * (measured: docs/performance.md, "The figures behind choices in the code").
  */
 export const OPERATOR_DEFAULT_QPS = 0;
 /** Variable that sets a controller's workers, e.g. CRONOPERATION_WORKERS. */

@@ -394,8 +394,8 @@ export function createInstanceController(deps: InstanceControllerDeps): Instance
     },
     // A new Operation without a status has not been seen by the Operation controller yet, whose first
     // status write (phase '' → Pending, Blocked or Running) follows and is the event that rewrites the
-    // summary: one write instead of two when that controller lags a burst of creates (bench operations:
-    // 2.0 → see docs/performance.md summary writes per Operation). The summary itself still counts it.
+    // summary: one write instead of two when that controller lags a burst of creates (bench operations;
+    // docs/performance.md). The summary itself still counts it.
     createPredicate: (op) => Boolean(op.status?.phase),
     updatePredicate: (a, b) =>
       a.status?.phase !== b.status?.phase ||

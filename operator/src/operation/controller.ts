@@ -563,8 +563,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       return found && { ...found, apiVersion: child.apiVersion, kind: child.kind };
     };
     // One child: its POST is the check (AlreadyExists leads to the same read and proof below), so only
-    // the cache is asked first; the read before every create was a third of the requests an Operation
-    // waited on to start (bench operations). Several: every one is read before any is created.
+    // the cache is asked first; a read before every create was a large share of the requests an Operation
+    // waited on to start (bench operations; docs/performance.md). Several: every one is read before any is
+    // created.
     const only = children.length === 1 ? children[0] : undefined;
     const onlyKind = only && kindOf(only);
     const cached = only && onlyKind && childWatcher.cached(refOfManifest(only), onlyKind);

@@ -51,7 +51,7 @@ export interface EventRecorderOptions {
    * Background writes in flight at once (default 1). client-go's broadcaster writes one Event at a
    * time, so a burst's Events trail the burst instead of taking the API server from its work: with
    * every write in flight at once, Events were the largest share of what the API server answered
-   * while 500 Operations got their children (bench operations, 1.24 requests per Operation).
+   * while a burst of Operations got their children (bench operations; docs/performance.md).
    */
   concurrency?: number;
 }

@@ -1,6 +1,6 @@
 // Where the API server is and how to authenticate, without loading @kubernetes/client-node: its index
-// builds every generated API and model class at import (about 55 MiB of resident memory and 28 MiB of
-// JS heap in an operator that uses none of them; bench footprint). The operator needs two shapes, both
+// builds every generated API and model class at import (tens of MiB resident in an operator that uses
+// none of them; bench footprint, docs/performance.md). The operator needs two shapes, both
 // read here: the in-cluster ServiceAccount (its token re-read once a minute, as client-go does, so a
 // rotated projected token is picked up) and a kubeconfig whose user is a client certificate or a
 // bearer token. Anything else a kubeconfig can say (exec plugins, auth providers, basic auth, proxies,

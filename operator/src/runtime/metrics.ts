@@ -185,8 +185,8 @@ export class RuntimeMetrics {
       registers,
     });
     // prom-client samples event-loop lag every 10 ms by default: a timer waking the process 100 times a
-    // second was 6 of the 8 millicores an idle operator spent (bench footprint). Every 100 ms still
-    // measures every stall (a stall delays the sample by its own length) for 0.7 millicores.
+    // second was most of what an idle operator spent (bench footprint; docs/performance.md). Every 100 ms
+    // still measures every stall (a stall delays the sample by its own length), for a fraction of that.
     if (opts.processMetrics)
       collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_PRECISION_MS });
   }

@@ -332,43 +332,6 @@ export function helmJourney(theNode: () => RealNode, say: (m: string) => void): 
         );
       }
 
-      it('cancel: helm rolls the release back on SIGTERM; Cancelled, saying the release is deployed; the next Upgrade runs', async () => {
-        const ns = await releaseToStop('helm-cancel');
-        await heldUpgrade(ns, 'to-b');
-        await api.patchOperation(ns, 'to-b', { spec: { cancel: true } });
-        const op = await finished(ns, 'to-b');
-        expect(op.status?.phase, explain(op)).toBe('Cancelled');
-        const c = cond(op, 'Succeeded');
-        say(`helm: ${c?.reason}: ${c?.message}`);
-        expect(c?.message).toMatch(
-          /^spec\.cancel: .* stopped \(HelmUpgradeFailed\); the release is deployed \(revision 3;/,
-        );
-        // The hook Job helm started for the abandoned upgrade (held mid-request) was stopped, not left to
-        // migrate under the rolled-back release.
-        expect(c?.message).toMatch(
-          /; the operator stopped the chart's hook Job shop-prepare, which helm had started for the abandoned upgrade$/,
-        );
-        await expectNoJob(ns, 'shop-prepare');
-        const h = await history('shop', ns);
-        say(
-          `helm: history after the cancel: ${JSON.stringify(h.map((e) => [e.revision, e.status, e.description]))}`,
-        );
-        // helm's own rollback marked the upgrade failed and deployed revision 1's content again.
-        expect(h.slice(1).map((e) => [e.revision, e.status])).toEqual([
-          [2, 'failed'],
-          [3, 'deployed'],
-        ]);
-        expect(h.at(-1)).toMatchObject({
-          chart: `tiny-${TINY_VERSIONS.a.version}`,
-          description: 'Rollback to 1',
-        });
-        // Not stuck: the next Upgrade runs (no "another operation is in progress").
-        await upgradeTo(ns, 'to-b-again', TINY_VERSIONS.b.version);
-        const next = await finished(ns, 'to-b-again');
-        expect(next.status?.phase, explain(next)).toBe('Succeeded');
-        expect((await history('shop', ns)).at(-1)).toMatchObject({ revision: 4, status: 'deployed' });
-      });
-
       it("helm killed mid-upgrade (SIGKILL): the Upgrade's rollback Job puts the release back; Failed/HelmUpgradeFailed says so", async () => {
         const ns = await releaseToStop('helm-kill');
         await heldUpgrade(ns, 'to-b');

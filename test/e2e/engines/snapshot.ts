@@ -15,9 +15,7 @@ import { type CsiInstall, installCsi, volumeSnapshotClass } from '../../../hack/
 import { apply, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { FakeClock } from '../../../operator/src/runtime/clock.ts';
 import { Api, cond, type RunningController, startController } from '../../integration/operation/support.ts';
-import { cronObject, startSchedulers } from '../../integration/schedule/support.ts';
 import { createNamespace } from '../../integration/support/kube.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
@@ -324,86 +322,6 @@ export function snapshotJourney(theNode: () => RealNode, say: (m: string) => voi
       expect(record).toMatchObject({ fromSnapshot: snapshotHandle });
       expect(await runPod('after-restore', PVC, inspect)).toBe(`${expectedSums}\n${expectedStat}`);
       await removePod('after-restore');
-    });
-
-    it('a CronOperation with successfulHistoryLimit 1 takes 4 snapshot Backups: 1 Operation is left, all 4 snapshots are kept, and the first restores', async () => {
-      const schedulers = startSchedulers(node.kc, new FakeClock(Date.now()));
-      try {
-        await api.client.request({
-          method: 'POST',
-          path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/cronoperations`,
-          body: cronObject(ns, 'nightly', {
-            schedule: '0 3 1 1 *',
-            successfulHistoryLimit: 1,
-            operationTemplate: { spec: { type: 'Backup', engine: 'snapshot', targetRef: { name: RELEASE } } },
-          }),
-        });
-        const taken: { op: string; uid: string; snapshot: string }[] = [];
-        for (const round of [1, 2, 3, 4]) {
-          await runPod(`round-${round}`, PVC, `echo ${round} > /data/round`);
-          await removePod(`round-${round}`);
-          await api.client.request({
-            method: 'PATCH',
-            path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/cronoperations/nightly`,
-            contentType: 'application/merge-patch+json',
-            body: { metadata: { annotations: { 'ops.vworkspace.io/run-now': `round-${round}` } } },
-          });
-          const op = await eventually(
-            `round ${round}'s Backup Succeeded`,
-            async () => {
-              const list = await get<{ items: Operation[] }>(
-                `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/operations?labelSelector=ops.vworkspace.io/cron-operation%3Dnightly`,
-              );
-              return list.items.find(
-                (o) => o.status?.phase === 'Succeeded' && !taken.some((t) => t.uid === o.metadata.uid),
-              );
-            },
-            180_000,
-            500,
-          );
-          taken.push({
-            op: op.metadata.name ?? '',
-            uid: op.metadata.uid ?? '',
-            snapshot: String(op.status?.outputs?.[`snapshot.${PVC}`] ?? ''),
-          });
-        }
-        say(`snapshot: 4 scheduled Backups took ${taken.map((t) => t.snapshot).join(', ')}`);
-        // The history limit pruned the Operations...
-        await eventually(
-          'one Operation of the CronOperation left',
-          async () => {
-            const list = await get<{ items: Operation[] }>(
-              `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/operations?labelSelector=ops.vworkspace.io/cron-operation%3Dnightly`,
-            );
-            return list.items.length === 1 && list.items[0]?.metadata.uid === taken[3]?.uid;
-          },
-          120_000,
-          500,
-        );
-        // ...and the garbage collector had nothing to take: every snapshot is there, ready, owned by nobody.
-        for (const t of taken) {
-          const vs = await get<VolumeSnapshot>(`${SNAP_API}/namespaces/${ns}/volumesnapshots/${t.snapshot}`);
-          expect(vs.status?.readyToUse, t.snapshot).toBe(true);
-          expect(vs.metadata?.ownerReferences, t.snapshot).toBeUndefined();
-          expect(vs.metadata?.labels).toMatchObject({
-            'ops.vworkspace.io/instance': RELEASE,
-            'ops.vworkspace.io/operation': t.op,
-            'ops.vworkspace.io/operation-uid': t.uid,
-          });
-        }
-        // The first round's Operation is long gone; its snapshot restores round 1.
-        await api.createOperation(ns, 'restore-round-1', {
-          type: 'Restore',
-          engine: 'snapshot',
-          targetRef: { name: RELEASE },
-          parameters: { snapshotName: taken[0]?.snapshot },
-        });
-        const op = await finished('restore-round-1', 240_000);
-        expect(op.status?.phase, await report(op)).toBe('Succeeded');
-        expect(await runPod('read-round', PVC, 'cat /data/round')).toBe('1');
-      } finally {
-        await schedulers.stop();
-      }
     });
 
     it("a VolumeSnapshotClass that does not exist: Failed/VolumeSnapshotFailed with the snapshot-controller's error", async () => {

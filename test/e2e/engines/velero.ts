@@ -315,71 +315,8 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
       const r = i.status?.conditions?.find((c) => c.type === 'Ready');
       return r?.status === 'True' ? r.reason : undefined;
     };
-    let drBackup = '';
-
-    it('disaster: the whole namespace is deleted; a Restore from spec.source in the recreated namespace brings back the release record (helm status), the instance (Ready) and the volume', async () => {
-      await backupOp('backup-dr');
-      const backed = await finished('backup-dr');
-      expect(backed.status?.phase, status(backed)).toBe('Succeeded');
-      drBackup = String(backed.status?.outputs?.backupName ?? '');
-      // Before: helm knows the release; the instance is labelled for the Backup's selector.
-      expect(
-        JSON.parse((await helm(node.kubeconfigPath, ['status', RELEASE, '-n', ns, '-o', 'json'])).stdout),
-      ).toMatchObject({
-        info: { status: 'deployed' },
-      });
-
-      say(`velero: deleting namespace ${ns} with everything in it`);
-      await api.client.request({ method: 'DELETE', path: `/api/v1/namespaces/${ns}` });
-      await eventually(
-        `namespace ${ns} gone`,
-        () =>
-          api.client.request({ method: 'GET', path: `/api/v1/namespaces/${ns}` }).then(
-            () => false,
-            (err: unknown) => isNotFound(err),
-          ),
-        300_000,
-        1000,
-      );
-      await expect(helm(node.kubeconfigPath, ['status', RELEASE, '-n', ns])).rejects.toThrow(/not found/);
-      await api.client.request({
-        method: 'POST',
-        path: '/api/v1/namespaces',
-        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
-      });
-
-      // The instance is gone: the Restore names it and the namespace whose backups to read.
-      await api.createOperation(ns, 'bring-back', {
-        type: 'Restore',
-        engine: 'velero',
-        targetRef: { name: RELEASE },
-        source: { namespace: ns },
-      });
-      const op = await finished('bring-back');
-      expect(op.status?.phase, status(op)).toBe('Succeeded');
-      expect(cond(op, 'Succeeded')).toMatchObject({ status: 'True', reason: 'VeleroRestoreCompleted' });
-      // The newest Completed Backup of the instance made for this namespace, found in Velero's namespace.
-      expect(op.status?.outputs?.backupName).toBe(drBackup);
-      say(`velero: ${cond(op, 'Succeeded')?.message}`);
-
-      // helm knows the release again: its record came back with it.
-      const st = JSON.parse(
-        (await helm(node.kubeconfigPath, ['status', RELEASE, '-n', ns, '-o', 'json'])).stdout,
-      );
-      expect(st).toMatchObject({ name: RELEASE, namespace: ns, info: { status: 'deployed' } });
-      say(`velero: helm status ${RELEASE} -n ${ns}: revision ${st.version} ${st.info.status}`);
-      // The instance is back, and Ready from the restored record.
-      expect(
-        await withInstanceController(() =>
-          eventually('the instance Ready', () => readyReason(ns), 60_000, 500),
-        ),
-      ).toBe('ReleaseDeployed');
-      // And the volume's bytes, as the backup took them.
-      expect(await runWithVolume(node, ns, PVC, READ)).toBe(before.replace('not-quiesced', 'quiesced'));
-    });
-
     it("clone: another namespace gets the release's objects, the instance and the volume, not Helm's record; helm takes the clone over", async () => {
-      expect(drBackup).not.toBe('');
+      expect(backupName).not.toBe('');
       const to = await createNamespace(node.kc, 'velero-clone');
       // As the admission webhook stamps it on an Operation it admitted (no webhook runs in this process):
       // the operator runs a clone only for one the webhook judged (it checks the verb clone at the source).

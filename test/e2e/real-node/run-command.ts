@@ -54,6 +54,9 @@ export function runCommandJourney(theNode: () => RealNode): void {
         })
       ).items;
     const sleeping = () => node.podProcesses((argv) => argv.join(' ') === 'sleep 600');
+    // A command that ends on SIGTERM, as a well-behaved one does: a bare `sleep` as the container's first
+    // process ignores SIGTERM, and the kubelet would wait out the pod's whole grace period before killing it.
+    const SLEEP_600 = "trap 'exit 143' TERM; sleep 600 & wait";
 
     it('echo hello; exit 0 ⇒ Succeeded with the exit code 0 and the output', async () => {
       await run('hello', 'echo hello; exit 0');
@@ -97,7 +100,7 @@ export function runCommandJourney(theNode: () => RealNode): void {
     });
 
     it('sleep 600 is stopped by activeDeadlineSeconds: Failed, pod and process gone', async () => {
-      await run('deadline', 'sleep 600', { activeDeadlineSeconds: 20 });
+      await run('deadline', SLEEP_600, { activeDeadlineSeconds: 20 });
       await eventually('sleep 600 running on the host', () => sleeping().length === 1, 180_000, 500);
       const op = await finished('deadline');
       expect(op.status?.phase).toBe('Failed');
@@ -108,7 +111,7 @@ export function runCommandJourney(theNode: () => RealNode): void {
     });
 
     it('sleep 600 is stopped by cancel: Cancelled, pod and process gone', async () => {
-      await run('cancelled', 'sleep 600');
+      await run('cancelled', SLEEP_600);
       await eventually('sleep 600 running on the host', () => sleeping().length === 1, 180_000, 500);
       const running = await api.getOperation(ns, 'cancelled');
       const jobName = running.status?.childRef?.name ?? '';
