@@ -249,7 +249,10 @@ export function createOperationController(deps: OperationControllerDeps): Operat
         listerWatcher: lw.clusterRoleBindings,
         ...common,
       })
-    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
+    : factory.informer<KubernetesObject>(
+        { ...rbacRes, plural: 'clusterrolebindings' },
+        { clusterScoped: true },
+      );
   const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
   const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
   const readersOf = indexed(operations, OPERATIONS_BY_PARAMETER_SOURCE);

@@ -59,8 +59,14 @@ export interface InformerRequest {
   labelSelector?: string;
   fieldSelector?: string;
   resyncPeriodMs?: number;
-  /** Watch only these namespaces (WATCH_NAMESPACE; see scopedTo); empty or unset: all of them. */
+  /** Watch only these namespaces (WATCH_NAMESPACE; see scopedTo); empty: all; unset: the factory's. */
   namespaces?: readonly string[];
+  /**
+   * The resource has no namespace (ClusterRoleBinding, Namespace, CRD): never scoped, whatever the
+   * factory's WATCH_NAMESPACE (a namespaced path for it would be 404 for ever). The factory cannot ask
+   * discovery here (requests are synchronous), so the caller, who knows the kind, says so.
+   */
+  clusterScoped?: boolean;
 }
 
 export class InformerFactory {
@@ -89,9 +95,10 @@ export class InformerFactory {
     req: InformerRequest,
     create: (opts: KubeInformerOptions<T> & { client: KubeClient }) => Informer<T>,
   ): Informer<T> {
-    const namespaces = resource.namespace
-      ? []
-      : [...new Set(req.namespaces ?? this.#opts.namespaces ?? [])].sort();
+    const namespaces =
+      resource.namespace || req.clusterScoped
+        ? []
+        : [...new Set(req.namespaces ?? this.#opts.namespaces ?? [])].sort();
     const id = JSON.stringify([
       shape,
       resource.group,

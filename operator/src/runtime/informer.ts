@@ -40,7 +40,7 @@ import type { KubeConfigLike } from './kubeconfig.ts';
 import type { ListerWatcher, ListOptions } from './lister-watcher.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { scopedListerWatcher } from './multi-namespace.ts';
-import { freezeNormalized } from './normalize.ts';
+import { freezeNormalized, normalizeTimestamps } from './normalize.ts';
 import { PendingWrites } from './pending-writes.ts';
 
 export type MaybePromise = void | Promise<void>;
@@ -249,10 +249,11 @@ export class Informer<T extends KubernetesObject> {
   /**
    * Shows `written` (what the API server returned for a write) to reads until a watch event or a relist
    * shows the cache has caught up. Record only objects this informer's scope and selectors hold: nothing
-   * else would ever clear them. The informer keeps its own frozen copy.
+   * else would ever clear them. The informer keeps its own frozen copy, made without recursion
+   * (structuredClone's overflows on the 10,000-level objects the API server may store; normalize.ts).
    */
   recordWrite(written: T): void {
-    const obj = freezeNormalized(this.#transform(structuredClone(written)));
+    const obj = freezeNormalized(this.#transform(normalizeTimestamps(written)));
     const key = objectKey(obj);
     this.#pending.record(key, obj, this.#store.get(key));
   }

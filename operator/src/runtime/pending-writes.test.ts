@@ -203,6 +203,17 @@ describe('read your own writes', () => {
     await stop();
   });
 
+  it('records a write of an object nested as deep as the API server stores (10,000 levels)', async () => {
+    const { things, stop } = await setup();
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 10_000; i++) deep = { x: deep };
+    const written = { ...thing('deep'), metadata: { name: 'deep', namespace: 'ns', resourceVersion: '7' } };
+    things.recordWrite({ ...written, spec: deep } as Thing);
+    expect(things.get('deep', 'ns')?.metadata?.resourceVersion).toBe('7');
+    expect(things.pendingWrites).toBe(1);
+    await stop();
+  });
+
   it('refuses to read a kind nobody watches instead of answering "nothing there"', async () => {
     const { client, stop } = await setup();
     expect(() => client.get({ ...THINGS, plural: 'others', kind: 'Other' }, { name: 'a' })).toThrow(
