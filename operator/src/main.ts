@@ -15,7 +15,7 @@ import { CatalogStore, createCatalogInformer } from './catalog/store.ts';
 import { type ControllerName, loadConfig, type OperatorConfig } from './config.ts';
 import { adapterFor } from './engines/index.ts';
 import { SigningKeys } from './identity/signing-key.ts';
-import { createInstanceController } from './instance/controller.ts';
+import { setupInstanceController } from './instance/controller.ts';
 import { createOperationController } from './operation/controller.ts';
 import { realClock } from './runtime/clock.ts';
 import {
@@ -99,8 +99,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     logger: log,
   });
   manager.addInformer(catalog.informer);
-  const instances = createInstanceController({ ...controllerDeps('applicationinstance'), catalog });
-  manager.addController(instances.controller);
+  setupInstanceController(manager, { ...controllerDeps('applicationinstance'), catalog });
   // The admission record's key, from the webhook's serving key (every replica mounts it): the webhook
   // signs with it, the reconciler verifies (docs/adr/0029-signed-admission-stamps.md).
   const signingKeys = new SigningKeys(config.webhookCertDir);
@@ -129,7 +128,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     scopedTo(namespaces),
   );
   // Started on every replica; readiness waits for their first sync. Shared ones are added once.
-  for (const c of [instances, operations]) for (const i of c.informers) manager.addInformer(i);
+  for (const i of operations.informers) manager.addInformer(i);
   for (const i of informers.informers) manager.addInformer(i);
   // Admission answers for the API server, whose own request rate (and priority and fairness)
   // already bounds it: a client-side budget would only add queueing to every create.

@@ -1,28 +1,19 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  type CronOperation,
-  type Operation,
-} from '../api/index.ts';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
 import {
   EventRecorder,
-  type KubeClient,
+  InformerFactory,
+  type KubeConfigLike,
   type KubeRequest,
-  ObjectWriter,
+  Manager,
   RestMapper,
   RuntimeMetrics,
-  silentLogger,
 } from '../runtime/index.ts';
-import { MemoryResource } from '../runtime/testing.ts';
-import {
-  createInstanceController,
-  type InstanceController,
-  instanceKeysForSecret,
-  RELEASE_RECORD_UNREADABLE,
-} from './controller.ts';
+import { MemoryApiServer } from '../runtime/testing.ts';
+import { helmReleaseSecrets, instanceKeysForSecret, setupInstanceController } from './controller.ts';
 import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from './helm-release.ts';
+import { RELEASE_RECORD_UNREADABLE } from './reconciler.ts';
 
 type HelmSecret = SecretLike & { apiVersion: string; kind: string; metadata: { name: string } };
 
@@ -91,16 +82,16 @@ describe('instanceKeysForSecret', () => {
   });
 });
 
-// An API server stand-in: status applies land in the instances resource (so the informer sees
-// them, as it would the real write); Events are recorded.
-class FakeApi implements KubeClient {
+// An API server stand-in: status applies replace the instance's status (so the informer sees them, as
+// it would the real write); Events are recorded; single Secret reads (a list by metadata.name) are
+// recorded and answered from the secrets resource.
+class FakeApi extends MemoryApiServer {
   readonly statusWrites: ApplicationInstance['status'][] = [];
   readonly events: { type: string; reason: string; note: string }[] = [];
-  readonly instances: MemoryResource<ApplicationInstance>;
-  constructor(instances: MemoryResource<ApplicationInstance>) {
-    this.instances = instances;
-  }
-  async request<T>(req: KubeRequest): Promise<T> {
+  readonly reads: string[] = [];
+  readonly instances = this.resource<ApplicationInstance>('applicationinstances');
+  readonly secrets = this.resource<HelmSecret>('secrets');
+  override async request<T>(req: KubeRequest): Promise<T> {
     if (req.method === 'PATCH' && req.path.endsWith('/status')) {
       const body = req.body as {
         metadata: { name: string; namespace: string };
@@ -116,25 +107,29 @@ class FakeApi implements KubeClient {
       this.events.push({ type: e.type, reason: e.reason, note: e.note });
       return {} as T;
     }
-    throw new Error(`unexpected ${req.method} ${req.path}`);
+    const byName = /^metadata\.name=(.+)$/.exec(String(req.query?.fieldSelector ?? ''));
+    const ns = /\/namespaces\/([^/]+)\/secrets$/.exec(req.path)?.[1];
+    if (req.method === 'GET' && byName?.[1] && ns) {
+      this.reads.push(`${ns}/${byName[1]}`);
+      const secret = this.secrets.objects.get(`${ns}/${byName[1]}`);
+      return { items: secret ? [secret] : [] } as T;
+    }
+    return super.request<T>(req);
   }
 }
 
 describe('the instance controller', () => {
-  let running: InstanceController | undefined;
+  let stop: (() => Promise<void>) | undefined;
 
   afterEach(async () => {
-    await running?.controller.stop({ timeoutMs: 1000 });
-    for (const i of running?.informers ?? []) await i.stop();
-    running = undefined;
+    await stop?.();
+    stop = undefined;
   });
 
   function start() {
     const metrics = new RuntimeMetrics();
-    const instances = new MemoryResource<ApplicationInstance>();
-    const secrets = new MemoryResource<HelmSecret>();
-    const api = new FakeApi(instances);
-    const reads: string[] = [];
+    const api = new FakeApi();
+    const { instances, secrets, reads } = api;
     const mapper = new RestMapper(api);
     mapper.register(
       APPLICATION_INSTANCE.apiVersion,
@@ -142,27 +137,24 @@ describe('the instance controller', () => {
       APPLICATION_INSTANCE.plural,
       true,
     );
-    running = createInstanceController({
-      kc: undefined as never, // unused: listerWatchers replace the API server
-      client: api,
-      writer: new ObjectWriter(api, mapper),
-      events: new EventRecorder({ client: api, dedupWindowMs: 0 }),
-      logger: silentLogger,
+    const cache = new InformerFactory({ kc: {} as KubeConfigLike, client: api });
+    const manager = new Manager({
+      leaderElection: false,
+      metricsPort: false,
+      probePort: false,
       metrics,
-      listerWatchers: {
-        instances,
-        secrets,
-        readSecret: async (ns, name) => {
-          reads.push(`${ns}/${name}`);
-          return secrets.objects.get(`${ns}/${name}`);
-        },
-        operations: new MemoryResource<Operation>(),
-        cronOperations: new MemoryResource<CronOperation>(),
-      },
+      cache,
     });
-    for (const i of running.informers) i.start();
-    void running.controller.start();
-    const controller = running.controller;
+    const { controller, records } = setupInstanceController(manager, {
+      client: api,
+      mapper,
+      events: new EventRecorder({ client: api, dedupWindowMs: 0 }),
+    });
+    const running = manager.start();
+    stop = async () => {
+      await manager.stop();
+      await running;
+    };
     const reconciles = async () =>
       (await metrics.reconcileTotal.get()).values.reduce((n, v) => n + v.value, 0);
     /** Runs `act` and waits until at least one more reconcile has finished. */
@@ -171,7 +163,8 @@ describe('the instance controller', () => {
       act();
       await vi.waitFor(async () => expect(await reconciles()).toBeGreaterThan(before));
     };
-    return { instances, secrets, api, controller, andReconciled, reads, records: running.records };
+    const cachedSecrets = helmReleaseSecrets(cache);
+    return { instances, secrets, api, controller, andReconciled, reads, records, cachedSecrets };
   }
 
   const reasons = (api: FakeApi) => api.events.map((e) => `${e.type}/${e.reason}`);
@@ -252,7 +245,7 @@ describe('the instance controller', () => {
     expect(instances.objects.get('apps/shop')?.status?.conditions?.[0]?.reason).toBe('ReleaseNotFound');
   });
   it('caches release Secrets as metadata and reads a payload only for a release an instance names, once per version', async () => {
-    const { instances, secrets, andReconciled, reads, records, controller } = start();
+    const { instances, secrets, andReconciled, reads, records, controller, cachedSecrets } = start();
     secrets.put(releaseSecret('apps', 'db', 1, 'deployed'));
     secrets.put(releaseSecret('other', 'web', 1, 'deployed'));
     await andReconciled(() => instances.put(instance('shop', 'apps', { name: 'web' })));
@@ -261,7 +254,7 @@ describe('the instance controller', () => {
     expect(reads).toEqual(['apps/sh.helm.release.v1.web.v1']);
     await andReconciled(() => controller.enqueue('apps/shop'));
     expect(reads).toHaveLength(1);
-    for (const cached of running?.informers[1].list() ?? []) {
+    for (const cached of cachedSecrets.list()) {
       expect(Object.keys(cached).sort()).toEqual(['apiVersion', 'kind', 'metadata']);
     }
     // A new revision is read; the Secret's deletion drops what was read from it.

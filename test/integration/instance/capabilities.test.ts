@@ -6,16 +6,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import YAML from 'yaml';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
 import { CatalogStore, createCatalogInformer } from '../../../operator/src/catalog/store.ts';
-import {
-  CAPABILITY_NOT_PROJECTED,
-  createInstanceController,
-} from '../../../operator/src/instance/controller.ts';
+import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
+import { CAPABILITY_NOT_PROJECTED } from '../../../operator/src/instance/reconciler.ts';
 import {
   createLogger,
   EventRecorder,
   FIELD_MANAGER,
+  InformerFactory,
   Manager,
-  ObjectWriter,
   PATCH_TYPES,
   RestMapper,
   RuntimeMetrics,
@@ -38,6 +36,8 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
     metricsPort: false,
     probePort: false,
     metrics: new RuntimeMetrics(),
+    logger: process.env.VWS_DEBUG ? createLogger({ level: 'debug' }) : silentLogger,
+    cache: new InformerFactory({ kc, client }),
   });
   let running: Promise<void>;
   let ns: string;
@@ -119,17 +119,7 @@ describe('ApplicationInstance capabilities (Pull mode)', () => {
     store = new CatalogStore({ informer: createCatalogInformer(kc, operatorNs, { client }) });
     manager.addInformer(store.informer);
     const events = new EventRecorder({ client });
-    const { controller, informers } = createInstanceController({
-      kc,
-      client,
-      writer: new ObjectWriter(client, new RestMapper(client)),
-      events,
-      logger: process.env.VWS_DEBUG ? createLogger({ level: 'debug' }) : silentLogger,
-      metrics: new RuntimeMetrics(),
-      catalog: store,
-    });
-    for (const i of informers) manager.addInformer(i);
-    manager.addController(controller);
+    setupInstanceController(manager, { client, mapper: new RestMapper(client), events, catalog: store });
     running = manager.start();
     await eventually('the catalog informer synced', async () => store.hasSynced() || undefined);
     // The tiny chart's Chart.yaml annotates backup: velero and runcommand: job.

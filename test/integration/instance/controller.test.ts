@@ -5,20 +5,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
 import {
-  createInstanceController,
   INSTANCE_CONTROLLER_NAME,
-  RELEASE_RECORD_UNREADABLE,
+  setupInstanceController,
 } from '../../../operator/src/instance/controller.ts';
+import { RELEASE_RECORD_UNREADABLE } from '../../../operator/src/instance/reconciler.ts';
 import {
   EventRecorder,
+  InformerFactory,
   type KubeClient,
   type KubeRequest,
   Manager,
-  ObjectWriter,
   RestMapper,
   RuntimeMetrics,
   resourcePath,
-  silentLogger,
 } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -51,22 +50,23 @@ describe('ApplicationInstance controller', () => {
   const raw = testClient(kc);
   const client = new CountingClient(raw);
   const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
+    metrics,
+    cache: new InformerFactory({ kc, client: raw }),
+  });
   let running: Promise<void>;
   let ns: string;
 
   beforeAll(async () => {
     ns = await createNamespace(kc, 'ai');
-    const { controller, informers } = createInstanceController({
-      kc,
+    setupInstanceController(manager, {
       client,
-      writer: new ObjectWriter(client, new RestMapper(client)),
+      mapper: new RestMapper(raw),
       events: new EventRecorder({ client: raw }),
-      logger: silentLogger,
-      metrics,
     });
-    for (const i of informers) manager.addInformer(i);
-    manager.addController(controller);
     running = manager.start();
   });
 

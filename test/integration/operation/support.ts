@@ -8,7 +8,7 @@ import type { Operation, OperationSpec } from '../../../operator/src/api/operati
 import { standardPreconditions, type Template } from '../../../operator/src/catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
-import { createInstanceController } from '../../../operator/src/instance/controller.ts';
+import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
 import {
   createOperationController,
   type TemplateSource,
@@ -17,6 +17,7 @@ import {
   type Clock,
   type Controller,
   EventRecorder,
+  InformerFactory,
   type KubeClient,
   Manager,
   ObjectWriter,
@@ -103,17 +104,18 @@ export function startController(
 export function startInstanceController(kc: KubeConfig): { stop(): Promise<void> } {
   const client = testClient(kc);
   const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const { controller, informers } = createInstanceController({
-    kc,
-    client,
-    writer: new ObjectWriter(client, new RestMapper(client)),
-    events: new EventRecorder({ client }),
-    logger: silentLogger,
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
     metrics,
+    cache: new InformerFactory({ kc, client }),
   });
-  for (const i of informers) manager.addInformer(i);
-  manager.addController(controller);
+  setupInstanceController(manager, {
+    client,
+    mapper: new RestMapper(client),
+    events: new EventRecorder({ client }),
+  });
   const running = manager.start();
   return {
     async stop() {
