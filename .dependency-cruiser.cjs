@@ -1,8 +1,8 @@
 // Which imports the repository allows, checked by dependency-cruiser (`npm run check:imports`, one check
 // of `make test` and `make lint`). The layer table below is the written rule: docs/architecture.md shows
 // the same table, and the `forbidden` rules are built from it, so the two cannot drift apart.
-// Imports that break it today are listed in .dependency-cruiser-known-violations.json; that file may only
-// shrink (docs/architecture.md says how). ADR 0039 says why this tool and why a baseline.
+// There is no baseline of known violations: every import obeys the table (ADR 0039 says why this tool,
+// ADR 0044 how the last up-layer imports went).
 
 const SRC = '^operator/src/';
 
@@ -20,6 +20,18 @@ const LAYERS = [
   },
   { name: 'api', files: ['api/'], holds: 'types, schemas, constants, accessors', mayImport: [] },
   {
+    name: 'time',
+    files: ['time/'],
+    holds: 'time zones, cron expressions, durations, maintenance windows',
+    mayImport: [],
+  },
+  {
+    name: 'release',
+    files: ['release/'],
+    holds: 'Helm release records, which release an instance names, who claims it',
+    mayImport: ['api'],
+  },
+  {
     name: 'identity',
     files: ['identity/'],
     holds: 'stamps, signing key, acts-for',
@@ -29,44 +41,49 @@ const LAYERS = [
     name: 'rbac',
     files: ['rbac/'],
     holds: 'profiles, ClusterRoles, operator rules',
-    mayImport: ['api', 'runtime'],
+    mayImport: ['api', 'catalog', 'runtime'],
   },
   {
     name: 'catalog',
     files: ['catalog/'],
     holds: 'templates, catalog model, selectors, store',
-    mayImport: ['api', 'runtime'],
+    mayImport: ['api', 'time', 'runtime'],
   },
-  { name: 'engines', files: ['engines/'], holds: 'engine adapters', mayImport: ['api', 'catalog'] },
+  {
+    name: 'engines',
+    files: ['engines/'],
+    holds: 'engine adapters',
+    mayImport: ['api', 'time', 'release', 'catalog'],
+  },
   {
     name: 'indexes',
     files: ['indexes(\\.test)?\\.ts$'],
     holds: 'cache indexes shared by controllers',
-    mayImport: ['api', 'runtime'],
+    mayImport: ['api', 'release', 'runtime'],
   },
   {
     name: 'operation',
     files: ['operation/'],
     holds: 'Operation decisions and controller',
-    mayImport: ['api', 'identity', 'rbac', 'catalog', 'engines', 'indexes', 'runtime'],
+    mayImport: ['api', 'time', 'release', 'identity', 'rbac', 'catalog', 'engines', 'indexes', 'runtime'],
   },
   {
     name: 'schedule',
     files: ['schedule/'],
     holds: 'CronOperation/WatchOperation decisions and controllers',
-    mayImport: ['api', 'identity', 'catalog', 'indexes', 'runtime'],
+    mayImport: ['api', 'time', 'identity', 'catalog', 'indexes', 'runtime'],
   },
   {
     name: 'instance',
     files: ['instance/'],
     holds: 'ApplicationInstance status, capabilities and controller',
-    mayImport: ['api', 'catalog', 'indexes', 'runtime'],
+    mayImport: ['api', 'time', 'release', 'catalog', 'indexes', 'schedule', 'runtime'],
   },
   {
     name: 'admission',
     files: ['admission/'],
     holds: 'webhook decisions and server',
-    mayImport: ['api', 'identity', 'rbac', 'catalog', 'engines', 'runtime'],
+    mayImport: ['api', 'time', 'identity', 'rbac', 'catalog', 'engines', 'operation', 'schedule', 'runtime'],
   },
   {
     name: 'wiring',

@@ -5,9 +5,9 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ApplicationInstance } from './api/applicationinstance.ts';
 import type { Operation } from './api/operation.ts';
-import { releaseRef } from './instance/status.ts';
+import { type SchedulerKind, schedulerOwner } from './api/scheduler-owner.ts';
+import { releaseRef } from './release/ref.ts';
 import { type Informer, keyOf } from './runtime/index.ts';
-import { type SchedulerKind, schedulerOwner } from './schedule/owner.ts';
 
 type Index<T> = { name: string; fn: (obj: T) => string | readonly string[] | undefined };
 

@@ -6,6 +6,7 @@ import {
   type CronOperation,
   type Operation,
 } from '../api/index.ts';
+import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -22,7 +23,6 @@ import {
   instanceKeysForSecret,
   RELEASE_RECORD_UNREADABLE,
 } from './controller.ts';
-import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from './helm-release.ts';
 
 type HelmSecret = SecretLike & { apiVersion: string; kind: string; metadata: { name: string } };
 

@@ -31,6 +31,14 @@ import {
 } from '../api/index.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
 import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import { releaseClaimant, releaseClaimedMessage } from '../release/claim.ts';
+import {
+  HELM_RELEASE_SECRET_TYPE,
+  latestRelease,
+  type ReadyReason,
+  type SecretLike,
+} from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
 import {
   type Clock,
   Controller,
@@ -54,15 +62,9 @@ import {
   scopedTo,
 } from '../runtime/index.ts';
 import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
+import { cronTargets } from '../schedule/targets.ts';
 import { planCapabilities } from './capabilities.ts';
-import {
-  HELM_RELEASE_SECRET_TYPE,
-  latestRelease,
-  type ReadyReason,
-  type SecretLike,
-} from './helm-release.ts';
-import { cronTargets, nextScheduledRun, summarizeOperations } from './operations-summary.ts';
-import { releaseClaimant, releaseClaimedMessage } from './release-claim.ts';
+import { nextScheduledRun, summarizeOperations } from './operations-summary.ts';
 import { type ReadSecret, ReleaseRecords } from './release-records.ts';
 import {
   computeInstanceStatus,
@@ -70,7 +72,6 @@ import {
   READY,
   readyReason,
   releaseNamespaceForbidden,
-  releaseRef,
 } from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';

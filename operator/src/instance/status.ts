@@ -8,18 +8,16 @@
 
 import type { ChartSource } from '../api/applicationinstance.ts';
 import type { ApplicationInstance, ApplicationInstanceStatus } from '../api/index.ts';
+import {
+  type ReadyReason,
+  type ReadyState,
+  type ReleaseRecord,
+  readyFromRelease,
+} from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
 import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';
-import { type ReadyReason, type ReadyState, type ReleaseRecord, readyFromRelease } from './helm-release.ts';
 
 export const READY = 'Ready';
-
-/** Where the instance's release lives: spec.release.namespace, defaulting to the instance's own. */
-export function releaseRef(instance: ApplicationInstance): { name: string; namespace: string } {
-  return {
-    name: instance.spec.release.name,
-    namespace: instance.spec.release.namespace || (instance.metadata.namespace ?? ''),
-  };
-}
 
 /**
  * Why the instance's release may not be read, or undefined when it may. An instance describes a release

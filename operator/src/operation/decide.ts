@@ -25,6 +25,7 @@ import {
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { OperationPhase } from '../api/enums.ts';
 import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
+import { isPaused, resumeHint } from '../api/paused.ts';
 import {
   ACCEPTED_REASONS,
   CONDITION_ACCEPTED,
@@ -44,7 +45,6 @@ import type {
   ObserveInput,
   PodOutcome,
 } from '../engines/types.ts';
-import { isPaused, resumeHint } from '../instance/paused.ts';
 import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
 import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
 import { formatTime } from '../runtime/normalize.ts';

@@ -3,7 +3,7 @@
 import { gzipSync } from 'node:zlib';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { HELM_RELEASE_SECRET_TYPE } from '../instance/helm-release.ts';
+import { HELM_RELEASE_SECRET_TYPE } from '../release/helm-release.ts';
 import {
   KubeApiError,
   type KubeClient,

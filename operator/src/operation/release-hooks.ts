@@ -5,7 +5,7 @@
 // hooks (ReleaseHook); the payload, rendered values and all, is dropped with the reconcile.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ReleaseHooks } from '../engines/types.ts';
-import { decodeReleaseHooks, HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../instance/helm-release.ts';
+import { decodeReleaseHooks, HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import { type KubeClient, PARTIAL_OBJECT_METADATA_LIST, resourcePath, statusCode } from '../runtime/index.ts';
 
 /** The newest revision among release Secrets' metadata (Helm's `version` label). Pure. */

@@ -29,9 +29,8 @@ import {
   OPERATION,
   type Operation,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { OPERATIONS_BY_CRON } from '../indexes.ts';
-import { cronTargets } from '../instance/operations-summary.ts';
-import { isPaused } from '../instance/paused.ts';
 import {
   anyOf,
   Client,
@@ -56,6 +55,7 @@ import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
 import { refuseCronRuns } from './refused.ts';
 import { ownerRequest, phaseChanged, ScheduleRuns } from './run-core.ts';
+import { cronTargets } from './targets.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
 

@@ -34,11 +34,11 @@ import {
   type Operation,
   type RunQueue,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { isPaused } from '../instance/paused.ts';
 import { formatTime } from '../runtime/normalize.ts';
+import { parseSchedule, validateSchedule } from '../time/cron.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
-import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
 import {

@@ -17,6 +17,7 @@ import {
   OPERATION,
   type Operation,
 } from '../api/index.ts';
+import { isControlledBy, type SchedulerKind, schedulerOwner } from '../api/scheduler-owner.ts';
 import {
   type Client,
   type EventRecorder,
@@ -28,7 +29,6 @@ import {
   type Request,
   refusalOf,
 } from '../runtime/index.ts';
-import { isControlledBy, type SchedulerKind, schedulerOwner } from './owner.ts';
 import { nameTakenError } from './refused.ts';
 import type { PlannedEvent, RunPlan } from './run-plan.ts';
 

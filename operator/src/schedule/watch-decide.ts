@@ -31,8 +31,8 @@ import {
   type WatchTarget,
   watchProcessedAnnotation,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { isPaused } from '../instance/paused.ts';
 import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
