@@ -14,7 +14,8 @@ const SRC = '^operator/src/';
 const LAYERS = [
   {
     name: 'runtime',
-    files: ['runtime/'],
+    // The runtime is a package of its own (packages/runtime, imported as @vworkspace/runtime).
+    files: ['^packages/runtime/'],
     holds: 'informers, controllers, REST client, kubeconfig',
     mayImport: [],
   },
@@ -94,7 +95,12 @@ const LAYERS = [
 ];
 
 const byName = new Map(LAYERS.map((l) => [l.name, l]));
-const pathsOf = (layers) => `${SRC}(${layers.flatMap((l) => l.files).join('|')})`;
+// A layer's files are paths under operator/src/, or whole paths when they start with ^.
+const pathsOf = (layers) =>
+  `(${layers
+    .flatMap((l) => l.files)
+    .map((f) => (f.startsWith('^') ? f : `${SRC}${f}`))
+    .join('|')})`;
 
 const layerRules = LAYERS.filter((l) => !l.mayImport.includes('*')).map((l) => ({
   name: `layer-${l.name}`,
@@ -103,7 +109,10 @@ const layerRules = LAYERS.filter((l) => !l.mayImport.includes('*')).map((l) => (
   } of operator/src: see the layer table in docs/architecture.md`,
   severity: 'error',
   from: { path: pathsOf([l]) },
-  to: { path: SRC, pathNot: pathsOf([l, ...l.mayImport.map((n) => byName.get(n))]) },
+  to: {
+    path: `(${SRC}|^packages/runtime/)`,
+    pathNot: pathsOf([l, ...l.mayImport.map((n) => byName.get(n))]),
+  },
 }));
 
 module.exports = {
@@ -116,6 +125,21 @@ module.exports = {
       severity: 'error',
       from: { path: SRC, pathNot: pathsOf(LAYERS) },
       to: {},
+    },
+    {
+      name: 'runtime-public-entry-points',
+      comment:
+        'outside packages/runtime, the runtime is imported as @vworkspace/runtime (or @vworkspace/runtime/testing), never by a file of its own',
+      severity: 'error',
+      from: { pathNot: '^packages/runtime/' },
+      to: { path: '^packages/runtime/', pathNot: '^packages/runtime/src/(index|testing)[.]ts$' },
+    },
+    {
+      name: 'runtime-imports-nothing-of-the-repository',
+      comment: 'packages/runtime stands alone: it imports nothing of operator/, hack/, bench/ or test/',
+      severity: 'error',
+      from: { path: '^packages/runtime/' },
+      to: { path: '^(operator|hack|bench|test)/' },
     },
     {
       name: 'product-imports-no-tooling',
@@ -139,5 +163,8 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
+    // The workspace package resolves through its package.json exports to its sources (the symlink under
+    // node_modules is followed to packages/runtime), so its imports are checked like any other.
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'default'] },
   },
 };

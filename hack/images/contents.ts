@@ -198,14 +198,28 @@ export function productionNodeModules(root: string, dest: string): TarEntry[] {
   return entries;
 }
 
-/** The operator's sources: package.json and operator/src without the unit tests beside the code. */
+/** Workspace packages of the repository (packages/<name>, linked as node_modules/@vworkspace/<name>). */
+export const WORKSPACE_PACKAGES = ['runtime'] as const;
+
+/**
+ * The operator's sources: package.json, operator/src and each workspace package's package.json and src,
+ * without the unit tests beside the code, and the link npm makes for each package in node_modules (the
+ * Dockerfile gets it from `npm ci`).
+ */
 export function operatorSources(root: string, dest: string): TarEntry[] {
+  const noTests = (rel: string, isDir: boolean) => !isDir && rel.endsWith('.test.ts');
   return [
     fileEntry(join(root, 'package.json'), `${dest}/package.json`, 0o644),
-    ...treeEntries(
-      join(root, 'operator/src'),
-      `${dest}/operator/src`,
-      (rel, isDir) => !isDir && rel.endsWith('.test.ts'),
-    ),
+    ...treeEntries(join(root, 'operator/src'), `${dest}/operator/src`, noTests),
+    ...WORKSPACE_PACKAGES.flatMap((name): TarEntry[] => [
+      fileEntry(join(root, `packages/${name}/package.json`), `${dest}/packages/${name}/package.json`, 0o644),
+      ...treeEntries(join(root, `packages/${name}/src`), `${dest}/packages/${name}/src`, noTests),
+      {
+        path: `${dest}/node_modules/@vworkspace/${name}`,
+        type: 'symlink',
+        mode: 0o777,
+        linkname: `../../packages/${name}`,
+      },
+    ]),
   ];
 }

@@ -8,12 +8,10 @@
 // The webhook and the reconcilers read templates from here. Reading is synchronous and cheap: the
 // merged result is computed once per change, never per request.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeClient, KubeConfigLike } from '@vworkspace/runtime';
+import { createInformer, type Informer, type Logger, silentLogger } from '@vworkspace/runtime';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { LABEL_CATALOG } from '../api/annotations.ts';
-import { createInformer, type Informer } from '../runtime/informer.ts';
-import type { KubeClient } from '../runtime/kube-client.ts';
-import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { type Logger, silentLogger } from '../runtime/logger.ts';
 import { validateWindow } from '../time/window.ts';
 import { type Catalog, emptyCatalog } from './catalog-schema.ts';
 import type { Lookup } from './lookup.ts';

@@ -1,12 +1,4 @@
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  type CronOperation,
-  type Operation,
-} from '../api/index.ts';
-import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -15,8 +7,16 @@ import {
   RestMapper,
   RuntimeMetrics,
   silentLogger,
-} from '../runtime/index.ts';
-import { MemoryResource } from '../runtime/testing.ts';
+} from '@vworkspace/runtime';
+import { MemoryResource } from '@vworkspace/runtime/testing';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  type CronOperation,
+  type Operation,
+} from '../api/index.ts';
+import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import {
   createInstanceController,
   type InstanceController,

@@ -6,6 +6,7 @@
 // not decide (status.capabilities, which the controller sets from the capability plan, conditions
 // other than Ready) are carried over unchanged.
 
+import { type Condition, findCondition, setCondition } from '@vworkspace/runtime';
 import type { ChartSource } from '../api/applicationinstance.ts';
 import type { ApplicationInstance, ApplicationInstanceStatus } from '../api/index.ts';
 import {
@@ -15,7 +16,6 @@ import {
   readyFromRelease,
 } from '../release/helm-release.ts';
 import { releaseRef } from '../release/ref.ts';
-import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';
 
 export const READY = 'Ready';
 

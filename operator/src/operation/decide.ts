@@ -15,6 +15,8 @@
 // - ops.vworkspace.io/paused on the target: nothing starts (Blocked/TargetPaused) and a running child is
 //   left alone; only spec.cancel of a not-started Operation and the TTL of a finished one still act.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Condition, ConditionStatus } from '@vworkspace/runtime';
+import { findCondition, formatTime, removeCondition, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE,
@@ -45,9 +47,6 @@ import type {
   ObserveInput,
   PodOutcome,
 } from '../engines/types.ts';
-import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
-import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { rerunRefusal } from './admitted.ts';
 import { ENGINE_RECHECK_MS } from './engine-install.ts';
 import {

@@ -21,17 +21,6 @@
 // events create/patch.
 
 import {
-  ANNOTATION_SCHEDULED_TIME,
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  CRON_OPERATION,
-  type CronOperation,
-  OPERATION,
-  type Operation,
-} from '../api/index.ts';
-import { isPaused } from '../api/paused.ts';
-import { OPERATIONS_BY_CRON } from '../indexes.ts';
-import {
   anyOf,
   Client,
   type Clock,
@@ -49,7 +38,18 @@ import {
   type RestMapper,
   type Result,
   realClock,
-} from '../runtime/index.ts';
+} from '@vworkspace/runtime';
+import {
+  ANNOTATION_SCHEDULED_TIME,
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
+import { OPERATIONS_BY_CRON } from '../indexes.ts';
 import { CRON_EVENT, decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';

@@ -14,6 +14,7 @@
 // request's are kept until its Operations exist (a request is never lost).
 
 import { createHash } from 'node:crypto';
+import { formatTime } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RUN_NOW,
@@ -36,7 +37,6 @@ import {
 } from '../api/index.ts';
 import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { parseSchedule, validateSchedule } from '../time/cron.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';

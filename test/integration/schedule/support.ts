@@ -2,6 +2,21 @@
 // object builders, polling, REST paths, Operation status.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  EventRecorder,
+  type FakeClock,
+  formatTime,
+  InformerFactory,
+  type KubeClient,
+  type KubeRequest,
+  Manager,
+  PATCH_TYPES,
+  type RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  resourcePath,
+  silentLogger,
+} from '@vworkspace/runtime';
+import {
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   CRON_OPERATION,
@@ -14,21 +29,6 @@ import {
   type WatchOperation,
   type WatchOperationSpec,
 } from '../../../operator/src/api/index.ts';
-import {
-  EventRecorder,
-  type FakeClock,
-  InformerFactory,
-  type KubeClient,
-  type KubeRequest,
-  Manager,
-  PATCH_TYPES,
-  type RestClient,
-  RestMapper,
-  RuntimeMetrics,
-  resourcePath,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { setupCronController } from '../../../operator/src/schedule/cron-controller.ts';
 import { setupWatchController } from '../../../operator/src/schedule/watch-controller.ts';
 import { testClient } from '../../support/clients.ts';
