@@ -88,6 +88,8 @@ export class CronReconciler implements Reconciler {
   readonly #clock: Clock;
   readonly #metrics: ScheduleMetrics;
   readonly #requeue: (key: string) => void;
+  /** When this replica began scheduling (its first reconcile): catchUp Skip passes over earlier slots. */
+  #runningSince: Date | undefined;
 
   constructor(opts: {
     client: Client;
@@ -113,7 +115,8 @@ export class CronReconciler implements Reconciler {
     });
     const now = new Date(this.#clock.now());
     const instances = this.#client.list<ApplicationInstance>(APPLICATION_INSTANCE, { namespace: ns });
-    const decided = decideCron(cron, ops, now, instances);
+    this.#runningSince ??= now;
+    const decided = decideCron(cron, ops, now, instances, this.#runningSince);
     const { plan, deferred } = await this.#runs.execute(cron, decided, ops, ctx, {
       kind: 'CronOperation',
       refuse: (p, refused) => refuseCronRuns(p, refused, cron.metadata.generation, now),
