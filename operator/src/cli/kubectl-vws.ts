@@ -6,7 +6,14 @@
 // (format.ts). Writes go through the API server as the user, so the admission webhook checks them.
 
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeApiError, kubeListerWatcher, PATCH_TYPES, RestClient, resourcePath } from '@vworkspace/runtime';
+import {
+  formatTime,
+  KubeApiError,
+  kubeListerWatcher,
+  PATCH_TYPES,
+  RestClient,
+  resourcePath,
+} from '@vworkspace/runtime';
 import {
   APPLICATION_INSTANCE,
   type ApplicationInstance,
@@ -300,7 +307,7 @@ async function backfill(s: Session, c: Extract<Command, { cmd: 'backfill' }>, io
     for (const target of backfillTargets(cron, instances)) {
       const op = backfillOperation(cron, slot, target, byName.get(target));
       const name = op.metadata.name ?? '';
-      const at = slot.toISOString();
+      const at = formatTime(slot);
       try {
         await s.client.request<Operation>({ method: 'POST', path: s.path(OPERATION), body: op });
         io.out(`operation.ops.vworkspace.io/${name} created (slot ${at})`);
