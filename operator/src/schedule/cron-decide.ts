@@ -519,7 +519,6 @@ export function decideCron(
       runningSince,
     });
     handled = c.handled;
-    if (c.uncounted > 0) plan.skippedSlots = c.uncounted;
     for (const n of c.notRun) recordMissed(formatTime(n.slot), n.reason);
     const late = c.notRun
       .filter((n) => n.reason === 'StartingDeadlineExceeded')
@@ -531,6 +530,8 @@ export function decideCron(
         reason: CRON_EVENT.MissedSchedule,
         note: `the runs scheduled for ${late.join(', ')} were not started: more than startingDeadlineSeconds (${spec.startingDeadlineSeconds}s) late; the schedule moves on`,
       });
+    // Counted as Missed in the metrics, as the slots Latest passes over are.
+    if (passed.length + c.uncounted > 0) plan.skippedSlots = passed.length + c.uncounted;
     if (passed.length > 0 || c.uncounted > 0)
       events.push({
         type: 'Normal',
