@@ -88,7 +88,10 @@ export class CronReconciler implements Reconciler {
   readonly #clock: Clock;
   readonly #metrics: ScheduleMetrics;
   readonly #requeue: (key: string) => void;
-  /** When this replica began scheduling (its first reconcile): catchUp Skip passes over earlier slots. */
+  /**
+   * When this replica began scheduling (its first reconcile since it became leader): catchUp Skip passes
+   * over the slots before it.
+   */
   #runningSince: Date | undefined;
 
   constructor(opts: {
@@ -104,6 +107,11 @@ export class CronReconciler implements Reconciler {
     this.#clock = opts.clock;
     this.#metrics = opts.metrics;
     this.#requeue = opts.requeue;
+  }
+
+  /** A new term as leader (also after a lost Lease): the slots missed meanwhile came due while not running. */
+  beganLeading(): void {
+    this.#runningSince = undefined;
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
@@ -161,6 +169,18 @@ export function setupCronController(mgr: Manager, deps: SchedulerDeps): Controll
     clock,
     metrics: new ScheduleMetrics(mgr.metrics.registry),
     requeue: (key) => controller?.enqueue(key),
+  });
+  // Each term as leader restarts the controllers but not the reconciler: it is told, for catchUp Skip.
+  mgr.add({
+    name: 'cronoperation-leader-term',
+    needLeaderElection: true,
+    start: (signal) => {
+      reconciler.beganLeading();
+      if (signal.aborted) return Promise.resolve();
+      return new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    },
   });
   // Status-only updates (our own writes) do not reconcile: the requeue and our own writes cover them.
   const b = controllerFor<CronOperation>(mgr, CRON_OPERATION, {
