@@ -10,6 +10,7 @@ import {
   type CronOperation,
   type CronOperationSpec,
 } from '../../../operator/src/api/index.ts';
+import { backfillOperation } from '../../../operator/src/cli/backfill.ts';
 import { main } from '../../../operator/src/cli/kubectl-vws.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
 import { testClient } from '../../support/clients.ts';
@@ -141,6 +142,35 @@ describe('CronOperation catch-up after downtime', () => {
       [formatTime(slot1 + HOUR), 'CatchUpSkipped'],
     ]);
     expect(status.active?.map((a) => a.name).sort()).toEqual(want.map((w) => w[0]));
+  });
+
+  it('All never runs again a slot that was backfilled: the taken name is refused and recorded, the others run', async () => {
+    const name = 'filled';
+    const { ns, slot1 } = await ranOnceThenStopped(name, { catchUp: { policy: 'All', maxRuns: 3 } });
+    const at = slotName(name);
+    // While the operator is down, a user backfills the slot at +2h (what kubectl vws backfill creates).
+    const cron = await getCron(ns, name);
+    await raw.request({
+      method: 'POST',
+      path: pathOf(kinds.op, ns),
+      body: backfillOperation(cron, new Date(slot1 + 2 * HOUR), 'shop'),
+    });
+    startOperator(new FakeClock(slot1 + 3 * HOUR + 5 * MINUTE));
+    const status = await handled(ns, name, slot1 + 3 * HOUR);
+    expect((await scheduled(ns)).map((s) => s[0])).toEqual(
+      [slot1, slot1 + HOUR, slot1 + 2 * HOUR, slot1 + 3 * HOUR].map(at).sort(),
+    );
+    const ops = await listOperations(raw, ns);
+    expect(
+      ops.find((o) => o.metadata.name === at(slot1 + 2 * HOUR))?.metadata.ownerReferences,
+    ).toBeUndefined();
+    expect(status.missedSlots?.map((m) => [m.scheduledTime, m.reason])).toEqual([
+      [formatTime(slot1 + 2 * HOUR), 'OperationRefused'],
+    ]);
+    expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'OperationRefused',
+    });
   });
 
   it('All with more room than missed slots runs every one, and none past startingDeadlineSeconds', async () => {
