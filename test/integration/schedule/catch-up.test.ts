@@ -4,6 +4,7 @@
 // decides the same slots again (the first lost its status write) adopts instead of creating twice. And
 // kubectl vws backfill, as a user, creates the past slots under the same names.
 import { FakeClock, formatTime, type KubeClient } from '@vworkspace/runtime';
+import { LeaseStore, MemoryLeaseLock } from '@vworkspace/runtime/testing';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import {
   ANNOTATION_SCHEDULED_TIME,
@@ -102,6 +103,40 @@ describe('CronOperation catch-up after downtime', () => {
       [at(slot1), formatTime(slot1)],
       [at(slot1 + 5 * HOUR), formatTime(slot1 + 5 * HOUR)],
     ]);
+  });
+
+  it('Skip: a replica that lost its Lease and leads again runs none of the slots missed meanwhile', async () => {
+    const name = 'relead';
+    const ns = await createNamespace(kc, 'catchup');
+    const clock = new FakeClock(Date.now());
+    const lock = new MemoryLeaseLock(new LeaseStore(), clock);
+    const op = startSchedulers(kc, clock, {
+      leaderElection: {
+        namespace: ns,
+        identity: 'replica-1',
+        lock,
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
+      },
+    });
+    stops.push(() => op.stop());
+    await create(raw, cronObject(ns, name, { catchUp: { policy: 'Skip' } }));
+    const slot1 = await advanceToNextSlot(raw, clock, ns, name);
+    await handled(ns, name, slot1);
+    const at = slotName(name);
+
+    // The Lease cannot be renewed: the controllers stop; three slots pass; then it leads again.
+    lock.broken = true;
+    await clock.advance(30_000);
+    await clock.advance(3 * HOUR);
+    lock.broken = false;
+    await clock.advance(20_000);
+    const status = await handled(ns, name, slot1 + 3 * HOUR);
+    expect(await scheduled(ns)).toEqual([[at(slot1), formatTime(slot1)]]);
+    expect(status.missedSlots?.map((m) => [m.scheduledTime, m.reason])).toEqual(
+      [1, 2, 3].map((h) => [formatTime(slot1 + h * HOUR), 'CatchUpSkipped']),
+    );
   });
 
   it('Latest (the default): only the most recent missed slot runs', async () => {
