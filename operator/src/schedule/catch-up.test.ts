@@ -11,6 +11,8 @@ import { MAX_MISSED_SLOTS } from './run-plan.ts';
 import { MISSED_COUNT_CAP } from './slots.ts';
 import { HOUR, MIN } from './testing.ts';
 
+const DAY = 24 * HOUR;
+
 const SCHEDULES = ['0 * * * *', '*/20 * * * *', '30 2 * * *', '15 1-3 * * *', '0 0 * * 1-5', '*/5 * * * *'];
 const ZONES = ['UTC', 'America/New_York', 'Australia/Lord_Howe', 'Pacific/Chatham'];
 // Around DST changes in the zones above, so gaps and overlaps fall inside outages.
@@ -68,7 +70,9 @@ describe('decideCatchUp', () => {
         (expr, zone, since, outage, back, policy, maxRuns, deadline) => {
           const now = since + outage * MIN + 17_000;
           const runningSince = Math.min(now, since + back * MIN);
-          const survey = surveyZone(zone, since - 2 * HOUR, now + 2 * HOUR);
+          // surveyZone samples the offset every 6 hours: a span of days around the outage lets it find
+          // every change inside it.
+          const survey = surveyZone(zone, since - 3 * DAY, now + 3 * DAY);
           const firings = referenceFirings(survey, expr).filter((t) => t > since && t <= now);
           const schedule = parseSchedule(expr, zone);
           const got = decideCatchUp({
@@ -101,7 +105,13 @@ describe('decideCatchUp', () => {
           }
         },
       ),
-      { numRuns: 300 },
+      {
+        numRuns: 300,
+        // Lord Howe's half-hour fall-back inside the outage (found when the reference's span was too short).
+        examples: [
+          ['0 * * * *', 'Australia/Lord_Howe', Date.UTC(2025, 3, 5, 10), 300, 0, 'Skip', 1, undefined],
+        ],
+      },
     );
   });
 
