@@ -1,5 +1,5 @@
 // What goes into each image, read from the working tree and the build machine: the layers of the
-// operator, helm runner, bundle and catalog images as tar entries (hack/images/tar.ts).
+// operator, helm runner, bundle and catalog images as tar entries (hack/images/archive.ts).
 //
 // No base image can be pulled on these machines (no Docker daemon, no registry but the package
 // registries), so the operator image carries its own userland, the way distroless images are made:
@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
-import type { TarEntry } from './tar.ts';
+import type { TarEntry } from './archive.ts';
 
 export const NONROOT = 65532;
 export const LIB_DIR = 'lib/x86_64-linux-gnu';

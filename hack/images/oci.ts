@@ -1,7 +1,8 @@
-// OCI images assembled in memory, without a daemon or a base image: gzip layers from tar bytes, the
-// image config, the manifest, and the OCI image layout directory that `crane push` uploads. Pure apart
-// from writeOciLayout; the same layers and spec always give the same manifest digest, so the digest of
-// an image is known before it is pushed (print-only mode, and the tests compare both).
+// OCI images assembled in memory, without a daemon or a base image: gzip layers from tar bytes
+// (archive.ts), the image config, the manifest, and the OCI image layout directory that `crane push`
+// uploads. Pure apart from writeOciLayout; the same layers and spec always give the same manifest
+// digest, so the digest of an image is known before it is pushed (print-only mode, and the tests
+// compare both).
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -15,7 +16,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { constants, gzipSync } from 'node:zlib';
-import { canonicalEntries, type TarEntry, type TarOptions, tarChunks } from './tar.ts';
+import { canonicalEntries, type TarEntry, type TarOptions, tarBytes } from './archive.ts';
 
 export const MEDIA_TYPES = {
   manifest: 'application/vnd.oci.image.manifest.v1+json',
@@ -53,7 +54,7 @@ export function buildLayer(
   opts: TarOptions & { cache?: LayerCache },
 ): Layer {
   const canonical = canonicalEntries(entries);
-  const tar = Buffer.concat(tarChunks(canonical, opts));
+  const tar = tarBytes(canonical, opts);
   const diffId = sha256(tar);
   const gz = opts.cache?.get(diffId) ?? gzipSync(tar, { level: 6, strategy: constants.Z_DEFAULT_STRATEGY });
   opts.cache?.put(diffId, gz);

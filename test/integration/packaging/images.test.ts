@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { readTar } from '../../../hack/images/archive.ts';
 import {
   allImages,
   buildImages,
@@ -32,7 +33,6 @@ import {
 import { productionPackageDirs } from '../../../hack/images/contents.ts';
 import { configOf, digestOf, manifestOf } from '../../../hack/images/crane.ts';
 import { renderImage } from '../../../hack/images/opm.ts';
-import { readTar } from '../../../hack/images/tar.ts';
 import { type Summary, summarize } from '../../../hack/images.ts';
 import { freePort, kubeconfigYaml, ROOT } from '../../../hack/lib/controlplane.ts';
 import { startProcess, stopProcess, tailFile } from '../../../hack/lib/process.ts';
