@@ -138,13 +138,13 @@ describe('oci', () => {
     const cfg = imageConfig([layer], {
       created: '2026-11-22T00:00:00Z',
       user: '65532:65532',
-      entrypoint: ['/usr/local/bin/node', 'operator/src/main.ts'],
+      entrypoint: ['/nodejs/bin/node', 'operator/src/main.ts'],
       workingDir: '/app',
       labels: { z: '1', a: '2' },
     }) as { config: Record<string, unknown>; rootfs: { diff_ids: string[] }; history: { created: string }[] };
     expect(cfg.config).toMatchObject({
       User: '65532:65532',
-      Entrypoint: ['/usr/local/bin/node', 'operator/src/main.ts'],
+      Entrypoint: ['/nodejs/bin/node', 'operator/src/main.ts'],
       WorkingDir: '/app',
     });
     expect(Object.keys(cfg.config.Labels as object)).toEqual(['a', 'z']);

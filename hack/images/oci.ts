@@ -123,6 +123,21 @@ export interface ImageSpec {
   os?: string;
 }
 
+/** What goes in one layer, before it is written. */
+export interface LayerPlan {
+  /** What the layer holds, recorded in the image history. */
+  name: string;
+  entries: TarEntry[];
+  /** Keep its gzip between builds (a large layer that seldom changes: LayerCache). */
+  cached?: boolean;
+}
+
+/** An image before its layers are written: what goes in each layer, and the config. */
+export interface ImagePlan {
+  layers: LayerPlan[];
+  spec: ImageSpec;
+}
+
 export interface Image {
   layers: Layer[];
   config: Buffer;
@@ -168,6 +183,17 @@ export function assembleImage(layers: readonly Layer[], spec: ImageSpec): Image 
     }),
   );
   return { layers: [...layers], config, configDigest, manifest, digest: sha256(manifest) };
+}
+
+/** The image of a plan, every layer dated `mtime`; `cache` serves the layers marked cached. */
+export function assemblePlan(plan: ImagePlan, opts: { mtime: number; cache?: LayerCache }): Image {
+  const layers = plan.layers.map((l) =>
+    buildLayer(l.name, l.entries, {
+      mtime: opts.mtime,
+      ...(l.cached && opts.cache ? { cache: opts.cache } : {}),
+    }),
+  );
+  return assembleImage(layers, plan.spec);
 }
 
 export interface Platform {
