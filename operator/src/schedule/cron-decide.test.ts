@@ -8,7 +8,7 @@ import {
   LABEL_CRON_OPERATION,
 } from '../api/index.ts';
 import { CRON_EVENT, operationForSlot } from './cron-decide.ts';
-import { MAX_MISSED_SLOTS } from './cron-plan.ts';
+import { MAX_MISSED_SLOTS } from './run-plan.ts';
 import { CronWorld, cronOp, HOUR, MIN, slotName } from './testing.ts';
 
 const at = (iso: string) => new Date(iso);

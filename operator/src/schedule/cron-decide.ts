@@ -14,6 +14,7 @@
 // request's are kept until its Operations exist (a request is never lost).
 
 import { createHash } from 'node:crypto';
+import { formatTime } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RUN_NOW,
@@ -34,15 +35,19 @@ import {
   type Operation,
   type RunQueue,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { isPaused } from '../instance/paused.ts';
-import { type Condition, setCondition } from '../runtime/conditions.ts';
-import { formatTime } from '../runtime/normalize.ts';
+import { parseSchedule, validateSchedule } from '../time/cron.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
-import { parseSchedule, validateSchedule } from './cron.ts';
-import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './cron-plan.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import {
+  type CronPlan,
+  MAX_MISSED_SLOTS,
+  type PlannedEvent,
+  readyCondition,
+  withoutUndefined,
+} from './run-plan.ts';
 import {
   boundedName,
   decideRun,
@@ -155,31 +160,6 @@ export function operationForRun(
 export function operationForSlot(cron: CronOperation, slot: Date): Operation {
   const target = cron.spec.operationTemplate.spec.targetRef?.name ?? '';
   return operationForRun(cron, { reason: 'schedule', time: slot }, target).op;
-}
-
-function ready(
-  prev: readonly Condition[] | undefined,
-  status: 'True' | 'False',
-  reason: string,
-  message: string,
-  generation: number | undefined,
-  now: Date,
-): Condition[] {
-  return setCondition(
-    prev,
-    {
-      type: CONDITION_READY,
-      status,
-      reason,
-      message,
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    },
-    now,
-  );
-}
-
-function withoutUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -323,7 +303,7 @@ export function decideCron(
     const active = activeRefs(remaining);
     plan.status = withoutUndefined({
       ...base(),
-      conditions: ready(prev.conditions, 'False', reason, message, generation, now),
+      conditions: readyCondition(prev.conditions, 'False', reason, message, generation, now),
       active: active.length ? active : undefined,
     });
     return plan;
@@ -573,7 +553,7 @@ export function decideCron(
     manualRun,
     queue: queue.length ? queue : undefined,
     conditions: spec.suspend
-      ? ready(
+      ? readyCondition(
           prev.conditions,
           'False',
           'Suspended',
@@ -581,7 +561,7 @@ export function decideCron(
           generation,
           now,
         )
-      : ready(
+      : readyCondition(
           prev.conditions,
           'True',
           'ScheduleActive',

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Operation, OperationPhase } from '../api/index.ts';
 import { activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
-import { CreatedOperations } from './shell.ts';
-import { olderThan } from './watch-controller.ts';
 
 function op(name: string, phase?: OperationPhase, finishedAt?: string): Operation {
   return {
@@ -43,23 +41,5 @@ describe('history', () => {
     expect(lastSuccessfulTime(ops, undefined)).toBe('2025-01-01T01:00:00Z');
     expect(lastSuccessfulTime(ops, '2025-01-01T02:00:00Z')).toBe('2025-01-01T02:00:00Z');
     expect(lastSuccessfulTime([], undefined)).toBeUndefined();
-  });
-});
-
-describe('controller memory', () => {
-  it('CreatedOperations lists created Operations until the cache has them', () => {
-    const c = new CreatedOperations();
-    c.add('ns/w', op('x'));
-    expect(c.merge('ns/w', []).map((o) => o.metadata.name)).toEqual(['x']);
-    expect(c.merge('ns/w', [op('x', 'Succeeded')]).map((o) => o.status?.phase)).toEqual(['Succeeded']);
-    expect(c.merge('ns/w', [])).toEqual([]);
-  });
-
-  it('olderThan compares resourceVersions numerically and trusts the cache when it cannot', () => {
-    expect(olderThan('10', '12')).toBe(true);
-    expect(olderThan('12', '12')).toBe(false);
-    expect(olderThan('100', '12')).toBe(false);
-    expect(olderThan('a', 'b')).toBe(false);
-    expect(olderThan('5', undefined)).toBe(true);
   });
 });

@@ -1,8 +1,8 @@
+import { KubeApiError } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
 import type { Operation } from '../api/index.ts';
-import { KubeApiError, type KubeClient, type KubeRequest } from '../runtime/index.ts';
-import { createOrAdopt } from './operations-io.ts';
-import { isControlledBy, schedulerOwner } from './owner.ts';
+import { isControlledBy, schedulerOwner } from '../api/scheduler-owner.ts';
+import { createOrAdopt } from './run-core.ts';
 
 const op = (
   ownerReferences?: NonNullable<Operation['metadata']['ownerReferences']>,
@@ -42,21 +42,34 @@ describe('which scheduler an Operation belongs to', () => {
   });
 });
 
-/** A client whose POST answers AlreadyExists and whose GET returns `existing`. */
-function nameTaken(existing: Operation): KubeClient & { requests: KubeRequest[] } {
-  const requests: KubeRequest[] = [];
+/** A client whose create answers AlreadyExists and whose read from the API server returns `existing`. */
+function nameTaken(existing: Operation) {
   return {
-    requests,
-    request: async <T>(req: KubeRequest): Promise<T> => {
-      requests.push(req);
-      if (req.method === 'POST') throw new KubeApiError(409, 'AlreadyExists', 'exists', undefined);
-      return existing as T;
+    create: async <T>(): Promise<T> => {
+      throw new KubeApiError(409, 'AlreadyExists', 'exists', undefined);
     },
+    apiGet: async <T>(): Promise<T> => existing as T,
   };
 }
 
 describe('createOrAdopt', () => {
   const owner = { kind: 'CronOperation' as const, uid: 'u1' };
+
+  it('creates the Operation as planned, labels and owner references included', async () => {
+    const sent: unknown[] = [];
+    const client = {
+      create: async <T>(o: unknown): Promise<T> => {
+        sent.push(o);
+        return o as T;
+      },
+      apiGet: async <T>(): Promise<T> => {
+        throw new Error('no read expected');
+      },
+    };
+    const planned = op([ref('u1')], { 'ops.vworkspace.io/cron-operation': 'nightly' });
+    expect(await createOrAdopt(client, planned, owner)).toEqual({ op: planned, adopted: false });
+    expect(sent).toEqual([planned]);
+  });
 
   it('adopts an existing Operation of the name only when this scheduler controls it', async () => {
     const mine = op([ref('u1')]);

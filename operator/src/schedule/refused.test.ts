@@ -1,8 +1,8 @@
+import type { Condition } from '@vworkspace/runtime';
+import { KubeApiError, refusalOf } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
-import type { Condition } from '../runtime/conditions.ts';
-import { KubeApiError } from '../runtime/kube-client.ts';
 import { decideCron } from './cron-decide.ts';
-import { isRefusal, keepRefusal, OPERATION_REFUSED, refuseCronRuns } from './refused.ts';
+import { keepRefusal, OPERATION_REFUSED, refuseCronRuns } from './refused.ts';
 import { cronOp } from './testing.ts';
 
 const cron = () => cronOp({}, undefined, 2);
@@ -17,10 +17,10 @@ const denied = new KubeApiError(
 describe('a refused create', () => {
   it('is a 4xx the same request cannot change; conflicts, throttling and server errors are retried', () => {
     for (const code of [400, 403, 404, 422])
-      expect(isRefusal(new KubeApiError(code, 'X', 'm', undefined))).toBe(true);
+      expect(refusalOf(new KubeApiError(code, 'X', 'm', undefined))).toBeDefined();
     for (const code of [409, 429, 500, 503])
-      expect(isRefusal(new KubeApiError(code, 'X', 'm', undefined))).toBe(false);
-    expect(isRefusal(new Error('socket hang up'))).toBe(false);
+      expect(refusalOf(new KubeApiError(code, 'X', 'm', undefined))).toBeUndefined();
+    expect(refusalOf(new Error('socket hang up'))).toBeUndefined();
   });
 
   it('turns the CronOperation Ready=False/OperationRefused, records the slot, moves on, and warns once per refusal', () => {

@@ -3,7 +3,10 @@
 // (the schedule moves on; a CronOperation records the slot in status.missedSlots), Ready turns
 // False/OperationRefused with the refusal, and a Warning Event carries it. Ready stays so until an
 // Operation is created again. A refusal is a 4xx that retrying the same request cannot change; anything
-// else (5xx, a webhook lookup that failed, the network) is retried with backoff instead.
+// else (5xx, a webhook lookup that failed, the network) is retried with backoff instead: the runtime's
+// refusalOf is the one classification.
+
+import { type Condition, formatTime, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_CREATED_BY,
   ANNOTATION_RUN_NOW,
@@ -11,18 +14,9 @@ import {
   CONDITION_READY,
   type Operation,
 } from '../api/index.ts';
-import { type Condition, setCondition } from '../runtime/conditions.ts';
-import { statusCode } from '../runtime/kube-client.ts';
-import { formatTime } from '../runtime/normalize.ts';
-import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './cron-plan.ts';
+import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './run-plan.ts';
 
 export const OPERATION_REFUSED = 'OperationRefused';
-
-/** 400 Bad Request, 403 Forbidden, 404 Not Found (the namespace is going), 422 Invalid. */
-export function isRefusal(err: unknown): boolean {
-  const code = statusCode(err);
-  return code === 400 || code === 403 || code === 404 || code === 422;
-}
 
 export interface Refusal {
   /** The Operation that was not created. */
@@ -45,7 +39,7 @@ export function nameTakenError(kind: string, existing: Operation): Error {
 }
 
 /** Why creating `operation` failed, from the API server's error (its message never holds Secret data). */
-export function refusalOf(operation: string, what: string, err: unknown): Refusal {
+export function refusalFor(operation: string, what: string, err: unknown): Refusal {
   return { operation, what, message: err instanceof Error ? err.message : String(err) };
 }
 
@@ -132,7 +126,7 @@ export function refuseCronRuns(
   const refusals = refused.map(({ op, err }) => {
     const slot = slotOf(op);
     const run = slot ? `the run scheduled for ${slot}` : `the run requested by ${ANNOTATION_RUN_NOW}`;
-    return refusalOf(op.metadata.name ?? '', fleet ? `${run} on ${op.spec.targetRef.name}` : run, err);
+    return refusalFor(op.metadata.name ?? '', fleet ? `${run} on ${op.spec.targetRef.name}` : run, err);
   });
   const { status, events } = withRefusals(plan.status, plan.events, refusals, generation, now);
   const names = new Set(refusals.map((r) => r.operation));

@@ -18,6 +18,7 @@
 // controller adopts; a later change — even back to an earlier value — gives a new one.
 
 import { createHash } from 'node:crypto';
+import { formatTime } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_TRIGGER,
@@ -31,14 +32,12 @@ import {
   type WatchTarget,
   watchProcessedAnnotation,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { isPaused } from '../instance/paused.ts';
-import { type Condition, setCondition } from '../runtime/conditions.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
-import type { PlannedEvent } from './cron-plan.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import { type PlannedEvent, readyCondition, withoutUndefined } from './run-plan.ts';
 import { INVALID_OPERATION_TEMPLATE, templateBoundsProblem } from './template-bounds.ts';
 import { applyTriggerParameters, valueAt } from './trigger-parameters.ts';
 
@@ -198,31 +197,6 @@ export function operationForTrigger(
   return { op, missing };
 }
 
-function withoutUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
-function ready(
-  prev: readonly Condition[] | undefined,
-  status: 'True' | 'False',
-  reason: string,
-  message: string,
-  generation: number | undefined,
-  now: Date,
-): Condition[] {
-  return setCondition(
-    prev,
-    {
-      type: CONDITION_READY,
-      status,
-      reason,
-      message,
-      ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    },
-    now,
-  );
-}
-
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
@@ -278,7 +252,7 @@ export function decideWatch(
     const active = activeRefs(remaining);
     plan.status = withoutUndefined({
       ...base,
-      conditions: ready(prev.conditions, 'False', reason, message, generation, now),
+      conditions: readyCondition(prev.conditions, 'False', reason, message, generation, now),
       active: active.length ? active : undefined,
       targets: prev.targets,
       watchingResources: prev.watchingResources,
@@ -432,7 +406,7 @@ export function decideWatch(
     ...base,
     lastTriggerTime,
     conditions: spec.suspend
-      ? ready(
+      ? readyCondition(
           prev.conditions,
           'False',
           'Suspended',
@@ -440,7 +414,7 @@ export function decideWatch(
           generation,
           now,
         )
-      : ready(
+      : readyCondition(
           prev.conditions,
           'True',
           'WatchActive',

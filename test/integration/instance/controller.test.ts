@@ -2,13 +2,6 @@
 // the real helm CLI: Ready and status.release follow install, a failed upgrade, an unreadable
 // record and uninstall; a reconcile that changes nothing writes nothing.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
-import {
-  createInstanceController,
-  INSTANCE_CONTROLLER_NAME,
-  RELEASE_RECORD_UNREADABLE,
-} from '../../../operator/src/instance/controller.ts';
 import {
   EventRecorder,
   type KubeClient,
@@ -19,7 +12,14 @@ import {
   RuntimeMetrics,
   resourcePath,
   silentLogger,
-} from '../../../operator/src/runtime/index.ts';
+} from '@vworkspace/runtime';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
+import {
+  createInstanceController,
+  INSTANCE_CONTROLLER_NAME,
+  RELEASE_RECORD_UNREADABLE,
+} from '../../../operator/src/instance/controller.ts';
 import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';

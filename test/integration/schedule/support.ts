@@ -2,6 +2,21 @@
 // object builders, polling, REST paths, Operation status.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  EventRecorder,
+  type FakeClock,
+  formatTime,
+  InformerFactory,
+  type KubeClient,
+  type KubeRequest,
+  Manager,
+  PATCH_TYPES,
+  type RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  resourcePath,
+  silentLogger,
+} from '@vworkspace/runtime';
+import {
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   CRON_OPERATION,
@@ -14,23 +29,8 @@ import {
   type WatchOperation,
   type WatchOperationSpec,
 } from '../../../operator/src/api/index.ts';
-import {
-  EventRecorder,
-  type FakeClock,
-  type KubeClient,
-  type KubeRequest,
-  Manager,
-  ObjectWriter,
-  PATCH_TYPES,
-  type RestClient,
-  RestMapper,
-  RuntimeMetrics,
-  resourcePath,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import { formatTime } from '../../../operator/src/runtime/normalize.ts';
-import { createCronController } from '../../../operator/src/schedule/cron-controller.ts';
-import { createWatchController } from '../../../operator/src/schedule/watch-controller.ts';
+import { setupCronController } from '../../../operator/src/schedule/cron-controller.ts';
+import { setupWatchController } from '../../../operator/src/schedule/watch-controller.ts';
 import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 
@@ -132,24 +132,17 @@ export function startSchedulers(
   const raw = testClient(kc);
   const client = opts.client ?? raw;
   const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const deps = {
-    kc,
-    client,
-    writer: new ObjectWriter(client, new RestMapper(raw)),
-    events: new EventRecorder({ client: raw }),
-    logger: silentLogger,
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
     metrics,
-    clock,
-  };
-  const controllers = [
-    ...(opts.cron !== false ? [createCronController(deps)] : []),
-    ...(opts.watch ? [createWatchController(deps)] : []),
-  ];
-  for (const c of controllers) {
-    for (const i of c.informers) manager.addInformer(i);
-    manager.addController(c.controller);
-  }
+    logger: silentLogger,
+    cache: new InformerFactory({ kc, client: raw }),
+  });
+  const deps = { client, mapper: new RestMapper(raw), events: new EventRecorder({ client: raw }), clock };
+  if (opts.cron !== false) setupCronController(manager, deps);
+  if (opts.watch) setupWatchController(manager, deps);
   const running = manager.start();
   let stopped: Promise<void> | undefined;
   return {

@@ -27,6 +27,7 @@ export class RuntimeMetrics {
   readonly registry: Registry;
   readonly reconcileTotal: Counter<'controller' | 'result'>;
   readonly reconcileErrors: Counter<'controller'>;
+  readonly terminalErrors: Counter<'controller'>;
   readonly reconcileTime: Histogram<'controller'>;
   readonly activeWorkers: Gauge<'controller'>;
   readonly workqueueDepth: Gauge<'name'>;
@@ -126,6 +127,12 @@ export class RuntimeMetrics {
       labelNames: ['controller'],
       registers,
     });
+    this.terminalErrors = new Counter({
+      name: 'controller_runtime_terminal_reconcile_errors_total',
+      help: 'Total number of terminal reconciliation errors per controller',
+      labelNames: ['controller'],
+      registers,
+    });
     this.reconcileTime = new Histogram({
       name: 'controller_runtime_reconcile_time_seconds',
       help: 'Length of time per reconciliation per controller',
@@ -188,6 +195,7 @@ export class RuntimeMetrics {
   initController(controller: string): void {
     for (const result of RESULTS) this.reconcileTotal.inc({ controller, result }, 0);
     this.reconcileErrors.inc({ controller }, 0);
+    this.terminalErrors.inc({ controller }, 0);
     this.activeWorkers.set({ controller }, 0);
   }
 

@@ -18,6 +18,7 @@ import { type Clock, realClock, sleep } from './clock.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
 import type { EventLoopMonitor } from './event-loop.ts';
 import { type HttpServerHandle, ProbeChecks, startMetricsServer, startProbeServer } from './health.ts';
+import type { InformerFactory } from './informer-factory.ts';
 import type { KubeClient } from './kube-client.ts';
 import { KubeLeaseLock, LeaderElector, type LeaseLock } from './leader-election.ts';
 import { type Logger, silentLogger } from './logger.ts';
@@ -66,6 +67,8 @@ export interface ManagerOptions {
   gracefulShutdownTimeoutMs?: number;
   /** Reported (and gating readiness) as the `event-loop` check of /readyz; started and stopped here. */
   eventLoop?: EventLoopMonitor;
+  /** The process's shared informers, which controllers built with controllerFor (builder.ts) read. */
+  cache?: InformerFactory;
 }
 
 /** What the manager needs of an informer (any Informer<T> fits). */
@@ -120,6 +123,12 @@ export class Manager {
     this.elected = new Promise((resolve) => {
       this.#resolveElected = resolve;
     });
+  }
+
+  /** The shared informer cache (ManagerOptions.cache). */
+  get cache(): InformerFactory {
+    if (!this.#opts.cache) throw new Error('the manager has no cache: pass ManagerOptions.cache');
+    return this.#opts.cache;
   }
 
   /** Started by the manager on every replica; readiness waits for its first sync. */

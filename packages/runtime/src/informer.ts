@@ -10,6 +10,7 @@
 //   caller that tries to change one throws instead of corrupting what every reader shares. Code
 //   that wants a changed object builds a new one (spread, structuredClone): copy on write;
 // - indexes (by namespace always, more with addIndexer) so lookups cost the answer, not a scan;
+// - reads show this process's own writes until the cache has caught up with them (pending-writes.ts);
 // - hands the cache to a late handler, and a relist's changes to all handlers, in batches that
 //   yield to the event loop, so 10,000 objects never block timers (the Lease renewal) or I/O;
 // - normalises timestamps (Date vs string) so list and watch produce identical objects;
@@ -39,7 +40,8 @@ import type { KubeConfigLike } from './kubeconfig.ts';
 import type { ListerWatcher, ListOptions } from './lister-watcher.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { scopedListerWatcher } from './multi-namespace.ts';
-import { freezeNormalized } from './normalize.ts';
+import { freezeNormalized, normalizeTimestamps } from './normalize.ts';
+import { PendingWrites } from './pending-writes.ts';
 
 export type MaybePromise = void | Promise<void>;
 
@@ -104,6 +106,7 @@ export class Informer<T extends KubernetesObject> {
   readonly #transform: (obj: T) => T;
 
   readonly #store = new Indexer<T>();
+  readonly #pending = new PendingWrites<T>();
   #rv = '';
   #handlers: InformerHandlers<T>[] = [];
   #synced = false;
@@ -208,25 +211,61 @@ export class Informer<T extends KubernetesObject> {
     return { ...this.#stats };
   }
 
-  // Reads hand out the cached objects themselves, frozen: copy before changing (see the header).
+  // Reads hand out the cached objects themselves, frozen: copy before changing (see the header). They
+  // show this process's pending writes (recordWrite) over the cache.
 
   get(name: string, namespace?: string): T | undefined {
-    return this.#store.get(keyOf(namespace, name));
+    return this.getByKey(keyOf(namespace, name));
   }
 
   getByKey(key: string): T | undefined {
-    return this.#store.get(key);
+    const p = this.#pending.get(key);
+    return p ? p.obj : this.#store.get(key);
   }
 
   /** Every cached object, or those of one namespace (by the namespace index). */
   list(namespace?: string): T[] {
-    if (namespace !== undefined) return this.#store.byIndex(NAMESPACE_INDEX, namespace);
-    return [...this.#store.values()];
+    const cached =
+      namespace !== undefined ? this.#store.byIndex(NAMESPACE_INDEX, namespace) : [...this.#store.values()];
+    return this.#pending.overlay(cached, objectKey, namespace, () => true);
   }
 
   /** The objects index `name` maps to `value` (throws for an unknown index). */
   byIndex(name: string, value: string): T[] {
-    return this.#store.byIndex(name, value);
+    const cached = this.#store.byIndex(name, value);
+    if (this.#pending.size === 0) return cached;
+    return this.#pending.overlay(cached, objectKey, undefined, (o) =>
+      this.#store.indexValues(name, o).includes(value),
+    );
+  }
+
+  // ---- own writes (pending-writes.ts) -----------------------------------------------------------
+
+  /** Marks a write to `key` in flight; call the returned function when it has answered (or failed). */
+  beginWrite(key: string): () => void {
+    return this.#pending.begin(key);
+  }
+
+  /**
+   * Shows `written` (what the API server returned for a write) to reads until a watch event or a relist
+   * shows the cache has caught up. Record only objects this informer's scope and selectors hold: nothing
+   * else would ever clear them. The informer keeps its own frozen copy, made without recursion
+   * (structuredClone's overflows on the 10,000-level objects the API server may store; normalize.ts).
+   */
+  recordWrite(written: T): void {
+    const obj = freezeNormalized(this.#transform(normalizeTimestamps(written)));
+    const key = objectKey(obj);
+    this.#pending.record(key, obj, this.#store.get(key));
+  }
+
+  /** Leaves the object `uid` under `key` out of reads until its DELETED event (or a relist). */
+  recordDelete(key: string, uid: string): void {
+    this.#pending.tombstone(key, uid);
+  }
+
+  /** How many own writes the cache has not caught up with yet. */
+  get pendingWrites(): number {
+    return this.#pending.size;
   }
 
   /** How many objects are cached. */
@@ -275,6 +314,7 @@ export class Informer<T extends KubernetesObject> {
 
   async #relist(signal: AbortSignal): Promise<void> {
     this.#stats.lists++;
+    const mark = this.#pending.mark();
     const result = await this.#lw.list(this.#selectors(), signal);
     if (signal.aborted) return;
     const fresh = new Map<string, T>();
@@ -283,6 +323,7 @@ export class Informer<T extends KubernetesObject> {
       fresh.set(objectKey(obj), obj);
     }
     const old = this.#store.replace(fresh);
+    this.#pending.relisted(mark, fresh);
     this.#rv = result.resourceVersion;
     this.#backoff.reset();
     // The store is complete already; the handlers hear of it in batches (the watch starts after).
@@ -346,11 +387,13 @@ export class Informer<T extends KubernetesObject> {
       const key = objectKey(obj);
       const old = this.#store.get(key);
       this.#store.set(key, obj);
+      this.#pending.observe(key, type, obj);
       if (!old) this.#emitAdd(obj);
       else if (old.metadata?.resourceVersion !== rv) this.#emitUpdate(old, obj);
     } else if (type === 'DELETED') {
       const obj = freezeNormalized(this.#transform(raw as T));
       const key = objectKey(obj);
+      this.#pending.observe(key, type, obj);
       if (this.#store.delete(key)) this.#emitDelete(obj);
     } else if (type !== 'BOOKMARK') {
       return;

@@ -4,7 +4,8 @@
 //   the world match; it is told only WHICH object to look at, never what changed;
 // - it returns {} (done: backoff forgotten), {requeueAfterMs} (run again later: backoff
 //   forgotten) or {requeue: true} (run again with backoff), or throws (error: run again with
-//   backoff, counted in controller_runtime_reconcile_errors_total);
+//   backoff, counted in controller_runtime_reconcile_errors_total); a TerminalError (reconcile.ts)
+//   is logged and counted but not requeued;
 // - one key never reconciles on two workers at once; N workers run different keys in parallel;
 // - workers start only after every watched informer has synced, and every cached object is
 //   reconciled once at start.
@@ -17,6 +18,7 @@ import { objectKey, splitKey } from './keys.ts';
 import { type Logger, objectLogger, silentLogger } from './logger.ts';
 import type { ReconcileResultLabel as ResultLabel, RuntimeMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limiter.ts';
+import { isTerminal, type ReconcileContext } from './reconcile.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ReconcileResult {
@@ -26,20 +28,8 @@ export interface ReconcileResult {
   requeue?: boolean;
 }
 
-export interface ReconcileContext {
-  key: string;
-  namespace?: string;
-  name: string;
-  /** Logger with controller, key, namespace, name and reconcileID on every line. */
-  log: Logger;
-  reconcileID: string;
-  /** How many times this key has been retried with backoff since its last success. */
-  retries: number;
-  /** Aborts when the controller must stop at once (shutdown grace period over, leadership lost). */
-  signal: AbortSignal;
-}
-
-export type Reconciler = (ctx: ReconcileContext) => Promise<ReconcileResult | undefined>;
+/** The function form of a reconciler (the Reconciler interface of reconcile.ts is the object form). */
+export type ReconcileFunc = (ctx: ReconcileContext) => Promise<ReconcileResult | undefined>;
 
 /** Maps an event's object to the keys to reconcile (default: the object's own key). */
 export type KeyMapper<T> = (obj: T) => string | readonly string[] | undefined | null;
@@ -53,6 +43,8 @@ export interface ControllerWatchOptions<T> {
   createPredicate?: (obj: T) => boolean;
   /** Filters update events (e.g. `generationChanged` to ignore status-only updates). Default: all. */
   updatePredicate?: (oldObj: T, newObj: T) => boolean;
+  /** Filters delete events. Default: all. */
+  deletePredicate?: (obj: T) => boolean;
   /**
    * Queue the mapped keys this long after the event instead of at once: the events of a burst for one
    * key become one reconcile (the queue keeps a delayed key's earliest deadline), as
@@ -63,7 +55,7 @@ export interface ControllerWatchOptions<T> {
 
 export interface ControllerOptions {
   name: string;
-  reconcile: Reconciler;
+  reconcile: ReconcileFunc;
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles, default 1). */
   workers?: number;
   clock?: Clock;
@@ -71,6 +63,12 @@ export interface ControllerOptions {
   metrics?: RuntimeMetrics;
   rateLimiter?: RateLimiter<string>;
 }
+
+/** What a controller watches: an Informer, or anything with its sync and handler calls. */
+export type WatchSource<T extends KubernetesObject> = Pick<
+  Informer<T>,
+  'name' | 'waitForSync' | 'addEventHandler'
+>;
 
 interface Source {
   informer: Pick<Informer<KubernetesObject>, 'waitForSync' | 'name'>;
@@ -111,7 +109,7 @@ export function ownerKeys(kind: string, apiVersion?: string): KeyMapper<Kubernet
 
 export class Controller {
   readonly name: string;
-  readonly #reconcile: Reconciler;
+  readonly #reconcile: ReconcileFunc;
   readonly #workers: number;
   readonly #clock: Clock;
   readonly #log: Logger;
@@ -154,7 +152,7 @@ export class Controller {
   }
 
   /** Enqueue keys from `informer`'s events. Call before start(). */
-  watch<T extends KubernetesObject>(informer: Informer<T>, opts: ControllerWatchOptions<T> = {}): this {
+  watch<T extends KubernetesObject>(informer: WatchSource<T>, opts: ControllerWatchOptions<T> = {}): this {
     const map: KeyMapper<T> = opts.map ?? ((o: T) => objectKey(o));
     const { batchMs } = opts;
     const add = batchMs ? (k: string) => this.queue.addAfter(k, batchMs) : (k: string) => this.queue.add(k);
@@ -179,7 +177,9 @@ export class Controller {
           update: (oldObj, newObj) => {
             if (!opts.updatePredicate || opts.updatePredicate(oldObj, newObj)) enqueue(newObj);
           },
-          delete: enqueue,
+          delete: (obj) => {
+            if (!opts.deletePredicate || opts.deletePredicate(obj)) enqueue(obj);
+          },
         }),
     });
     return this;
@@ -285,9 +285,16 @@ export class Controller {
         result = 'success';
       }
     } catch (err) {
-      queue.addRateLimited(key);
       result = 'error';
-      log.error({ err, retries }, 'Reconciler error');
+      if (isTerminal(err)) {
+        // Retrying cannot fix it: only a new event on the object (or one it watches) brings it back.
+        queue.forget(key);
+        this.#metrics?.terminalErrors.inc({ controller: this.name });
+        log.error({ err }, 'Reconciler error (terminal, not requeued)');
+      } else {
+        queue.addRateLimited(key);
+        log.error({ err, retries }, 'Reconciler error');
+      }
     } finally {
       this.#metrics?.activeWorkers.set({ controller: this.name }, --this.#active);
     }

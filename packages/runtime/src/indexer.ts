@@ -101,6 +101,12 @@ export class Indexer<T extends KubernetesObject> {
     return old;
   }
 
+  /** The values index `name` files `obj` under (none for an unknown index). */
+  indexValues(name: string, obj: T): readonly string[] {
+    const fn = this.#indexers.get(name);
+    return fn ? valuesOf(fn, obj) : [];
+  }
+
   /** Keys of the objects indexed under `value` by index `name` (throws for an unknown index). */
   indexKeys(name: string, value: string): string[] {
     const index = this.#indices.get(name);

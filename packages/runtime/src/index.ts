@@ -1,6 +1,9 @@
 // The controller runtime: what the rest of the operator imports. See docs/runtime.md.
 
 export * from './backoff.ts';
+export * from './builder.ts';
+export * from './cache-transform.ts';
+export * from './client.ts';
 export * from './clock.ts';
 export * from './conditions.ts';
 export * from './controller.ts';
@@ -14,6 +17,7 @@ export * from './keyed-mutex.ts';
 export * from './keys.ts';
 export * from './kube-client.ts';
 export * from './kubeconfig.ts';
+export * from './label-selector.ts';
 export * from './leader-election.ts';
 export * from './lister-watcher.ts';
 export * from './logger.ts';
@@ -23,5 +27,6 @@ export * from './metrics.ts';
 export * from './multi-namespace.ts';
 export * from './normalize.ts';
 export * from './rate-limiter.ts';
+export * from './reconcile.ts';
 export * from './status.ts';
 export * from './workqueue.ts';

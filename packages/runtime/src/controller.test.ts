@@ -2,16 +2,11 @@ import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from './clock.ts';
-import {
-  Controller,
-  generationChanged,
-  ownerKeys,
-  type ReconcileContext,
-  type ReconcileResult,
-} from './controller.ts';
+import { Controller, generationChanged, ownerKeys, type ReconcileResult } from './controller.ts';
 import { Informer } from './informer.ts';
 import { createLogger } from './logger.ts';
 import { RuntimeMetrics } from './metrics.ts';
+import type { ReconcileContext } from './reconcile.ts';
 import { MemoryResource } from './testing.ts';
 
 function obj(

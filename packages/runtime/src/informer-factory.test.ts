@@ -36,4 +36,29 @@ describe('InformerFactory', () => {
     expect(meta.name).toBe('secrets.metadata');
     expect(f.informers).toHaveLength(2);
   });
+
+  it('scopes namespaced kinds to WATCH_NAMESPACE by default, never a cluster-scoped kind', async () => {
+    const paths: string[] = [];
+    const recording: KubeClient = {
+      request: (req) => {
+        paths.push(req.path);
+        return Promise.reject(new Error('no API server in this test'));
+      },
+    };
+    const f = new InformerFactory({ kc, client: recording, namespaces: ['team-own'] });
+    const rbac = { group: 'rbac.authorization.k8s.io', version: 'v1' };
+    const bindings = f.informer({ ...rbac, plural: 'rolebindings' });
+    const clusterBindings = f.informer({ ...rbac, plural: 'clusterrolebindings' }, { clusterScoped: true });
+    bindings.start();
+    clusterBindings.start();
+    for (let i = 0; i < 100 && paths.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all([bindings.stop(), clusterBindings.stop()]);
+    expect(paths.map((p) => p.split('?')[0])).toEqual(
+      expect.arrayContaining([
+        '/apis/rbac.authorization.k8s.io/v1/namespaces/team-own/rolebindings',
+        '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+      ]),
+    );
+    expect(paths.some((p) => p.includes('/namespaces/team-own/clusterrolebindings'))).toBe(false);
+  });
 });
