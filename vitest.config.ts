@@ -10,7 +10,12 @@ export default defineConfig({
         test: {
           name: 'unit',
           // bench/: only the pure helpers' tests; the benchmarks themselves run with `make bench`.
-          include: ['operator/**/*.test.ts', 'hack/**/*.test.ts', 'bench/lib/**/*.test.ts'],
+          include: [
+            'packages/*/src/**/*.test.ts',
+            'operator/**/*.test.ts',
+            'hack/**/*.test.ts',
+            'bench/lib/**/*.test.ts',
+          ],
           environment: 'node',
         },
       },

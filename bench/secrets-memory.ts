@@ -18,8 +18,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { KubeConfig } from '@kubernetes/client-node';
+import { RestClient } from '@vworkspace/runtime';
 import { ROOT, startControlPlane } from '../hack/lib/controlplane.ts';
-import { RestClient } from '../operator/src/runtime/index.ts';
 import { eventually } from '../test/support/eventually.ts';
 import { OperatorProcess } from '../test/support/operator-process.ts';
 

@@ -5,7 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { isNotFound, type KubeClient } from '../operator/src/runtime/index.ts';
+import { isNotFound, type KubeClient } from '@vworkspace/runtime';
 import { eventually } from '../test/support/eventually.ts';
 import { helm } from '../test/support/helm.ts';
 import { postgresImage } from './images/apps/postgres.ts';

@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT, toYaml } from './bundle.ts';
+import { readTar } from './images/archive.ts';
 import { CONFIGS_LABEL } from './images/build.ts';
 import { type CraneOptions, configOf, copyImage, digestOf, exportImage } from './images/crane.ts';
 import {
@@ -39,7 +40,6 @@ import {
   repoName,
 } from './images/mirror.ts';
 import { skopeoCopy } from './images/skopeo.ts';
-import { readTar } from './images/tar.ts';
 import { PACKAGE_NAME } from './packaging/csv.ts';
 import { type FbcBlob, parseFbc } from './packaging/fbc.ts';
 import { runTool } from './packaging/tools.ts';

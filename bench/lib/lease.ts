@@ -7,7 +7,7 @@ import {
   isConflict,
   type LeaseObject as Lease,
   type RestClient,
-} from '../../operator/src/runtime/index.ts';
+} from '@vworkspace/runtime';
 import { OPERATOR_NAMESPACE } from './world.ts';
 
 const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/${OPERATOR_NAMESPACE}/leases/${DEFAULT_LEASE_NAME}`;

@@ -2,7 +2,7 @@
 // sides alike (operator's Operations and the peer's Jobs are timed by the same clock and the same
 // watch path, so its delivery delay cancels out in the comparison).
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { createInformer, type Informer, type RestClient } from '../../operator/src/runtime/index.ts';
+import { createInformer, type Informer, type RestClient } from '@vworkspace/runtime';
 
 export class Recorder<T extends KubernetesObject = KubernetesObject> {
   readonly seen = new Map<string, { at: number; obj: T }>();

@@ -8,10 +8,10 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { isAlreadyExists, RestClient } from '@vworkspace/runtime';
 import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
 import { type KwokCluster, startKwokCluster } from '../../hack/lib/kwok-cluster.ts';
 import { OPERATOR_NODE_FLAGS } from '../../operator/src/node-flags.ts';
-import { isAlreadyExists, RestClient } from '../../operator/src/runtime/index.ts';
 import { OperatorProcess } from '../../test/support/operator-process.ts';
 
 export const OPERATOR_NAMESPACE = 'vworkspace-system';

@@ -6,7 +6,7 @@
 // summary, no second status write. The child and the status are copies of ones the operator wrote in the
 // same run (bench/lib/floor.ts), so the bytes the API server handles are the operator's.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FIELD_MANAGER, PATCH_TYPES } from '../../operator/src/runtime/index.ts';
+import { FIELD_MANAGER, PATCH_TYPES } from '@vworkspace/runtime';
 import {
   FLOOR_LABEL,
   type FloorTemplate,

@@ -11,13 +11,13 @@
 // --profile adds a kube-apiserver CPU profile.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isNotFound } from '@vworkspace/runtime';
 import { makeServingCert } from '../../hack/lib/certs.ts';
 import {
   applyWebhookConfigurations,
   csvWebhookDefinitions,
   webhookConfigurations,
 } from '../../hack/lib/webhooks.ts';
-import { isNotFound } from '../../operator/src/runtime/index.ts';
 import type { FloorTemplate } from '../lib/floor.ts';
 import { holdLease, releaseLease } from '../lib/lease.ts';
 import { instance, job, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';

@@ -1,7 +1,8 @@
 // The project's images, assembled without a Docker daemon (see docs/adr/0005-images-and-mirroring.md):
 //
-//   <registry>/vworkspace-operator:v<V>         per version built: Node 24 + production node_modules +
-//                                                operator/src, user 65532, in a linux/amd64 image index
+//   <registry>/vworkspace-operator:v<V>         per version built: the Dockerfile's image (operator-image.ts):
+//                                                Node 24 + production node_modules + operator/, user
+//                                                65532, in a linux/amd64 image index
 //   <registry>/helm:<HELM_VERSION>              (helm: 'ours') the helm CLI runner, bin/helm, indexed too
 //   <registry>/vworkspace-operator-bundle:v<V>  a registry+v1 bundle per catalog version not yet published
 //   <registry>/vworkspace-operator-catalog:v<version>  opm serve + the catalog rendered for <registry>
@@ -14,7 +15,6 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { operatorNodeArgs } from '../../operator/src/node-flags.ts';
 import {
   createdAtFor,
   pinnedImages,
@@ -29,18 +29,11 @@ import { type Images, PACKAGE_NAME, PLATFORMS } from '../packaging/csv.ts';
 import { bundleName } from '../packaging/fbc.ts';
 import { type CatalogTemplate, parseTemplate, templateVersions } from '../packaging/template.ts';
 import { opmValidateFindings, runTool } from '../packaging/tools.ts';
-import {
-  fileEntry,
-  NONROOT,
-  nodeRuntime,
-  operatorSources,
-  productionNodeModules,
-  treeEntries,
-  userlandEntries,
-} from './contents.ts';
+import { caBundleEntry, fileEntry, NONROOT, treeEntries, userlandEntries } from './contents.ts';
 import { type CraneOptions, pushLayout } from './crane.ts';
 import {
   assembleImage,
+  assemblePlan,
   buildLayer,
   type Image,
   LayerCache,
@@ -48,6 +41,7 @@ import {
   platformIndex,
   writeOciLayout,
 } from './oci.ts';
+import { operatorPlan } from './operator-image.ts';
 import { renderBundleDir } from './opm.ts';
 
 /**
@@ -61,9 +55,7 @@ export const REPOS = {
   catalog: `${PACKAGE_NAME}-catalog`,
   helm: 'helm',
 } as const;
-export const APP_DIR = 'app';
 export const CONFIGS_LABEL = 'operators.operatorframework.io.index.configs.v1';
-const SOURCE = 'https://github.com/vworkspace/vworkspace-operator';
 
 export interface BuiltImage {
   /** operator-v0.1.0, helm, bundle-v0.1.0, catalog */
@@ -181,33 +173,8 @@ const layerCache = () => LayerCache.fromEnv(join(ROOT, 'bin/.layer-cache'));
 
 export function operatorImage(registry: string, version: string, epoch?: string): BuiltImage {
   const { created, mtime } = sourceDate(version, epoch);
-  const runtime = nodeRuntime(join(ROOT, 'node_modules/node/bin/node'));
   const cache = layerCache();
-  const layers = [
-    buildLayer('Node 24 (npm package node) and its shared libraries', runtime.entries, {
-      mtime,
-      ...(cache ? { cache } : {}),
-    }),
-    buildLayer('production node_modules', productionNodeModules(ROOT, APP_DIR), { mtime }),
-    buildLayer('operator sources', operatorSources(ROOT, APP_DIR), { mtime }),
-  ];
-  const image = assembleImage(layers, {
-    created,
-    user: `${NONROOT}:${NONROOT}`,
-    workingDir: `/${APP_DIR}`,
-    entrypoint: ['/usr/local/bin/node', ...operatorNodeArgs()],
-    env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
-    exposedPorts: ['8080/tcp', '8081/tcp', '9443/tcp'],
-    labels: {
-      'org.opencontainers.image.title': PACKAGE_NAME,
-      'org.opencontainers.image.description': 'Day-2 operations for Helm-deployed applications',
-      'org.opencontainers.image.source': SOURCE,
-      'org.opencontainers.image.licenses': 'Apache-2.0',
-      'org.opencontainers.image.version': version,
-      'org.opencontainers.image.created': created,
-      'io.vworkspace.image.runtime-libraries': runtime.packages,
-    },
-  });
+  const image = assemblePlan(operatorPlan(ROOT, version, created), { mtime, ...(cache ? { cache } : {}) });
   return built(`operator-v${version}`, `${registry}/${REPOS.operator}`, `v${version}`, image, indexed(image));
 }
 
@@ -220,7 +187,7 @@ export function helmImage(registry: string, version: string, epoch?: string): Bu
   if (!helmVersion) throw new Error('hack/versions.env has no HELM_VERSION');
   const entries = [
     fileEntry(join(ROOT, 'bin/helm'), 'usr/local/bin/helm', 0o755),
-    fileEntry('/etc/ssl/certs/ca-certificates.crt', 'etc/ssl/certs/ca-certificates.crt', 0o644),
+    caBundleEntry(),
     ...userlandEntries(),
   ];
   const image = assembleImage([buildLayer(`helm ${helmVersion} (bin/helm)`, entries, { mtime })], {

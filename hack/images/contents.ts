@@ -1,18 +1,24 @@
 // What goes into each image, read from the working tree and the build machine: the layers of the
-// operator, helm runner, bundle and catalog images as tar entries (hack/images/tar.ts).
+// operator, helm runner, bundle and catalog images as tar entries (hack/images/archive.ts).
 //
 // No base image can be pulled on these machines (no Docker daemon, no registry but the package
-// registries), so the operator image carries its own userland, the way distroless images are made:
-// the Node 24 binary of the `node` npm package (the one development runs on), the glibc/libstdc++
-// shared libraries that binary links against, taken from the build machine's Debian packages (their
-// versions are recorded in a label and their copyright files are included), and an /etc/passwd that
-// names the nonroot user 65532. The Go tools (helm, opm, grpc_health_probe) are static binaries.
+// registries), so the operator image carries its own stand-in for the Dockerfile's base
+// (gcr.io/distroless/nodejs24-debian12:nonroot), made the way distroless images are made and laid out
+// as that base is: the Node 24 binary of the `node` npm package (the one development runs on) at
+// /nodejs/bin/node, the glibc/libstdc++ shared libraries that binary links against, taken from the build
+// machine's Debian packages (their versions are recorded in a label and their copyright files are
+// included), the CA bundle, and distroless's /etc/passwd and /etc/group users (nonroot is 65532).
+// The Go tools (helm, opm, grpc_health_probe) are static binaries.
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
-import type { TarEntry } from './tar.ts';
+import type { TarEntry } from './archive.ts';
 
 export const NONROOT = 65532;
+/** Where the Dockerfile's base (distroless nodejs) has the Node binary, and so where ours has it. */
+export const NODE_BINARY = 'nodejs/bin/node';
+/** The CA bundle, where Debian keeps it and distroless's SSL_CERT_FILE points. */
+export const CA_BUNDLE = 'etc/ssl/certs/ca-certificates.crt';
 export const LIB_DIR = 'lib/x86_64-linux-gnu';
 /** The program interpreter the Node binary names (PT_INTERP). */
 export const INTERPRETER = 'lib64/ld-linux-x86-64.so.2';
@@ -54,19 +60,21 @@ export function treeEntries(
   return out;
 }
 
-/** passwd/group naming root and nonroot (65532), /tmp (sticky, world-writable) and nonroot's home. */
+/**
+ * The users and groups distroless images have (root, nobody 65534, nonroot 65532; groups tty and staff
+ * too), /tmp (sticky, world-writable) and nonroot's home.
+ */
 export function userlandEntries(): TarEntry[] {
   const text = (s: string) => Buffer.from(s);
+  const passwd = [
+    'root:x:0:0:root:/root:/sbin/nologin',
+    'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin',
+    `nonroot:x:${NONROOT}:${NONROOT}:nonroot:/home/nonroot:/sbin/nologin`,
+  ];
+  const group = ['root:x:0:', 'nobody:x:65534:', 'tty:x:5:', 'staff:x:50:', `nonroot:x:${NONROOT}:`];
   return [
-    {
-      path: 'etc/passwd',
-      type: 'file',
-      mode: 0o644,
-      data: text(
-        `root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:${NONROOT}:${NONROOT}:nonroot:/home/nonroot:/sbin/nologin\n`,
-      ),
-    },
-    { path: 'etc/group', type: 'file', mode: 0o644, data: text(`root:x:0:\nnonroot:x:${NONROOT}:\n`) },
+    { path: 'etc/passwd', type: 'file', mode: 0o644, data: text(`${passwd.join('\n')}\n`) },
+    { path: 'etc/group', type: 'file', mode: 0o644, data: text(`${group.join('\n')}\n`) },
     { path: 'etc/nsswitch.conf', type: 'file', mode: 0o644, data: text('hosts: files dns\n') },
     { path: 'tmp', type: 'dir', mode: 0o1777 },
     { path: 'home/nonroot', type: 'dir', mode: 0o700, uid: NONROOT, gid: NONROOT },
@@ -122,11 +130,16 @@ export interface Runtime {
   packages: string;
 }
 
+/** The build machine's CA bundle (Debian's ca-certificates), for https from inside an image. */
+export function caBundleEntry(): TarEntry {
+  return fileEntry(`/${CA_BUNDLE}`, CA_BUNDLE, 0o644);
+}
+
 /**
- * The Node binary at usr/local/bin/node and what it needs to start: its shared libraries (from the
+ * The Node binary at nodejs/bin/node and what it needs to start: its shared libraries (from the
  * build machine, resolved by ldd) under lib/x86_64-linux-gnu, the interpreter linked from lib64 with a
  * relative symlink (so an extracted image also runs with its own loader), the owning packages'
- * copyright files, and the userland files.
+ * copyright files, the CA bundle and the userland files.
  */
 export function nodeRuntime(nodeBinary: string): Runtime {
   const ldd = spawnSync('ldd', [nodeBinary], { encoding: 'utf8' });
@@ -136,7 +149,11 @@ export function nodeRuntime(nodeBinary: string): Runtime {
     throw new Error(
       `${nodeBinary} asks for interpreter ${interpreter}, not /${INTERPRETER} (not linux-x64 glibc?)`,
     );
-  const entries: TarEntry[] = [fileEntry(nodeBinary, 'usr/local/bin/node', 0o755), ...userlandEntries()];
+  const entries: TarEntry[] = [
+    fileEntry(nodeBinary, NODE_BINARY, 0o755),
+    caBundleEntry(),
+    ...userlandEntries(),
+  ];
   const loaderName = basename(interpreter);
   const all: SharedLibrary[] = [...libraries, { soname: loaderName, path: interpreter }];
   const packages = new Map<string, string>();
@@ -186,26 +203,30 @@ export function productionNodeModules(root: string, dest: string): TarEntry[] {
   if (ls.status !== 0) throw new Error(`npm ls --omit=dev failed (run npm install first):\n${ls.stderr}`);
   const entries: TarEntry[] = [];
   for (const dir of productionPackageDirs(root, ls.stdout)) {
-    // Nested node_modules/ are packages of their own, listed (or not, when they are dev-only) by npm ls.
+    // A workspace package is a link npm makes (node_modules/@vworkspace/runtime -> ../../packages/runtime),
+    // in the image as in the Dockerfile's npm ci; its files come with their own COPY.
+    if (lstatSync(join(root, dir)).isSymbolicLink()) {
+      const linkname = readlinkSync(join(root, dir));
+      entries.push({ path: `${dest}/${dir}`, type: 'symlink', mode: 0o777, linkname });
+      continue;
+    }
+    // The package's own node_modules/ holds packages of their own, listed (or not, when they are
+    // dev-only) by npm ls. A node_modules/ deeper in a package (pino's test fixtures have one) is
+    // the package's files, which npm ci installs too.
     entries.push(
-      ...treeEntries(
-        join(root, dir),
-        `${dest}/${dir}`,
-        (rel, isDir) => isDir && basename(rel) === 'node_modules',
-      ),
+      ...treeEntries(join(root, dir), `${dest}/${dir}`, (rel, isDir) => isDir && rel === 'node_modules'),
     );
   }
   return entries;
 }
 
-/** The operator's sources: package.json and operator/src without the unit tests beside the code. */
-export function operatorSources(root: string, dest: string): TarEntry[] {
-  return [
-    fileEntry(join(root, 'package.json'), `${dest}/package.json`, 0o644),
-    ...treeEntries(
-      join(root, 'operator/src'),
-      `${dest}/operator/src`,
-      (rel, isDir) => !isDir && rel.endsWith('.test.ts'),
-    ),
-  ];
+/** Workspace packages of the repository (packages/<name>, linked as node_modules/@vworkspace/<name>). */
+export const WORKSPACE_PACKAGES = ['runtime'] as const;
+
+/**
+ * A directory of the working tree (`operator`, `packages/runtime/src`) at `${dest}/${dir}`, without the
+ * unit tests beside the code (.dockerignore leaves them out too).
+ */
+export function sourceTree(root: string, dir: string, dest: string): TarEntry[] {
+  return treeEntries(join(root, dir), `${dest}/${dir}`, (rel, isDir) => !isDir && rel.endsWith('.test.ts'));
 }

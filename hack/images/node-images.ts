@@ -11,10 +11,10 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../bundle.ts';
+import type { TarEntry } from './archive.ts';
 import { type BuiltImage, sourceDate } from './build.ts';
 import { fileEntry, NONROOT, userlandEntries } from './contents.ts';
 import { assembleImage, buildLayer, type Image, type ImageSpec, LayerCache } from './oci.ts';
-import type { TarEntry } from './tar.ts';
 
 /** uid/gid of upstream's pause image: nobody's business but the sandbox's. */
 export const PAUSE_UID = 65535;

@@ -1,7 +1,8 @@
-// OCI images assembled in memory, without a daemon or a base image: gzip layers from tar bytes, the
-// image config, the manifest, and the OCI image layout directory that `crane push` uploads. Pure apart
-// from writeOciLayout; the same layers and spec always give the same manifest digest, so the digest of
-// an image is known before it is pushed (print-only mode, and the tests compare both).
+// OCI images assembled in memory, without a daemon or a base image: gzip layers from tar bytes
+// (archive.ts), the image config, the manifest, and the OCI image layout directory that `crane push`
+// uploads. Pure apart from writeOciLayout; the same layers and spec always give the same manifest
+// digest, so the digest of an image is known before it is pushed (print-only mode, and the tests
+// compare both).
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -15,7 +16,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { constants, gzipSync } from 'node:zlib';
-import { canonicalEntries, type TarEntry, type TarOptions, tarChunks } from './tar.ts';
+import { canonicalEntries, type TarEntry, type TarOptions, tarBytes } from './archive.ts';
 
 export const MEDIA_TYPES = {
   manifest: 'application/vnd.oci.image.manifest.v1+json',
@@ -53,7 +54,7 @@ export function buildLayer(
   opts: TarOptions & { cache?: LayerCache },
 ): Layer {
   const canonical = canonicalEntries(entries);
-  const tar = Buffer.concat(tarChunks(canonical, opts));
+  const tar = tarBytes(canonical, opts);
   const diffId = sha256(tar);
   const gz = opts.cache?.get(diffId) ?? gzipSync(tar, { level: 6, strategy: constants.Z_DEFAULT_STRATEGY });
   opts.cache?.put(diffId, gz);
@@ -122,6 +123,21 @@ export interface ImageSpec {
   os?: string;
 }
 
+/** What goes in one layer, before it is written. */
+export interface LayerPlan {
+  /** What the layer holds, recorded in the image history. */
+  name: string;
+  entries: TarEntry[];
+  /** Keep its gzip between builds (a large layer that seldom changes: LayerCache). */
+  cached?: boolean;
+}
+
+/** An image before its layers are written: what goes in each layer, and the config. */
+export interface ImagePlan {
+  layers: LayerPlan[];
+  spec: ImageSpec;
+}
+
 export interface Image {
   layers: Layer[];
   config: Buffer;
@@ -167,6 +183,17 @@ export function assembleImage(layers: readonly Layer[], spec: ImageSpec): Image 
     }),
   );
   return { layers: [...layers], config, configDigest, manifest, digest: sha256(manifest) };
+}
+
+/** The image of a plan, every layer dated `mtime`; `cache` serves the layers marked cached. */
+export function assemblePlan(plan: ImagePlan, opts: { mtime: number; cache?: LayerCache }): Image {
+  const layers = plan.layers.map((l) =>
+    buildLayer(l.name, l.entries, {
+      mtime: opts.mtime,
+      ...(l.cached && opts.cache ? { cache: opts.cache } : {}),
+    }),
+  );
+  return assembleImage(layers, plan.spec);
 }
 
 export interface Platform {

@@ -10,12 +10,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  isAlreadyExists,
-  isNotFound,
-  type KubeClient,
-  PATCH_TYPES,
-} from '../../operator/src/runtime/index.ts';
+import { isAlreadyExists, isNotFound, type KubeClient, PATCH_TYPES } from '@vworkspace/runtime';
 import { BIN, freePort } from './controlplane.ts';
 import { installCrds } from './crds.ts';
 import { type Proc, running, startProcess, stopProcess, tailFile } from './process.ts';

@@ -3,8 +3,8 @@
 // where the operator runs as a host process (fake pods cannot serve webhooks).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isNotFound, type KubeClient } from '@vworkspace/runtime';
 import { parse } from 'yaml';
-import { isNotFound, type KubeClient } from '../../operator/src/runtime/index.ts';
 import { ROOT } from './controlplane.ts';
 
 export interface WebhookDefinition {

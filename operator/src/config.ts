@@ -2,9 +2,9 @@
 // function of an env map, returning either a config or every problem at once.
 
 import { isIP } from 'node:net';
+import { DEFAULT_BURST } from '@vworkspace/runtime';
 import { DEFAULT_ACCESS_CACHE_SECONDS } from './admission/access-cache.ts';
-import { DEFAULT_BURST } from './runtime/kube-client.ts';
-import { parsePositiveDuration } from './schedule/duration.ts';
+import { parsePositiveDuration } from './time/duration.ts';
 
 export interface OperatorConfig {
   /** Namespace of the operator: the leader-election Lease and the catalog ConfigMaps live here. */

@@ -3,11 +3,11 @@
 // one lookup answers "the Operations on this target" without scanning the namespace.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { type Informer, keyOf } from '@vworkspace/runtime';
 import type { ApplicationInstance } from './api/applicationinstance.ts';
 import type { Operation } from './api/operation.ts';
-import { releaseRef } from './instance/status.ts';
-import { type Informer, keyOf } from './runtime/index.ts';
-import { type SchedulerKind, schedulerOwner } from './schedule/owner.ts';
+import { type SchedulerKind, schedulerOwner } from './api/scheduler-owner.ts';
+import { releaseRef } from './release/ref.ts';
 
 type Index<T> = { name: string; fn: (obj: T) => string | readonly string[] | undefined };
 

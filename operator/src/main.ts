@@ -7,6 +7,22 @@
 // on SIGTERM. Everything it runs is built by `buildOperator`, which tests call in-process.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  createLogger,
+  EventLoopMonitor,
+  EventRecorder,
+  InformerFactory,
+  type KubeConfigLike,
+  type Logger,
+  loadKubeConfig,
+  Manager,
+  ObjectWriter,
+  RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  realClock,
+  scopedTo,
+} from '@vworkspace/runtime';
 import { AccessCache } from './admission/access-cache.ts';
 import { createAdmissionHandlers, operatorIdentity } from './admission/handlers.ts';
 import { startWebhookServer } from './admission/server.ts';
@@ -17,21 +33,6 @@ import { adapterFor } from './engines/index.ts';
 import { SigningKeys } from './identity/signing-key.ts';
 import { setupInstanceController } from './instance/controller.ts';
 import { createOperationController } from './operation/controller.ts';
-import { realClock } from './runtime/clock.ts';
-import {
-  createLogger,
-  EventLoopMonitor,
-  EventRecorder,
-  InformerFactory,
-  type Logger,
-  Manager,
-  ObjectWriter,
-  RestClient,
-  RestMapper,
-  RuntimeMetrics,
-} from './runtime/index.ts';
-import { type KubeConfigLike, loadKubeConfig } from './runtime/kubeconfig.ts';
-import { scopedTo } from './runtime/multi-namespace.ts';
 import { setupCronController } from './schedule/cron-controller.ts';
 import { setupWatchController } from './schedule/watch-controller.ts';
 

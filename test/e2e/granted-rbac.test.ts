@@ -19,6 +19,7 @@
 // namespace where it is not. Last, a CronOperation's Operation — created by the operator's ServiceAccount,
 // which holds no type verb — is admitted on the CronOperation's authority (ADR 0011) and succeeds.
 import { KubeConfig } from '@kubernetes/client-node';
+import { type KubeClient, resourcePath } from '@vworkspace/runtime';
 import { describe, expect } from 'vitest';
 import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { PORTS, SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
@@ -31,7 +32,6 @@ import {
 import { CRON_OPERATION } from '../../operator/src/api/constants.ts';
 import type { CronOperation } from '../../operator/src/api/cronoperation.ts';
 import type { Operation } from '../../operator/src/api/operation.ts';
-import { type KubeClient, resourcePath } from '../../operator/src/runtime/index.ts';
 import { testClient } from '../support/clients.ts';
 import { eventually } from '../support/eventually.ts';
 import { EngineSimulator } from '../support/simulator.ts';

@@ -11,6 +11,7 @@
 // serving certificate it issued, the RBAC profile ClusterRoles, and the operator's own RBAC (read
 // cluster-wide, write nowhere until a profile is granted). No operator process runs in this journey.
 import { X509Certificate } from 'node:crypto';
+import { resourcePath } from '@vworkspace/runtime';
 import { describe, expect } from 'vitest';
 import { OLM_NAMESPACE, OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { csvWebhookDefinitions } from '../../hack/lib/webhooks.ts';
@@ -18,7 +19,6 @@ import { DEPLOYMENT_NAME, POD_LABELS, PORTS, SERVICE_ACCOUNT } from '../../hack/
 import { DEFAULT_CHANNEL } from '../../hack/packaging/manifests.ts';
 import { ALL_KINDS } from '../../operator/src/api/index.ts';
 import { profileClusterRoleName, RBAC_PROFILE_LIST } from '../../operator/src/rbac/profiles.ts';
-import { resourcePath } from '../../operator/src/runtime/index.ts';
 import {
   CURRENT_VERSION,
   csvName,

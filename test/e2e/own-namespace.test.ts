@@ -12,9 +12,9 @@
 // and run a RunCommand in team-own, and leave an Operation created in another namespace alone: the
 // API server never calls their webhook there, and no reconciler touches it.
 import { readFileSync } from 'node:fs';
+import { resourcePath } from '@vworkspace/runtime';
 import { describe, expect } from 'vitest';
 import { SERVICE_ACCOUNT, TARGET_NAMESPACES_ANNOTATION } from '../../hack/packaging/csv.ts';
-import { resourcePath } from '../../operator/src/runtime/index.ts';
 import { eventually } from '../support/eventually.ts';
 import {
   APP,

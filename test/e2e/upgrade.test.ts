@@ -19,6 +19,8 @@
 // Both bundles run the same operator code here (this checkout's operator/src, as host processes):
 // what this journey tests is OLM's handling of our bundles across versions (CRDs, CSV replacement,
 // RBAC, webhooks, Deployment) and that no stored object is lost or changed, not a code migration.
+
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { describe, expect } from 'vitest';
 import { OPERATORS_NAMESPACE } from '../../hack/lib/olm.ts';
 import { SERVICE_ACCOUNT } from '../../hack/packaging/csv.ts';
@@ -26,7 +28,6 @@ import { DEFAULT_CHANNEL } from '../../hack/packaging/manifests.ts';
 import { ANNOTATION_APPROVE, ANNOTATION_APPROVED_BY } from '../../operator/src/api/annotations.ts';
 import { ALL_KINDS } from '../../operator/src/api/index.ts';
 import type { Operation } from '../../operator/src/api/operation.ts';
-import { PATCH_TYPES } from '../../operator/src/runtime/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { EngineSimulator } from '../support/simulator.ts';
 import {

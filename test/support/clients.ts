@@ -2,7 +2,7 @@
 // a test that polls or sets up objects is not the code under test, so its client is unthrottled — paced,
 // the engine simulator's ten lists per pass stretched simulator.test.ts from 12 s to 60 s.
 import { KubeConfig } from '@kubernetes/client-node';
-import { RestClient } from '../../operator/src/runtime/kube-client.ts';
+import { RestClient } from '@vworkspace/runtime';
 
 /** A RestClient for a test's own requests (and the in-process controllers tests start): unthrottled. */
 export function testClient(kc: KubeConfig): RestClient {

@@ -37,14 +37,9 @@
 // Job is what those tests check.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound, type KubeClient, PATCH_TYPES, resourcePath } from '@vworkspace/runtime';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../../operator/src/api/annotations.ts';
 import { OPERATION } from '../../operator/src/api/constants.ts';
-import {
-  isNotFound,
-  type KubeClient,
-  PATCH_TYPES,
-  resourcePath,
-} from '../../operator/src/runtime/kube-client.ts';
 
 export const ANNOTATION_OUTCOME = 'simulator.vworkspace.io/outcome';
 /** The outcome that never finishes: the object stays in progress until cancelled or deleted. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TarEntry } from '../tar.ts';
+import type { TarEntry } from '../archive.ts';
 import { POSTGRES_ENTRYPOINT, postgresEntries, postgresMajor, postgresPath } from './postgres.ts';
 
 const file = (path: string): TarEntry => ({ path, type: 'file', mode: 0o755, data: new Uint8Array([1]) });

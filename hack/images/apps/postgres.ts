@@ -13,10 +13,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
+import type { TarEntry } from '../archive.ts';
 import type { BuiltImage } from '../build.ts';
 import { NONROOT, treeEntries, userlandEntries } from '../contents.ts';
 import { applets, busyboxEntries, debianTag, engineLayerCache, image, pinned } from '../node-images.ts';
-import type { TarEntry } from '../tar.ts';
 
 export const POSTGRES_ENTRYPOINT = '/usr/local/bin/postgres-entrypoint';
 const SCRIPTS = join(ROOT, 'hack/images/apps/postgres');

@@ -11,11 +11,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
+import type { TarEntry } from '../archive.ts';
 import { type BuiltImage, sourceDate } from '../build.ts';
 import { fileEntry, NONROOT, userlandEntries } from '../contents.ts';
 import { pinned } from '../node-images.ts';
 import { assembleImage, buildLayer, type ImageSpec, LayerCache } from '../oci.ts';
-import type { TarEntry } from '../tar.ts';
 
 export interface ArgoImages {
   controller: BuiltImage;

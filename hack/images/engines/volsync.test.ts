@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TarEntry } from '../tar.ts';
+import type { TarEntry } from '../archive.ts';
 import { ENTRY_SH, moverEntries, resticTag } from './volsync.ts';
 
 const tree: TarEntry[] = [

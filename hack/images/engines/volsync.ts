@@ -13,10 +13,10 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../bundle.ts';
+import type { TarEntry } from '../archive.ts';
 import type { BuiltImage } from '../build.ts';
 import { fileEntry, NONROOT, treeEntries, userlandEntries } from '../contents.ts';
 import { busyboxEntries, image, pinned } from '../node-images.ts';
-import type { TarEntry } from '../tar.ts';
 
 export interface VolSyncImages {
   controller: BuiltImage;

@@ -4,7 +4,7 @@
 // schema migrations it recorded, its checkpoint counter.
 import { PassThrough } from 'node:stream';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
-import type { KubeClient } from '../../../operator/src/runtime/index.ts';
+import type { KubeClient } from '@vworkspace/runtime';
 import { eventually } from '../../../test/support/eventually.ts';
 
 /** The pod and container the chart runs (test/fixtures/charts/postgres): one StatefulSet replica. */

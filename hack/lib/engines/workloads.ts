@@ -1,7 +1,7 @@
 // What every engine installer does on a running RealNode: push its images, apply its objects, and wait
 // until its Deployments and DaemonSets have ready pods (with the pods' own words when they do not).
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { KubeClient } from '../../../operator/src/runtime/index.ts';
+import type { KubeClient } from '@vworkspace/runtime';
 import type { BuiltImage } from '../../images/build.ts';
 import { pushBuilt } from '../../images/build.ts';
 import { apply, type RealNode } from '../real-node.ts';

@@ -1,6 +1,6 @@
+import type { KubeClient } from '@vworkspace/runtime';
+import { FakeClock } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../runtime/clock.ts';
-import type { KubeClient } from '../runtime/kube-client.ts';
 import { AccessCache } from './access-cache.ts';
 import { reviewAccess } from './sar.ts';
 

@@ -4,7 +4,7 @@
 // Operations in a burst then pays the review once, not per request. Only "allowed" is kept: a denial is
 // asked again every time, so a new grant works at once; a revoked grant is honoured by the webhook
 // within the TTL (ADMISSION_ACCESS_CACHE_SECONDS; 0 turns the memory off). Pure apart from the clock.
-import type { Clock } from '../runtime/clock.ts';
+import type { Clock } from '@vworkspace/runtime';
 import type { AccessResult } from './decision.ts';
 
 export const DEFAULT_ACCESS_CACHE_SECONDS = 10;

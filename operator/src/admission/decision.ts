@@ -2,11 +2,11 @@
 // problems become one AdmissionResponse. Pure: no I/O.
 
 import type { Template } from '../catalog/index.ts';
+import type { Lookup } from '../catalog/lookup.ts';
 import type { SigningKeySource } from '../identity/signing-key.ts';
 import { type AdmissionResponse, allow, deny, type StatusCause } from './review.ts';
 
-/** A fact the handler looked up: its value, or a transient failure (the request is denied with "retry"). */
-export type Lookup<T> = { ok: true; value: T } | { ok: false; message: string };
+export type { Lookup };
 
 /** The ApplicationInstance fields the decisions read. */
 export interface TargetInstance {

@@ -6,12 +6,12 @@
 // is ever admitted on a guess. Every lookup is a read, so the webhooks are sideEffects: None and
 // `--dry-run=server` gets the same answer.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound, type KubeClient, resourcePath } from '@vworkspace/runtime';
 import { APPLICATION_INSTANCE, OPERATION, OPS_GROUP, VERSION_V1ALPHA1 } from '../api/constants.ts';
 import type { Operation } from '../api/operation.ts';
 import type { Template } from '../catalog/index.ts';
 import type { SigningKeySource } from '../identity/signing-key.ts';
 import { isDryRun } from '../operation/history.ts';
-import { isNotFound, type KubeClient, resourcePath } from '../runtime/kube-client.ts';
 import type { AccessCache } from './access-cache.ts';
 import {
   type AccessResult,

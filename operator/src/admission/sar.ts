@@ -4,8 +4,9 @@
 // deputy). The review carries the request's whole userInfo (user, groups, uid, extra), so
 // impersonation, group grants and scoped tokens are judged exactly as the API server judged the request.
 // Needs `create subjectaccessreviews` (authorization.k8s.io) in the operator's ClusterRole.
+
+import type { KubeClient } from '@vworkspace/runtime';
 import { APPS_GROUP, OPERATION, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
-import type { KubeClient } from '../runtime/kube-client.ts';
 import type { AccessCache } from './access-cache.ts';
 import type { AccessCheck, AccessResult, Lookup } from './decision.ts';
 import type { UserInfo } from './review.ts';

@@ -24,8 +24,8 @@
 import { ANNOTATION_RUN_NOW, ANNOTATION_SKIP_NEXT } from '../api/annotations.ts';
 import { MAX_RUN_NOW_LENGTH } from '../api/cronoperation.ts';
 import { matchTemplateTarget, type Template } from '../catalog/index.ts';
-import { validateSchedule } from '../schedule/cron.ts';
 import { fromProblem, parameterProblem } from '../schedule/trigger-parameters.ts';
+import { validateSchedule } from '../time/cron.ts';
 import {
   annotationPath,
   annotationsOf,

@@ -1,6 +1,7 @@
 // CronOperation (ops.vworkspace.io/v1alpha1): creates Operations on a cron schedule in a time zone.
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { type Static, Type } from '@sinclair/typebox';
+import { CatchUpSchema, catchUpAllRule } from './catch-up.ts';
 import { CATEGORY, CRON_OPERATION, MAX_SCHEDULER_NAME_LENGTH } from './constants.ts';
 import type { KindDefinition } from './crd.ts';
 import {
@@ -58,9 +59,10 @@ export const CronOperationSpecSchema = Type.Object(
         format: 'int64',
         minimum: 1,
         description:
-          'How late (seconds after the scheduled time) an Operation may still be created, e.g. after operator downtime. A slot missed by more is not run: it is recorded in status.missedSlots and as an Event, and the schedule moves on. After downtime only the most recent missed slot runs, never a burst. Unset: no deadline.',
+          'How late (seconds after the scheduled time) an Operation may still be created, e.g. after operator downtime. A slot missed by more is not run: it is recorded in status.missedSlots and as an Event, and the schedule moves on. After downtime only the most recent missed slot runs, never a burst, unless spec.catchUp says otherwise. Unset: no deadline.',
       }),
     ),
+    catchUp: Type.Optional(CatchUpSchema),
     concurrencyPolicy: Type.Optional(
       concurrencyPolicyField(
         'a run is due',
@@ -88,7 +90,7 @@ export const CronOperationSpecSchema = Type.Object(
   {
     description:
       'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only, or ops.vworkspace.io/run-now: <any new value> to run now.',
-    'x-kubernetes-validations': [oneTargetRule()],
+    'x-kubernetes-validations': [oneTargetRule(), catchUpAllRule()],
   },
 );
 export type CronOperationSpec = Static<typeof CronOperationSpecSchema>;
@@ -111,6 +113,7 @@ export const MISSED_SLOT_REASONS = [
   'ConcurrencyForbidden',
   'OperationRefused',
   'TargetPaused',
+  'CatchUpSkipped',
 ] as const;
 
 export const MissedSlotSchema = Type.Object(
@@ -120,7 +123,7 @@ export const MissedSlotSchema = Type.Object(
     reason: Type.Optional(
       StringEnum(MISSED_SLOT_REASONS, {
         description:
-          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late), ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running), TargetPaused (the target carried ops.vworkspace.io/paused: "true") or OperationRefused (the API server or the admission webhook refused to create the Operation; the Ready condition says why).',
+          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late), ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running), TargetPaused (the target carried ops.vworkspace.io/paused: "true"), CatchUpSkipped (missed while the operator was down, and spec.catchUp did not pick it) or OperationRefused (the API server or the admission webhook refused to create the Operation; the Ready condition says why).',
       }),
     ),
   },

@@ -7,6 +7,7 @@ import { watchOperationKind } from './watchoperation.ts';
 
 export * from './annotations.ts';
 export * from './applicationinstance.ts';
+export * from './catch-up.ts';
 export * from './constants.ts';
 export * from './cronoperation.ts';
 export * from './enums.ts';

@@ -3,7 +3,7 @@
 // Pure; shared by the catalog loader, the admission webhook and the reconciler.
 import { type Engine, engineSupportsType, type OperationType } from '../api/enums.ts';
 import type { ParameterSource } from '../api/parameters-from.ts';
-import { parsePositiveDuration } from '../schedule/duration.ts';
+import { parsePositiveDuration } from '../time/duration.ts';
 import { compileOpenApiSchema, type JsonSchema, SchemaError } from './schema-validation.ts';
 import type { Template } from './template.ts';
 

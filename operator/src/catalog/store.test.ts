@@ -1,7 +1,7 @@
+import { Informer } from '@vworkspace/runtime';
+import { MemoryResource } from '@vworkspace/runtime/testing';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { Informer } from '../runtime/informer.ts';
-import { MemoryResource } from '../runtime/testing.ts';
 import { CATALOG_ENTRY_SKIPPED, type CatalogConfigMap, CatalogStore } from './store.ts';
 import { aTemplate, catalogConfigMap } from './testing.ts';
 

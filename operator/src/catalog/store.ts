@@ -8,15 +8,13 @@
 // The webhook and the reconcilers read templates from here. Reading is synchronous and cheap: the
 // merged result is computed once per change, never per request.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeClient, KubeConfigLike } from '@vworkspace/runtime';
+import { createInformer, type Informer, type Logger, silentLogger } from '@vworkspace/runtime';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Lookup } from '../admission/decision.ts';
 import { LABEL_CATALOG } from '../api/annotations.ts';
-import { createInformer, type Informer } from '../runtime/informer.ts';
-import type { KubeClient } from '../runtime/kube-client.ts';
-import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { type Logger, silentLogger } from '../runtime/logger.ts';
-import { validateWindow } from '../schedule/window.ts';
+import { validateWindow } from '../time/window.ts';
 import { type Catalog, emptyCatalog } from './catalog-schema.ts';
+import type { Lookup } from './lookup.ts';
 import { mergeTemplates } from './merge.ts';
 import { type CatalogProblem, type ConfigMapLike, parseCatalog } from './parse.ts';
 import type { EffectiveTemplate, Template } from './template.ts';

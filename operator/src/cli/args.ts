@@ -19,7 +19,8 @@ export type Command =
   | { cmd: 'approve'; name: string }
   | { cmd: 'cancel'; name: string }
   | { cmd: 'status'; ref: ObjectRef; watch: boolean }
-  | { cmd: 'history'; ref?: ObjectRef; type?: string; limit: number };
+  | { cmd: 'history'; ref?: ObjectRef; type?: string; limit: number }
+  | { cmd: 'backfill'; name: string; from: Date; to: Date };
 
 export type Parsed = { ok: true; globals: Globals; command: Command } | { ok: false; message: string };
 
@@ -33,6 +34,9 @@ Usage:
   kubectl vws restore <instance> [--from <namespace>] [--backup <name>] [--name <name>] [-w]
         restore the instance from its newest velero Backup (or --backup) made in --from (default: this
         namespace), also when the instance is gone; another namespace is a clone into this one
+  kubectl vws backfill cronoperation/<name> --from <RFC 3339> --to <RFC 3339>
+        create, as you, the Operations of the CronOperation's slots in [from, to] (at most 50), named as
+        the scheduled runs are: a slot that already ran is reported and not run again
   kubectl vws approve <operation>         approve an Operation waiting for approval
   kubectl vws cancel <operation>          cancel an Operation (its engine child is stopped)
   kubectl vws status <operation> | cronoperation/<name> | watchoperation/<name> | applicationinstance/<name> [-w]
@@ -118,6 +122,7 @@ const VALUE_FLAGS = new Set([
   '--limit',
   '--from',
   '--backup',
+  '--to',
 ]);
 
 /** Splits flags (`--x v`, `--x=v`) from positionals. */
@@ -185,13 +190,18 @@ export function parseArgs(argv: readonly string[]): Parsed {
       case '--limit':
       case '--from':
       case '--backup':
+      case '--to':
         opts[flag.slice(2)] = v;
         break;
       default:
         return { ok: false, message: `unknown flag ${flag}\n\n${USAGE}` };
     }
   }
-  const [verb, object, ...rest] = s.positional;
+  const [verb, first, ...more] = s.positional;
+  // `backfill cronoperation <name>` as kubectl writes it, besides `backfill cronoperation/<name>`.
+  const spaced = verb === 'backfill' && first !== undefined && !first.includes('/') && more.length > 0;
+  const object = spaced ? `${first}/${more[0]}` : first;
+  const rest = spaced ? more.slice(1) : more;
   if (!verb) return { ok: true, globals, command: { cmd: 'help', text: USAGE } };
   if (rest.length > 0) return { ok: false, message: `unexpected argument "${rest[0]}"` };
   const str = (k: string) => (typeof opts[k] === 'string' ? (opts[k] as string) : undefined);
@@ -201,6 +211,18 @@ export function parseArgs(argv: readonly string[]): Parsed {
   });
   const watch = opts.watch === true;
   switch (verb) {
+    case 'backfill': {
+      if (!object) return need('name cronoperation/<name>');
+      const ref = parseRef(object, 'cronoperation');
+      if (typeof ref === 'string') return need(ref);
+      if (ref.kind !== 'cronoperation')
+        return need(`cannot backfill a ${ref.kind}: name cronoperation/<name>`);
+      const from = parseInstant(str('from'), '--from');
+      const to = parseInstant(str('to'), '--to');
+      if (typeof from === 'string') return need(from);
+      if (typeof to === 'string') return need(to);
+      return { ok: true, globals, command: { cmd: 'backfill', name: ref.name, from, to } };
+    }
     case 'run': {
       if (!object) return need('name cronoperation/<name> or template/<name>');
       const ref = parseRef(object, 'cronoperation');
@@ -300,4 +322,15 @@ export function parseArgs(argv: readonly string[]): Parsed {
     default:
       return { ok: false, message: `unknown command "${verb}"\n\n${USAGE}` };
   }
+}
+
+/** An RFC 3339 instant with its offset (2025-03-01T00:00:00Z), or what is wrong with it. */
+function parseInstant(text: string | undefined, flag: string): Date | string {
+  if (text === undefined) return `${flag} <RFC 3339 time> is required, e.g. ${flag} 2025-03-01T00:00:00Z`;
+  const ms = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/i.test(text)
+    ? Date.parse(text)
+    : Number.NaN;
+  return Number.isNaN(ms)
+    ? `${flag} "${text}" is not an RFC 3339 time with a zone, e.g. 2025-03-01T00:00:00Z or 2025-03-01T02:00:00+02:00`
+    : new Date(ms);
 }

@@ -7,7 +7,16 @@
 
 import { KubeConfig } from '@kubernetes/client-node';
 import {
+  formatTime,
+  KubeApiError,
+  kubeListerWatcher,
+  PATCH_TYPES,
+  RestClient,
+  resourcePath,
+} from '@vworkspace/runtime';
+import {
   APPLICATION_INSTANCE,
+  type ApplicationInstance,
   CRON_OPERATION,
   type CronOperation,
   OPERATION,
@@ -17,9 +26,8 @@ import {
 } from '../api/index.ts';
 import { printable } from '../api/printable.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
-import { kubeListerWatcher } from '../runtime/informer.ts';
-import { KubeApiError, PATCH_TYPES, RestClient, resourcePath } from '../runtime/kube-client.ts';
 import { type Command, type Globals, parseArgs } from './args.ts';
+import { backfillOperation, backfillSlots, backfillTargets } from './backfill.ts';
 import {
   cronStatus,
   historyTable,
@@ -265,6 +273,62 @@ async function history(
   return 0;
 }
 
+/**
+ * Creates, as the user, the Operations of a CronOperation's slots in [from, to]. An existing one (the slot
+ * ran, or was backfilled) is reported and left alone; any other refusal is printed as the server says it,
+ * and the rest still go. Exit 0 when every slot has its Operation.
+ */
+async function backfill(s: Session, c: Extract<Command, { cmd: 'backfill' }>, io: Io): Promise<number> {
+  const cron = await s.get<CronOperation>(CRON_OPERATION, c.name);
+  const planned = backfillSlots(cron, c.from, c.to, new Date());
+  if (!planned.ok) {
+    io.err(`error: ${planned.message}`);
+    return 1;
+  }
+  const instances = cron.spec.targetSelector
+    ? (
+        await s.client.request<{ items: ApplicationInstance[] }>({
+          method: 'GET',
+          path: s.path(APPLICATION_INSTANCE),
+        })
+      ).items
+    : await s
+        .get<ApplicationInstance>(
+          APPLICATION_INSTANCE,
+          cron.spec.operationTemplate.spec.targetRef?.name ?? '',
+        )
+        .then(
+          (i) => [i],
+          () => [], // object.* substitutions then keep the template's values, as for the operator
+        );
+  const byName = new Map(instances.map((i) => [i.metadata.name ?? '', i]));
+  let failed = 0;
+  for (const slot of planned.slots) {
+    for (const target of backfillTargets(cron, instances)) {
+      const op = backfillOperation(cron, slot, target, byName.get(target));
+      const name = op.metadata.name ?? '';
+      const at = formatTime(slot);
+      try {
+        await s.client.request<Operation>({ method: 'POST', path: s.path(OPERATION), body: op });
+        io.out(`operation.ops.vworkspace.io/${name} created (slot ${at})`);
+      } catch (err) {
+        if (err instanceof KubeApiError && err.code === 409) {
+          io.out(`operation.ops.vworkspace.io/${name} already exists (slot ${at} ran before): not run again`);
+          continue;
+        }
+        if (!(err instanceof KubeApiError)) throw err;
+        failed++;
+        const body = typeof err.body === 'object' ? err.body : undefined;
+        io.err(
+          `Error from server (${body?.reason ?? err.code}) for slot ${at}: ${body?.message ?? err.message}`,
+        );
+      }
+    }
+  }
+  if (planned.slots.length === 0) io.out(`no slot of "${cron.spec.schedule}" falls in the range`);
+  return failed > 0 ? 1 : 0;
+}
+
 export async function main(argv: readonly string[], io: Io): Promise<number> {
   const parsed = parseArgs(argv);
   if (!parsed.ok) {
@@ -297,6 +361,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return await status(s, c, io);
       case 'history':
         return await history(s, c, parsed.globals.allNamespaces, io);
+      case 'backfill':
+        return await backfill(s, c, io);
     }
   } catch (err) {
     // As kubectl says it: the API server's reason and message (a webhook denial names the field).

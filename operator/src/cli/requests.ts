@@ -12,9 +12,9 @@ import {
   OPERATION_TYPES,
   type Operation,
 } from '../api/index.ts';
+import { schedulerOwner } from '../api/scheduler-owner.ts';
 import type { Template } from '../catalog/index.ts';
 import { runId } from '../schedule/cron-decide.ts';
-import { schedulerOwner } from '../schedule/owner.ts';
 import type { ObjectRef } from './object-ref.ts';
 
 export const runNowPatch = (value: string) => ({

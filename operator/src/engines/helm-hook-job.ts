@@ -14,7 +14,7 @@ import { ANNOTATION_HELM_HOOK, ANNOTATION_HELM_HOOK_STEP, LABEL_OPERATION } from
 import { allowedServiceAccounts, serviceAccountDenial } from '../catalog/grants.ts';
 import { effectivePolicy } from '../catalog/policy.ts';
 import { DEFAULT_MIGRATION_HOOK_EVENT } from '../catalog/templates/fragments.ts';
-import type { ReleaseHook } from '../instance/helm-release.ts';
+import type { ReleaseHook } from '../release/helm-release.ts';
 import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
 import { asManifest, at, isRecord, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';

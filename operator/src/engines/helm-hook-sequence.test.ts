@@ -4,7 +4,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_HELM_HOOK, ANNOTATION_HELM_HOOK_STEP } from '../api/annotations.ts';
-import type { ReleaseHook } from '../instance/helm-release.ts';
+import type { ReleaseHook } from '../release/helm-release.ts';
 import { helmHookJobAdapter, hookJobsFor } from './helm-hook-job.ts';
 import {
   aHookJob,

@@ -15,7 +15,7 @@ import {
 } from '../api/applicationinstance.ts';
 import type { Template } from '../catalog/template.ts';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT, VALUES_KEY_PATTERN } from '../catalog/templates/fragments.ts';
-import { parsePositiveDuration } from '../schedule/duration.ts';
+import { parsePositiveDuration } from '../time/duration.ts';
 import { refuseUngranted } from './grants.ts';
 import {
   cancelRollback,

@@ -10,7 +10,7 @@ import type { Operation, OperationSpec } from '../api/operation.ts';
 import { validateParameters } from '../catalog/parameters.ts';
 import type { EffectiveTemplate, Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
-import type { ReleaseHook } from '../instance/helm-release.ts';
+import type { ReleaseHook } from '../release/helm-release.ts';
 import type { ChildManifest, EngineEnvironment, MaterializeInput } from './types.ts';
 
 export interface OperationOptions {

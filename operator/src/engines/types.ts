@@ -7,7 +7,7 @@ import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { Engine, OperationType } from '../api/enums.ts';
 import type { Operation } from '../api/operation.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
-import type { ReleaseHook } from '../instance/helm-release.ts';
+import type { ReleaseHook } from '../release/helm-release.ts';
 
 /** A child object exactly as it will be created (apiVersion, kind, metadata.name/namespace set). */
 export type ChildManifest = KubernetesObject & {

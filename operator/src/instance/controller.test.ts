@@ -1,6 +1,4 @@
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
 import {
   EventRecorder,
   InformerFactory,
@@ -9,10 +7,12 @@ import {
   Manager,
   RestMapper,
   RuntimeMetrics,
-} from '../runtime/index.ts';
-import { MemoryApiServer } from '../runtime/testing.ts';
+} from '@vworkspace/runtime';
+import { MemoryApiServer } from '@vworkspace/runtime/testing';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import { helmReleaseSecrets, instanceKeysForSecret, setupInstanceController } from './controller.ts';
-import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from './helm-release.ts';
 import { RELEASE_RECORD_UNREADABLE } from './reconciler.ts';
 
 type HelmSecret = SecretLike & { apiVersion: string; kind: string; metadata: { name: string } };

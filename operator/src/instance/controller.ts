@@ -16,16 +16,6 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  CONDITION_SUCCEEDED,
-  CRON_OPERATION,
-  type CronOperation,
-  OPERATION,
-  type Operation,
-} from '../api/index.ts';
-import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
-import {
   Client,
   type Clock,
   type Controller,
@@ -43,12 +33,23 @@ import {
   resourcePath,
   splitKey,
   type WatchSource,
-} from '../runtime/index.ts';
-import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from './helm-release.ts';
-import { cronTargets } from './operations-summary.ts';
+} from '@vworkspace/runtime';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CONDITION_SUCCEEDED,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
+import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
+import { cronTargets } from '../schedule/targets.ts';
 import { type CatalogSource, InstanceReconciler } from './reconciler.ts';
 import type { ReadSecret, ReleaseRecords } from './release-records.ts';
-import { readyReason, releaseRef } from './status.ts';
+import { readyReason } from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
 

@@ -12,7 +12,7 @@ import {
   type OperationsOfType,
   TERMINAL_PHASES,
 } from '../api/index.ts';
-import { matchesLabelSelector } from '../catalog/selectors.ts';
+import { cronTargets } from '../schedule/targets.ts';
 
 type Ref = NonNullable<OperationsOfType['last']>;
 
@@ -70,14 +70,6 @@ export function summarizeOperations(
     });
   }
   return out;
-}
-
-/** Does the CronOperation create Operations for `instance` (its fixed target, or its fleet selector)? */
-export function cronTargets(cron: CronOperation, instance: ApplicationInstance): boolean {
-  if (cron.metadata.namespace !== instance.metadata.namespace) return false;
-  const selector = cron.spec.targetSelector;
-  if (selector) return matchesLabelSelector(selector, instance.metadata.labels ?? {});
-  return cron.spec.operationTemplate.spec.targetRef?.name === instance.metadata.name;
 }
 
 /** The earliest status.nextScheduleTime of the (not suspended) CronOperations that target the instance. */

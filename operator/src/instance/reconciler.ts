@@ -11,17 +11,6 @@
 // must NEVER be logged or put in an Event: name the Secret at most.
 
 import {
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  type ApplicationInstanceStatus,
-  CRON_OPERATION,
-  type CronOperation,
-  OPERATION,
-  type Operation,
-} from '../api/index.ts';
-import type { Catalog } from '../catalog/catalog-schema.ts';
-import { INSTANCES_BY_RELEASE, OPERATIONS_BY_TARGET } from '../indexes.ts';
-import {
   type Client,
   type Clock,
   type EventRecorder,
@@ -33,12 +22,24 @@ import {
   type Reconciler,
   type Request,
   type Result,
-} from '../runtime/index.ts';
+} from '@vworkspace/runtime';
+import {
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  type ApplicationInstanceStatus,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
+import type { Catalog } from '../catalog/catalog-schema.ts';
+import { INSTANCES_BY_RELEASE, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import { releaseClaimant, releaseClaimedMessage } from '../release/claim.ts';
+import type { ReadyReason, ReleaseRecord } from '../release/helm-release.ts';
+import { latestRelease } from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
 import { type CapabilityPlan, planCapabilities } from './capabilities.ts';
-import type { ReadyReason, ReleaseRecord } from './helm-release.ts';
-import { latestRelease } from './helm-release.ts';
 import { nextScheduledRun, summarizeOperations } from './operations-summary.ts';
-import { releaseClaimant, releaseClaimedMessage } from './release-claim.ts';
 import { type ReadSecret, ReleaseRecords } from './release-records.ts';
 import {
   computeInstanceStatus,
@@ -47,7 +48,6 @@ import {
   type ReleaseFacts,
   readyReason,
   releaseNamespaceForbidden,
-  releaseRef,
 } from './status.ts';
 
 /**

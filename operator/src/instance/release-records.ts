@@ -4,8 +4,8 @@
 // that revision's resourceVersion is new to it. What it keeps is the few fields status and capabilities
 // need (ReleaseRecord); the payload (the gzipped release, rendered values included) is dropped as soon as
 // those are taken, so no Secret content outlives the read.
-import type { ReleaseRecord, SecretLike } from './helm-release.ts';
-import { decodeReleaseSecret } from './helm-release.ts';
+import type { ReleaseRecord, SecretLike } from '../release/helm-release.ts';
+import { decodeReleaseSecret } from '../release/helm-release.ts';
 
 /** Reads one Secret in full; undefined when it no longer exists. */
 export type ReadSecret = (

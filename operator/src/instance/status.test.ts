@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
-import type { ReleaseRecord } from './helm-release.ts';
-import {
-  computeInstanceStatus,
-  eventTypeFor,
-  readyReason,
-  releaseNamespaceForbidden,
-  releaseRef,
-} from './status.ts';
+import type { ReleaseRecord } from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
+import { computeInstanceStatus, eventTypeFor, readyReason, releaseNamespaceForbidden } from './status.ts';
 
 const T0 = '2025-01-01T00:00:00Z';
 const T1 = '2025-01-01T01:00:00Z';

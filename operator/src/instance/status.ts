@@ -6,20 +6,18 @@
 // not decide (status.capabilities, which the controller sets from the capability plan, conditions
 // other than Ready) are carried over unchanged.
 
+import { type Condition, findCondition, setCondition } from '@vworkspace/runtime';
 import type { ChartSource } from '../api/applicationinstance.ts';
 import type { ApplicationInstance, ApplicationInstanceStatus } from '../api/index.ts';
-import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';
-import { type ReadyReason, type ReadyState, type ReleaseRecord, readyFromRelease } from './helm-release.ts';
+import {
+  type ReadyReason,
+  type ReadyState,
+  type ReleaseRecord,
+  readyFromRelease,
+} from '../release/helm-release.ts';
+import { releaseRef } from '../release/ref.ts';
 
 export const READY = 'Ready';
-
-/** Where the instance's release lives: spec.release.namespace, defaulting to the instance's own. */
-export function releaseRef(instance: ApplicationInstance): { name: string; namespace: string } {
-  return {
-    name: instance.spec.release.name,
-    namespace: instance.spec.release.namespace || (instance.metadata.namespace ?? ''),
-  };
-}
 
 /**
  * Why the instance's release may not be read, or undefined when it may. An instance describes a release

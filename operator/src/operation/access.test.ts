@@ -1,6 +1,6 @@
+import { FakeClock } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
 import type { AccessAttributes } from '../rbac/profiles.ts';
-import { FakeClock } from '../runtime/clock.ts';
 import { AccessCache, type AccessReviewer } from './access.ts';
 
 /** A reviewer whose answers the test releases: counts the reviews it was asked for. */

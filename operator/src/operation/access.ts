@@ -5,11 +5,10 @@
 // A failed review is a transient error (thrown): the Operation is retried with backoff, never failed.
 // The same cache, with a SubjectAccessReviewer, keeps the reviews of stamped requesters (admitted.ts).
 
+import type { Clock, KubeClient } from '@vworkspace/runtime';
+import { realClock } from '@vworkspace/runtime';
 import { APPS_GROUP, PLURAL_APPLICATION_INSTANCES } from '../api/constants.ts';
 import { type AccessAttributes, profileChecks, rbacProfile } from '../rbac/profiles.ts';
-import type { Clock } from '../runtime/clock.ts';
-import { realClock } from '../runtime/clock.ts';
-import type { KubeClient } from '../runtime/kube-client.ts';
 import type { RbacResult } from './preconditions.ts';
 
 export const ACCESS_CACHE_TTL_MS = 30_000;

@@ -8,12 +8,11 @@
 //     ops.vworkspace.io/operation-uid label holds this Operation's uid. Tenants cannot write there.
 // Anything else ends the Operation with ChildConflict, never with the foreign object's outcome. Pure.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { type Condition, findCondition, formatTime, setCondition } from '@vworkspace/runtime';
 import { LABEL_OPERATION_UID } from '../api/annotations.ts';
 import { OPERATION } from '../api/constants.ts';
 import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
 import { CONDITION_RUNNING, CONDITION_SUCCEEDED, Reason } from '../api/reasons.ts';
-import { type Condition, findCondition, setCondition } from '../runtime/conditions.ts';
-import { formatTime } from '../runtime/normalize.ts';
 
 function describe(o: KubernetesObject): string {
   return `${o.kind ?? 'object'} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;

@@ -22,30 +22,7 @@
 // API errors (5xx, conflicts, timeouts, failed reviews) are thrown: the queue retries with backoff and
 // the Operation is never failed for them.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
-import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
-import type { Engine } from '../api/enums.ts';
-import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
-import { CONDITION_ACCEPTED, Reason } from '../api/reasons.ts';
-import type { Catalog } from '../catalog/catalog-schema.ts';
-import { requiredObjects } from '../catalog/parameters.ts';
-import type { Template } from '../catalog/template.ts';
-import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
-import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
-import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
-import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
-import type { SigningKeySource } from '../identity/signing-key.ts';
-import { verifyStamps } from '../identity/stamp.ts';
-import {
-  INSTANCES_BY_RELEASE,
-  indexed,
-  OPERATIONS_BY_PARAMETER_SOURCE,
-  OPERATIONS_BY_TARGET,
-} from '../indexes.ts';
-import { isPaused } from '../instance/paused.ts';
-import { releaseClaimant } from '../instance/release-claim.ts';
-import { releaseRef } from '../instance/status.ts';
+import type { KubeConfigLike } from '@vworkspace/runtime';
 import {
   Client,
   type Clock,
@@ -71,9 +48,32 @@ import {
   resourcePath,
   scopedTo,
   statusCode,
-} from '../runtime/index.ts';
-import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import { schedulerOwner } from '../schedule/owner.ts';
+} from '@vworkspace/runtime';
+import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
+import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
+import type { Engine } from '../api/enums.ts';
+import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
+import { isPaused } from '../api/paused.ts';
+import { CONDITION_ACCEPTED, Reason } from '../api/reasons.ts';
+import { schedulerOwner } from '../api/scheduler-owner.ts';
+import type { Catalog } from '../catalog/catalog-schema.ts';
+import { requiredObjects } from '../catalog/parameters.ts';
+import type { Template } from '../catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
+import type { CancelAction, ChildManifest, EngineAdapter, EngineEnvironment } from '../engines/types.ts';
+import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
+import type { SigningKeySource } from '../identity/signing-key.ts';
+import { verifyStamps } from '../identity/stamp.ts';
+import {
+  INSTANCES_BY_RELEASE,
+  indexed,
+  OPERATIONS_BY_PARAMETER_SOURCE,
+  OPERATIONS_BY_TARGET,
+} from '../indexes.ts';
+import { releaseClaimant } from '../release/claim.ts';
+import { releaseRef } from '../release/ref.ts';
 import { AccessCache, type AccessReviewer, SelfAccessReviewer, SubjectAccessReviewer } from './access.ts';
 import type { AdmissionFacts } from './admitted.ts';
 import { childConflict, childConflictStatus } from './adoption.ts';
@@ -186,7 +186,7 @@ function typeVerb(op: Operation): string {
 
 /**
  * An Operation carries the checked authority of a CronOperation/WatchOperation (ADR 0011) when its
- * controller ownerReference names one (schedule/owner.ts: what the schedulers count as theirs) and its
+ * controller ownerReference names one (api/scheduler-owner.ts: what the schedulers count as theirs) and its
  * signed creator is the operator itself: only the operator's own Operations are admitted with such a
  * reference, and a reference added where the webhook did not run borrows nothing.
  */

@@ -1,10 +1,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { FakeClock } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_RECONCILE_REQUESTED_BY } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { ChildManifest, EngineAdapter } from '../engines/types.ts';
-import { FakeClock } from '../runtime/clock.ts';
 import type { AdmissionFacts } from './admitted.ts';
 import {
   ANNOTATION_RECONCILE_HANDLED,

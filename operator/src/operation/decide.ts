@@ -15,6 +15,8 @@
 // - ops.vworkspace.io/paused on the target: nothing starts (Blocked/TargetPaused) and a running child is
 //   left alone; only spec.cancel of a not-started Operation and the TTL of a finished one still act.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Condition, ConditionStatus } from '@vworkspace/runtime';
+import { findCondition, formatTime, removeCondition, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE,
@@ -25,6 +27,7 @@ import {
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { OperationPhase } from '../api/enums.ts';
 import type { ChildRef, Operation, OperationStatus } from '../api/operation.ts';
+import { isPaused, resumeHint } from '../api/paused.ts';
 import {
   ACCEPTED_REASONS,
   CONDITION_ACCEPTED,
@@ -44,10 +47,6 @@ import type {
   ObserveInput,
   PodOutcome,
 } from '../engines/types.ts';
-import { isPaused, resumeHint } from '../instance/paused.ts';
-import type { Condition, ConditionStatus } from '../runtime/conditions.ts';
-import { findCondition, removeCondition, setCondition } from '../runtime/conditions.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { rerunRefusal } from './admitted.ts';
 import { ENGINE_RECHECK_MS } from './engine-install.ts';
 import {

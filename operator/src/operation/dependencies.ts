@@ -9,7 +9,7 @@
 import type { Operation } from '../api/operation.ts';
 import { describeFilter } from '../catalog/flow.ts';
 import type { Dependency, Template } from '../catalog/template.ts';
-import { formatGoDuration, parsePositiveDuration } from '../schedule/duration.ts';
+import { formatGoDuration, parsePositiveDuration } from '../time/duration.ts';
 import { latestSucceeded, onSameTarget, startedAtMs, unfinished } from './history.ts';
 
 /**

@@ -7,10 +7,11 @@
 // Discovery (GET /apis/<group>/<version>) instead of a watch on CustomResourceDefinitions: every
 // authenticated user may read discovery (system:discovery), so no new RBAC; one request per group/version
 // per few seconds whatever the number of waiting Operations.
+
+import type { Clock } from '@vworkspace/runtime';
+import { isNotFound, type KubeClient, splitApiVersion } from '@vworkspace/runtime';
 import type { Engine } from '../api/enums.ts';
 import type { EngineAdapter } from '../engines/types.ts';
-import type { Clock } from '../runtime/clock.ts';
-import { isNotFound, type KubeClient, splitApiVersion } from '../runtime/kube-client.ts';
 
 export type EngineFacts = { installed: true } | { installed: false; missing: readonly string[] };
 

@@ -7,11 +7,12 @@
 //                 ended Failed/Cancelled, was a dry run, or lacks an output
 //   latest        the latest real success of the type on the same target (latest by startedAt); waits
 //                 when none succeeded yet but one is under way; unusable when there is none at all
+
+import { formatTime } from '@vworkspace/runtime';
 import type { Operation } from '../api/operation.ts';
 import type { InputRecord } from '../api/parameters-from.ts';
 import { describeFilter, parameterOf, parameterSources, type SourceRef } from '../catalog/flow.ts';
 import type { Template } from '../catalog/template.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { isDryRun, onSameTarget, succeededForReal, unfinished } from './history.ts';
 
 export type InputsResult =

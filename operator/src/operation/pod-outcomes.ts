@@ -6,9 +6,9 @@
 // Operation's message simply has no outcome. The log tail is never written to the operator's own log:
 // it goes, bounded and cleaned (logTail), into the Operation's condition only.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeClient } from '@vworkspace/runtime';
 import { decisiveJob, logTail, podOutcome } from '../engines/runner-pod.ts';
 import type { PodOutcome } from '../engines/types.ts';
-import type { KubeClient } from '../runtime/index.ts';
 
 /** Lines asked of the API server; logTail keeps the last few of them. */
 const TAIL_LINES = 20;

@@ -32,8 +32,8 @@ import { matchTemplateTarget } from '../catalog/selectors.ts';
 import type { MaintenanceWindow, Template } from '../catalog/template.ts';
 import type { AccessAttributes } from '../rbac/profiles.ts';
 import { describeAccess } from '../rbac/profiles.ts';
-import { formatGoDuration, parsePositiveDuration } from '../schedule/duration.ts';
-import { START_SEARCH_LIMIT, type StartWindow, startWindow } from '../schedule/window.ts';
+import { formatGoDuration, parsePositiveDuration } from '../time/duration.ts';
+import { START_SEARCH_LIMIT, type StartWindow, startWindow } from '../time/window.ts';
 import { type AdmissionFacts, approverRefusal, notAdmittedMessage, requesterRefusal } from './admitted.ts';
 import { findConflicts } from './conflicts.ts';
 import { checkDependencies } from './dependencies.ts';
@@ -49,7 +49,7 @@ export type RbacResult =
 export interface PreconditionFacts {
   now: Date;
   target: ApplicationInstance | undefined;
-  /** The older instance that describes the target's Helm release (instance/release-claim.ts), if any. */
+  /** The older instance that describes the target's Helm release (release/claim.ts), if any. */
   claimant?: ApplicationInstance;
   /** Access review results of the resolved template's rbacProfile. */
   rbac: RbacResult;

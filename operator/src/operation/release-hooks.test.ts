@@ -2,14 +2,14 @@
 // metadata only, and only the newest record of the named release is read in full, by name.
 import { gzipSync } from 'node:zlib';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { describe, expect, it } from 'vitest';
-import { HELM_RELEASE_SECRET_TYPE } from '../instance/helm-release.ts';
 import {
   KubeApiError,
   type KubeClient,
   type KubeRequest,
   PARTIAL_OBJECT_METADATA_LIST,
-} from '../runtime/index.ts';
+} from '@vworkspace/runtime';
+import { describe, expect, it } from 'vitest';
+import { HELM_RELEASE_SECRET_TYPE } from '../release/helm-release.ts';
 import { newestRevision, readReleaseHooks } from './release-hooks.ts';
 
 const meta = (name: string, version: string): KubernetesObject => ({

@@ -4,9 +4,9 @@
 // revision's Secret is read in full, by name, in the Operation's own namespace. What is kept is the
 // hooks (ReleaseHook); the payload, rendered values and all, is dropped with the reconcile.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { type KubeClient, PARTIAL_OBJECT_METADATA_LIST, resourcePath, statusCode } from '@vworkspace/runtime';
 import type { ReleaseHooks } from '../engines/types.ts';
-import { decodeReleaseHooks, HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../instance/helm-release.ts';
-import { type KubeClient, PARTIAL_OBJECT_METADATA_LIST, resourcePath, statusCode } from '../runtime/index.ts';
+import { decodeReleaseHooks, HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 
 /** The newest revision among release Secrets' metadata (Helm's `version` label). Pure. */
 export function newestRevision(

@@ -3,9 +3,9 @@
 // (version, status), listed as metadata only: no payload crosses the wire. Read on every reconcile of an
 // Upgrade that has not finished, so a stopped runner is judged on the record as it is after the stop.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { type KubeClient, resourcePath, statusCode } from '@vworkspace/runtime';
 import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { HelmReleaseState } from '../engines/types.ts';
-import { type KubeClient, resourcePath, statusCode } from '../runtime/index.ts';
 import { listReleaseRecords } from './release-hooks.ts';
 
 /** Statuses after which Helm's atomic rollback (and `helm rollback`) counts a revision as good. */

@@ -4,9 +4,9 @@
 // server, not a cache: each step is decided on the cluster as it is (a claim deleted a moment ago must not
 // be deleted again under its new uid). RBAC: the restore.snapshot profile.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { type KubeClient, resourcePath, statusCode } from '@vworkspace/runtime';
 import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
 import type { RestoreFacts } from '../engines/types.ts';
-import { type KubeClient, resourcePath, statusCode } from '../runtime/index.ts';
 
 async function list(
   client: KubeClient,

@@ -9,16 +9,24 @@
 // Blocked Operation waits for, started while someone waits for them and stopped afterwards. Only existence
 // matters, so they list and watch metadata only (PartialObjectMetadata): Secret data is never sent.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfigLike, ListerWatcher } from '@vworkspace/runtime';
+import {
+  type Clock,
+  Informer,
+  isNotFound,
+  type KubeClient,
+  keyOf,
+  kubeListerWatcher,
+  kubeMetadataListerWatcher,
+  type Logger,
+  metadataOnly,
+  type RestMapper,
+  realClock,
+  scopedListerWatcher,
+  silentLogger,
+  splitApiVersion,
+} from '@vworkspace/runtime';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
-import { type Clock, realClock } from '../runtime/clock.ts';
-import { Informer, kubeListerWatcher } from '../runtime/informer.ts';
-import { keyOf } from '../runtime/keys.ts';
-import { isNotFound, type KubeClient, type RestMapper, splitApiVersion } from '../runtime/kube-client.ts';
-import type { KubeConfigLike } from '../runtime/kubeconfig.ts';
-import type { ListerWatcher } from '../runtime/lister-watcher.ts';
-import { type Logger, silentLogger } from '../runtime/logger.ts';
-import { kubeMetadataListerWatcher, metadataOnly } from '../runtime/metadata.ts';
-import { scopedListerWatcher } from '../runtime/multi-namespace.ts';
 
 export interface ChildKind {
   apiVersion: string;

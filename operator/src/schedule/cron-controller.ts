@@ -21,18 +21,6 @@
 // events create/patch.
 
 import {
-  ANNOTATION_SCHEDULED_TIME,
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  CRON_OPERATION,
-  type CronOperation,
-  OPERATION,
-  type Operation,
-} from '../api/index.ts';
-import { OPERATIONS_BY_CRON } from '../indexes.ts';
-import { cronTargets } from '../instance/operations-summary.ts';
-import { isPaused } from '../instance/paused.ts';
-import {
   anyOf,
   Client,
   type Clock,
@@ -50,12 +38,24 @@ import {
   type RestMapper,
   type Result,
   realClock,
-} from '../runtime/index.ts';
+} from '@vworkspace/runtime';
+import {
+  ANNOTATION_SCHEDULED_TIME,
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  CRON_OPERATION,
+  type CronOperation,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
+import { OPERATIONS_BY_CRON } from '../indexes.ts';
 import { CRON_EVENT, decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
 import { refuseCronRuns } from './refused.ts';
 import { ownerRequest, phaseChanged, ScheduleRuns } from './run-core.ts';
+import { cronTargets } from './targets.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
 
@@ -88,6 +88,11 @@ export class CronReconciler implements Reconciler {
   readonly #clock: Clock;
   readonly #metrics: ScheduleMetrics;
   readonly #requeue: (key: string) => void;
+  /**
+   * When this replica began scheduling (its first reconcile since it became leader): catchUp Skip passes
+   * over the slots before it.
+   */
+  #runningSince: Date | undefined;
 
   constructor(opts: {
     client: Client;
@@ -104,6 +109,11 @@ export class CronReconciler implements Reconciler {
     this.#requeue = opts.requeue;
   }
 
+  /** A new term as leader (also after a lost Lease): the slots missed meanwhile came due while not running. */
+  beganLeading(): void {
+    this.#runningSince = undefined;
+  }
+
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
     const cron = this.#client.get<CronOperation>(CRON_OPERATION, req);
     if (!cron) return {};
@@ -113,7 +123,8 @@ export class CronReconciler implements Reconciler {
     });
     const now = new Date(this.#clock.now());
     const instances = this.#client.list<ApplicationInstance>(APPLICATION_INSTANCE, { namespace: ns });
-    const decided = decideCron(cron, ops, now, instances);
+    this.#runningSince ??= now;
+    const decided = decideCron(cron, ops, now, instances, this.#runningSince);
     const { plan, deferred } = await this.#runs.execute(cron, decided, ops, ctx, {
       kind: 'CronOperation',
       refuse: (p, refused) => refuseCronRuns(p, refused, cron.metadata.generation, now),
@@ -158,6 +169,18 @@ export function setupCronController(mgr: Manager, deps: SchedulerDeps): Controll
     clock,
     metrics: new ScheduleMetrics(mgr.metrics.registry),
     requeue: (key) => controller?.enqueue(key),
+  });
+  // Each term as leader restarts the controllers but not the reconciler: it is told, for catchUp Skip.
+  mgr.add({
+    name: 'cronoperation-leader-term',
+    needLeaderElection: true,
+    start: (signal) => {
+      reconciler.beganLeading();
+      if (signal.aborted) return Promise.resolve();
+      return new Promise<void>((resolve) =>
+        signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    },
   });
   // Status-only updates (our own writes) do not reconcile: the requeue and our own writes cover them.
   const b = controllerFor<CronOperation>(mgr, CRON_OPERATION, {

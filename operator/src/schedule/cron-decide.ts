@@ -14,6 +14,7 @@
 // request's are kept until its Operations exist (a request is never lost).
 
 import { createHash } from 'node:crypto';
+import { formatTime } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RUN_NOW,
@@ -34,11 +35,11 @@ import {
   type Operation,
   type RunQueue,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { isPaused } from '../instance/paused.ts';
-import { formatTime } from '../runtime/normalize.ts';
+import { parseSchedule, validateSchedule } from '../time/cron.ts';
+import { decideCatchUp } from './catch-up.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
-import { parseSchedule, validateSchedule } from './cron.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
 import {
@@ -73,6 +74,7 @@ export const CRON_EVENT = {
   RunQueued: 'RunQueued',
   QueuedRunDropped: 'QueuedRunDropped',
   TriggerParameterMissing: 'TriggerParameterMissing',
+  CatchUpSkipped: 'CatchUpSkipped',
   InvalidSchedule: 'InvalidSchedule',
   InvalidTimeZone: 'InvalidTimeZone',
   InvalidOperationTemplate: INVALID_OPERATION_TEMPLATE,
@@ -256,13 +258,16 @@ class RunPlanner {
 /**
  * Decides one reconcile. `cron.status` must be the status the controller trusts (the cache, or what it
  * wrote itself if the cache lags); `ops` are the Operations labelled as created by this CronOperation;
- * `instances` the ApplicationInstances of its namespace (fleet targets, object.* substitutions).
+ * `instances` the ApplicationInstances of its namespace (fleet targets, object.* substitutions);
+ * `runningSince` when this operator began scheduling (catchUp Skip passes over the slots before it; by
+ * default none).
  */
 export function decideCron(
   cron: CronOperation,
   ops: readonly Operation[],
   now: Date,
   instances: readonly ApplicationInstance[] = [],
+  runningSince: Date = new Date(0),
 ): CronPlan {
   const spec = cron.spec;
   const prev = cron.status ?? {};
@@ -475,6 +480,24 @@ export function decideCron(
     queue = kept;
   };
 
+  /** Runs a due slot: adopts it if it exists, consumes skip-next, or starts it. */
+  function runDue(slot: Date): void {
+    const run: CronRun = { reason: 'schedule', time: slot };
+    const targets = planner.targets();
+    if (targets.length > 0 && targets.every((t) => planner.exists(run, t))) {
+      // created before (restart, or a stale cache): adopt, never run the slot twice
+    } else if (cron.metadata.annotations?.[ANNOTATION_SKIP_NEXT] === 'true' && !plan.removeSkipNext) {
+      plan.removeSkipNext = true;
+      events.push({
+        type: 'Normal',
+        reason: CRON_EVENT.RunSkipped,
+        note: `the run scheduled for ${formatTime(slot)} was skipped (${ANNOTATION_SKIP_NEXT}); the annotation is removed`,
+      });
+    } else {
+      start(run);
+    }
+  }
+
   drain();
 
   if (spec.suspend) {
@@ -482,6 +505,40 @@ export function decideCron(
     const schedule = parseSchedule(spec.schedule, zone);
     const since = lastSchedule ?? parseTime(String(cron.metadata.creationTimestamp ?? '')) ?? now;
     handled = latestFiring(schedule, since, now);
+  } else if (spec.catchUp && spec.catchUp.policy !== 'Latest') {
+    // Skip and All (catch-up.ts); Latest is decideRun's most recent slot, below.
+    const c = decideCatchUp({
+      schedule: parseSchedule(spec.schedule, zone),
+      policy: spec.catchUp.policy,
+      ...(spec.catchUp.maxRuns !== undefined ? { maxRuns: spec.catchUp.maxRuns } : {}),
+      since: lastSchedule ?? parseTime(String(cron.metadata.creationTimestamp ?? '')) ?? now,
+      now,
+      ...(spec.startingDeadlineSeconds !== undefined
+        ? { startingDeadlineSeconds: spec.startingDeadlineSeconds }
+        : {}),
+      runningSince,
+    });
+    handled = c.handled;
+    for (const n of c.notRun) recordMissed(formatTime(n.slot), n.reason);
+    const late = c.notRun
+      .filter((n) => n.reason === 'StartingDeadlineExceeded')
+      .map((n) => formatTime(n.slot));
+    const passed = c.notRun.filter((n) => n.reason === 'CatchUpSkipped').map((n) => formatTime(n.slot));
+    if (late.length > 0)
+      events.push({
+        type: 'Warning',
+        reason: CRON_EVENT.MissedSchedule,
+        note: `the runs scheduled for ${late.join(', ')} were not started: more than startingDeadlineSeconds (${spec.startingDeadlineSeconds}s) late; the schedule moves on`,
+      });
+    // Counted as Missed in the metrics, as the slots Latest passes over are.
+    if (passed.length + c.uncounted > 0) plan.skippedSlots = passed.length + c.uncounted;
+    if (passed.length > 0 || c.uncounted > 0)
+      events.push({
+        type: 'Normal',
+        reason: CRON_EVENT.CatchUpSkipped,
+        note: `${plural(passed.length + c.uncounted, 'slot')} missed while the operator was not running did not run (spec.catchUp.policy ${spec.catchUp.policy}${spec.catchUp.maxRuns !== undefined ? `, maxRuns ${spec.catchUp.maxRuns}` : ''})${passed.length > 0 ? `; the latest: ${passed.slice(-3).join(', ')}` : ''}; kubectl vws backfill runs past slots`,
+      });
+    for (const slot of c.run) runDue(slot);
   } else {
     if (decision.skippedCount > 0) plan.skippedSlots = decision.skippedCount;
     if (decision.tooManyMissed) {
@@ -509,22 +566,8 @@ export function decideCron(
       }
     }
     if (decision.runSlot) {
-      const slot = decision.runSlot;
-      const run: CronRun = { reason: 'schedule', time: slot };
-      handled = slot;
-      const targets = planner.targets();
-      if (targets.length > 0 && targets.every((t) => planner.exists(run, t))) {
-        // created before (restart, or a stale cache): adopt, never run the slot twice
-      } else if (cron.metadata.annotations?.[ANNOTATION_SKIP_NEXT] === 'true') {
-        plan.removeSkipNext = true;
-        events.push({
-          type: 'Normal',
-          reason: CRON_EVENT.RunSkipped,
-          note: `the run scheduled for ${formatTime(slot)} was skipped (${ANNOTATION_SKIP_NEXT}); the annotation is removed`,
-        });
-      } else {
-        start(run);
-      }
+      handled = decision.runSlot;
+      runDue(decision.runSlot);
     }
   }
 

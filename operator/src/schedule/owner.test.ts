@@ -1,7 +1,7 @@
+import { KubeApiError } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
 import type { Operation } from '../api/index.ts';
-import { KubeApiError } from '../runtime/index.ts';
-import { isControlledBy, schedulerOwner } from './owner.ts';
+import { isControlledBy, schedulerOwner } from '../api/scheduler-owner.ts';
 import { createOrAdopt } from './run-core.ts';
 
 const op = (

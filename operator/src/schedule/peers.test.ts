@@ -8,7 +8,7 @@
 //  - harrisiirak/cron-parser tests/CronExpressionParser.test.ts, the parser we expand fields with.
 
 import { describe, expect, it } from 'vitest';
-import { parseSchedule, validateSchedule } from './cron.ts';
+import { parseSchedule, validateSchedule } from '../time/cron.ts';
 import { decideRun, type RunInput } from './slots.ts';
 
 const MIN = 60_000;

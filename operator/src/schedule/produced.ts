@@ -13,13 +13,13 @@
 //   - every other field of spec: as operationTemplate.spec writes it.
 // Pure: the webhook passes the scheduler and the target as read now.
 
+import { jsonEqual } from '@vworkspace/runtime';
 import { ANNOTATION_SCHEDULED_TIME, ANNOTATION_TRIGGER } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { CronOperation } from '../api/cronoperation.ts';
 import type { Operation } from '../api/operation.ts';
 import type { WatchOperation } from '../api/watchoperation.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { jsonEqual } from '../runtime/status.ts';
 import { type CronRun, runOperationName } from './cron-decide.ts';
 import { applyTriggerParameters, type ParameterFromTrigger, valueAt } from './trigger-parameters.ts';
 

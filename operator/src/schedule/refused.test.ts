@@ -1,7 +1,6 @@
+import type { Condition } from '@vworkspace/runtime';
+import { KubeApiError, refusalOf } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
-import type { Condition } from '../runtime/conditions.ts';
-import { KubeApiError } from '../runtime/kube-client.ts';
-import { refusalOf } from '../runtime/reconcile.ts';
 import { decideCron } from './cron-decide.ts';
 import { keepRefusal, OPERATION_REFUSED, refuseCronRuns } from './refused.ts';
 import { cronOp } from './testing.ts';

@@ -5,6 +5,8 @@
 // Operation is created again. A refusal is a 4xx that retrying the same request cannot change; anything
 // else (5xx, a webhook lookup that failed, the network) is retried with backoff instead: the runtime's
 // refusalOf is the one classification.
+
+import { type Condition, formatTime, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_CREATED_BY,
   ANNOTATION_RUN_NOW,
@@ -12,8 +14,6 @@ import {
   CONDITION_READY,
   type Operation,
 } from '../api/index.ts';
-import { type Condition, setCondition } from '../runtime/conditions.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { type CronPlan, MAX_MISSED_SLOTS, type PlannedEvent } from './run-plan.ts';
 
 export const OPERATION_REFUSED = 'OperationRefused';

@@ -10,8 +10,8 @@
 // newest successful backup, the newest verified one and any a running Restore or Verify reads are kept, so
 // no policy can leave an instance without a good backup.
 
-import { parsePositiveDuration } from './duration.ts';
-import { DAY, HOUR, timeZoneProblem, zoneRules } from './tz.ts';
+import { parsePositiveDuration } from '../time/duration.ts';
+import { DAY, HOUR, timeZoneProblem, zoneRules } from '../time/tz.ts';
 
 /** The keep counts and the age ceiling. A field that is absent is off; a count of 0 keeps none by that rule. */
 export interface RetentionPolicy {

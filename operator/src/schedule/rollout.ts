@@ -17,7 +17,7 @@
 // - A resume counts failures afresh from its time: a person who resumes has seen the failures so far.
 //   A failed instance is never retried by the rollout. Abandon is final: nothing more starts.
 
-import { parseGoDuration } from './duration.ts';
+import { parseGoDuration } from '../time/duration.ts';
 
 /** A cumulative wave end or a budget: a count of instances or a percentage of the fleet ("10%"). */
 export type CountOrPercent = number | string;

@@ -11,13 +11,6 @@
 
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import {
-  ANNOTATION_SKIP_NEXT,
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  OPERATION,
-  type Operation,
-} from '../api/index.ts';
-import {
   type Client,
   type EventRecorder,
   isAlreadyExists,
@@ -27,8 +20,15 @@ import {
   type ReconcileContext,
   type Request,
   refusalOf,
-} from '../runtime/index.ts';
-import { isControlledBy, type SchedulerKind, schedulerOwner } from './owner.ts';
+} from '@vworkspace/runtime';
+import {
+  ANNOTATION_SKIP_NEXT,
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  OPERATION,
+  type Operation,
+} from '../api/index.ts';
+import { isControlledBy, type SchedulerKind, schedulerOwner } from '../api/scheduler-owner.ts';
 import { nameTakenError } from './refused.ts';
 import type { PlannedEvent, RunPlan } from './run-plan.ts';
 

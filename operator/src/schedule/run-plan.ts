@@ -2,9 +2,10 @@
 // (run-core.ts) to carry out, and the pieces of status both decisions build. Its own file so that
 // refused.ts, which rewrites a plan after a refused create, and both decisions use the plan's shape
 // without importing each other.
+
+import type { EventType } from '@vworkspace/runtime';
+import { type Condition, setCondition } from '@vworkspace/runtime';
 import { CONDITION_READY, type CronOperationStatus, type Operation } from '../api/index.ts';
-import { type Condition, setCondition } from '../runtime/conditions.ts';
-import type { EventType } from '../runtime/events.ts';
 
 /** status.missedSlots keeps this many (the schema's maxItems). */
 export const MAX_MISSED_SLOTS = 10;

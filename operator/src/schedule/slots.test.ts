@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSchedule, type Schedule } from './cron.ts';
+import { parseSchedule, type Schedule } from '../time/cron.ts';
 import {
   decideRun,
   latestFiring,

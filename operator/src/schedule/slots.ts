@@ -6,8 +6,8 @@
 //  - a slot missed past startingDeadlineSeconds is reported, and the schedule moves on regardless.
 
 import { createHash } from 'node:crypto';
-import { type DstEffect, parseSchedule, type Schedule } from './cron.ts';
-import { zoneRules } from './tz.ts';
+import { type DstEffect, parseSchedule, type Schedule } from '../time/cron.ts';
+import { zoneRules } from '../time/tz.ts';
 
 /** Counting missed slots stops here; beyond it only the most recent one is looked up. */
 export const MISSED_COUNT_CAP = 100;

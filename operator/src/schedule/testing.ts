@@ -1,6 +1,7 @@
 // Test builders for the scheduling decisions: CronOperations, ApplicationInstances and CronWorld, which
 // decides and applies plans the way the controller does, on a FakeClock.
 
+import { FakeClock } from '@vworkspace/runtime';
 import {
   ANNOTATION_SKIP_NEXT,
   APPLICATION_INSTANCE,
@@ -10,7 +11,6 @@ import {
   type Operation,
   type OperationPhase,
 } from '../api/index.ts';
-import { FakeClock } from '../runtime/clock.ts';
 import { decideCron } from './cron-decide.ts';
 import type { CronPlan } from './run-plan.ts';
 

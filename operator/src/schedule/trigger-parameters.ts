@@ -6,8 +6,9 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ApplicationInstanceSpecSchema } from '../api/applicationinstance.ts';
 import type { ApplicationInstance } from '../api/index.ts';
+import type { SchedulerKind } from '../api/scheduler-owner.ts';
 
-export type SchedulerKind = 'CronOperation' | 'WatchOperation';
+export type { SchedulerKind };
 
 /** The `trigger.*` variables each kind provides (object.<path> comes on top, for both). */
 export const TRIGGER_VARIABLES: Readonly<Record<SchedulerKind, readonly string[]>> = {

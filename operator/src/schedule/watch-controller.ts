@@ -15,17 +15,6 @@
 // get/list/watch/patch, operations get/list/watch/create/patch/delete, events create/patch.
 
 import {
-  ANNOTATION_TRIGGER,
-  APPLICATION_INSTANCE,
-  type ApplicationInstance,
-  OPERATION,
-  type Operation,
-  WATCH_OPERATION,
-  type WatchOperation,
-  watchProcessedAnnotation,
-} from '../api/index.ts';
-import { OPERATIONS_BY_WATCH } from '../indexes.ts';
-import {
   anyOf,
   Client,
   type Clock,
@@ -41,7 +30,18 @@ import {
   type Request,
   type Result,
   realClock,
-} from '../runtime/index.ts';
+} from '@vworkspace/runtime';
+import {
+  ANNOTATION_TRIGGER,
+  APPLICATION_INSTANCE,
+  type ApplicationInstance,
+  OPERATION,
+  type Operation,
+  WATCH_OPERATION,
+  type WatchOperation,
+  watchProcessedAnnotation,
+} from '../api/index.ts';
+import { OPERATIONS_BY_WATCH } from '../indexes.ts';
 import type { SchedulerDeps } from './cron-controller.ts';
 import { refusalFor, withRefusals } from './refused.ts';
 import { ownerRequest, phaseChanged, ScheduleRuns } from './run-core.ts';

@@ -1,3 +1,4 @@
+import { FakeClock } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   ANNOTATION_APPROVE,
@@ -11,7 +12,6 @@ import {
   type WatchOperationSpec,
   watchProcessedAnnotation,
 } from '../api/index.ts';
-import { FakeClock } from '../runtime/clock.ts';
 import {
   changedPath,
   decideWatch,

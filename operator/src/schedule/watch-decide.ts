@@ -18,6 +18,7 @@
 // controller adopts; a later change — even back to an earlier value — gives a new one.
 
 import { createHash } from 'node:crypto';
+import { formatTime } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_TRIGGER,
@@ -31,9 +32,8 @@ import {
   type WatchTarget,
   watchProcessedAnnotation,
 } from '../api/index.ts';
+import { isPaused } from '../api/paused.ts';
 import { matchesLabelSelector } from '../catalog/selectors.ts';
-import { isPaused } from '../instance/paused.ts';
-import { formatTime } from '../runtime/normalize.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';

@@ -12,6 +12,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { resourcePath, statusCode } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT } from '../../../hack/lib/controlplane.ts';
 import {
@@ -26,7 +27,6 @@ import {
 import { apply, POD_CIDR, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { resourcePath, statusCode } from '../../../operator/src/runtime/index.ts';
 import {
   Api,
   cond,

@@ -7,13 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureStorage } from '../../../hack/lib/engines/storage.ts';
 import { ensureVelero, type Velero } from '../../../hack/lib/engines/velero.ts';
 import { deleteIfExists, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { isNotFound } from '../../../operator/src/runtime/index.ts';
 import {
   Api,
   cond,

@@ -12,6 +12,7 @@
 // come only after ~16 min of Kubernetes' pod backoff), and cancel stops it.
 import { randomBytes } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureObjectStore, type ObjectStore } from '../../../hack/lib/engines/object-store.ts';
 import { ensureStorage } from '../../../hack/lib/engines/storage.ts';
@@ -19,7 +20,6 @@ import { ensureVolSync } from '../../../hack/lib/engines/volsync.ts';
 import { deleteIfExists, type RealNode } from '../../../hack/lib/real-node.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { isNotFound } from '../../../operator/src/runtime/index.ts';
 import {
   Api,
   cond,

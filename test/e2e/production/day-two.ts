@@ -2,12 +2,12 @@
 // operator pod on one of the RBAC profiles the built-in templates use (docs/production.md lists which
 // step exercises which profile), each checked by its effect on the database.
 
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { workflowRunnerObjects } from '../../../hack/lib/engines/argo.ts';
 import { RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
 import { ensureObjectStore } from '../../../hack/lib/engines/object-store.ts';
 import { apply, deleteIfExists } from '../../../hack/lib/real-node.ts';
 import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import type { Journey } from './journey.ts';
 

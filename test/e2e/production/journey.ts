@@ -3,6 +3,7 @@
 // the API server (admitted by the operator pod's webhooks, reconciled by the operator pod), and reads of
 // the objects the engines made.
 import { randomBytes } from 'node:crypto';
+import { isNotFound, PATCH_TYPES, resourcePath } from '@vworkspace/runtime';
 import { Database } from '../../../hack/lib/apps/postgres.ts';
 import { POSTGRES_VERSIONS } from '../../../hack/lib/engines/helm.ts';
 import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
@@ -11,7 +12,6 @@ import { DEPLOYMENT_NAME } from '../../../hack/packaging/csv.ts';
 import { LABEL_CRON_OPERATION, LABEL_OPERATION } from '../../../operator/src/api/annotations.ts';
 import { APPLICATION_INSTANCE, CRON_OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
-import { isNotFound, PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { Api, cond } from '../../integration/operation/support.ts';
 import { impersonating } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';

@@ -12,6 +12,7 @@
 // From then on nothing in this process reconciles anything: every Operation is the operator pod's.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { installArgo } from '../../../hack/lib/engines/argo.ts';
 import { type CsiInstall, installCsi } from '../../../hack/lib/engines/csi.ts';
 import { type HelmEngine, installHelm, RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
@@ -23,7 +24,6 @@ import { apply, DNS_IP, type RealNode } from '../../../hack/lib/real-node.ts';
 import { csvName, DEPLOYMENT_NAME, SERVICE_ACCOUNT } from '../../../hack/packaging/csv.ts';
 import { RBAC_PROFILES } from '../../../operator/src/api/enums.ts';
 import { profileClusterRoleName } from '../../../operator/src/rbac/profiles.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
   catalogPodRunning,

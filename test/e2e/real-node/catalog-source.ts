@@ -1,8 +1,9 @@
 // The CatalogSource of the journeys on a real node: OLM runs the catalog image as a real pod (restricted
 // pod security) and connects to it by its Service's name.
+
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { catalogSourcePath, OLM_NAMESPACE } from '../../../hack/lib/olm.ts';
 import type { RealNode } from '../../../hack/lib/real-node.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PACKAGE_NAME } from '../support/install.ts';
 import { subscribe } from '../support/olm-api.ts';

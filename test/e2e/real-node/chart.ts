@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorImage, pushBuilt } from '../../../hack/images/build.ts';
 import type { RealNode } from '../../../hack/lib/real-node.ts';
@@ -17,7 +18,6 @@ import { CHART_DIR } from '../../../hack/packaging/chart.ts';
 import { DEPLOYMENT_NAME, PACKAGE_NAME, SERVICE_ACCOUNT } from '../../../hack/packaging/csv.ts';
 import { ALL_KINDS } from '../../../operator/src/api/index.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
-import { isNotFound } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART, tinyInstance } from '../../support/helm.ts';
 import {

@@ -16,6 +16,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound, PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { ROOT } from '../../../hack/bundle.ts';
@@ -24,7 +25,6 @@ import { DNS_IP, type RealNode } from '../../../hack/lib/real-node.ts';
 import { csvName, DEPLOYMENT_NAME, PACKAGE_NAME } from '../../../hack/packaging/csv.ts';
 import { ENGINE_APIS_PATH, engineApisCsvName } from '../../../hack/packaging/engine-apis.ts';
 import { dependencies } from '../../../hack/packaging/manifests.ts';
-import { isNotFound, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { createOperation, refusal, veleroBackup } from '../support/app.ts';
 import {

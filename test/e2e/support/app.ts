@@ -2,11 +2,11 @@
 // namespace with a real Helm release of the tiny chart, the runner ServiceAccount, and an
 // ApplicationInstance advertising Velero backups and Job RunCommands; Operations on it.
 
+import { type KubeClient, type KubeStatus, resourcePath } from '@vworkspace/runtime';
 import { ensure } from '../../../hack/lib/olm.ts';
 import { APPLICATION_INSTANCE, CRON_OPERATION, OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Operation, OperationPolicy, OperationSpec } from '../../../operator/src/api/operation.ts';
 import { profileClusterRoleName } from '../../../operator/src/rbac/profiles.ts';
-import { type KubeClient, type KubeStatus, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART, tinyInstance } from '../../support/helm.ts';
 import type { World } from './world.ts';

@@ -1,7 +1,8 @@
 // The OLM objects the journeys read and write (Subscription, InstallPlan, ClusterServiceVersion), as
 // much of their shape as the tests use, and a report of their state for failure output.
+
+import { isNotFound, type KubeClient } from '@vworkspace/runtime';
 import { OPERATORS_NAMESPACE, OPERATORS_V1ALPHA1 } from '../../../hack/lib/olm.ts';
-import { isNotFound, type KubeClient } from '../../../operator/src/runtime/index.ts';
 
 export interface OlmCondition {
   type: string;

@@ -9,10 +9,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isNotFound, type KubeClient, resourcePath } from '@vworkspace/runtime';
 import { kubeconfigYaml } from '../../../hack/lib/controlplane.ts';
 import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
 import { tailFile } from '../../../hack/lib/process.ts';
-import { isNotFound, type KubeClient, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { eventually } from '../../support/eventually.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
 import type { World } from './world.ts';

@@ -1,7 +1,8 @@
 // RBAC questions and grants the journeys ask and make as the cluster admin: SubjectAccessReviews for
 // the operator's ServiceAccount, and profile RoleBindings as docs/install.md tells namespace owners.
+
+import type { KubeClient } from '@vworkspace/runtime';
 import { profileClusterRoleName } from '../../../operator/src/rbac/profiles.ts';
-import type { KubeClient } from '../../../operator/src/runtime/index.ts';
 
 export interface Access {
   namespace?: string;

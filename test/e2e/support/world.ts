@@ -17,6 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeClient } from '@vworkspace/runtime';
 import { afterAll, beforeAll, it } from 'vitest';
 import { BIN } from '../../../hack/lib/controlplane.ts';
 import { type KwokCluster, startKwokCluster } from '../../../hack/lib/kwok-cluster.ts';
@@ -32,7 +33,6 @@ import {
   waitCatalogSourceReady,
 } from '../../../hack/lib/olm.ts';
 import { tailFile } from '../../../hack/lib/process.ts';
-import type { KubeClient } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
 import { keepInTestResults } from '../../support/kept.ts';
 import { buildCatalog, builtVersions } from './catalog.ts';

@@ -6,6 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import {
+  EventRecorder,
+  KubeApiError,
+  type KubeStatus,
+  type RestClient,
+  realClock,
+} from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { makeServingCert } from '../../../hack/lib/certs.ts';
@@ -18,9 +25,6 @@ import {
   CatalogStore,
   createCatalogInformer,
 } from '../../../operator/src/catalog/store.ts';
-import { realClock } from '../../../operator/src/runtime/clock.ts';
-import { EventRecorder } from '../../../operator/src/runtime/events.ts';
-import { KubeApiError, type KubeStatus, type RestClient } from '../../../operator/src/runtime/kube-client.ts';
 import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';

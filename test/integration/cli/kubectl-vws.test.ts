@@ -7,12 +7,12 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FakeClock, PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { archiveName, writeKrewRelease } from '../../../hack/krew.ts';
 import { SEA_PLATFORMS } from '../../../hack/packaging/sea.ts';
 import type { CronOperation, Operation } from '../../../operator/src/api/index.ts';
 import { manualRunPrefix } from '../../../operator/src/cli/requests.ts';
-import { FakeClock, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
 import {
   create,

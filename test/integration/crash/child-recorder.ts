@@ -3,13 +3,13 @@
 // the API server is still counted, so "no child for an Operation whose preconditions never passed"
 // and "no duplicate child" are checked against history, not just the final state.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { createInformer, type Informer, type ResourceRef } from '@vworkspace/runtime';
 import {
   ANNOTATION_ATTEMPT,
   ANNOTATION_PVC,
   LABEL_OPERATION,
   LABEL_OPERATION_NAMESPACE,
 } from '../../../operator/src/api/annotations.ts';
-import { createInformer, type Informer, type ResourceRef } from '../../../operator/src/runtime/index.ts';
 
 /** The kinds an engine child can be, with the kind name used in summaries. */
 export const CHILD_KINDS: readonly (ResourceRef & { kind: string })[] = [

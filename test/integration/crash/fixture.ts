@@ -2,8 +2,8 @@
 // namespace, two target namespaces with ApplicationInstances backed by real Helm releases of the tiny
 // chart (with PVCs), the runner ServiceAccount, the restic repository Secret and a WorkflowTemplate.
 import { KubeConfig } from '@kubernetes/client-node';
+import { type KubeClient, resourcePath } from '@vworkspace/runtime';
 import { LABEL_HELM_INSTANCE } from '../../../operator/src/api/annotations.ts';
-import { type KubeClient, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { Api } from '../operation/support.ts';

@@ -3,6 +3,7 @@
 // with strict field validation (an unknown or misspelt field is an error, not silently pruned), the
 // simulator moves it the way the real controller does, and `observe` must report the right reason.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { PATCH_TYPES, type RestClient, resourcePath, splitApiVersion } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
@@ -22,12 +23,6 @@ import type {
   MaterializeInput,
   Observation,
 } from '../../../operator/src/engines/types.ts';
-import {
-  PATCH_TYPES,
-  type RestClient,
-  resourcePath,
-  splitApiVersion,
-} from '../../../operator/src/runtime/kube-client.ts';
 import { testClient } from '../../support/clients.ts';
 import { ANNOTATION_OUTCOME, EngineSimulator, HOLD } from '../../support/simulator.ts';
 import { eventually } from '../runtime/support.ts';

@@ -2,12 +2,7 @@
 // capabilities (and the chart's own annotations, where the entry opts in) onto ApplicationInstances
 // with server-side apply under its field manager, never overrides an annotation another manager
 // (GitOps) owns, follows catalog reloads, and reports the effective set in status.capabilities.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import YAML from 'yaml';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
-import { CatalogStore, createCatalogInformer } from '../../../operator/src/catalog/store.ts';
-import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
-import { CAPABILITY_NOT_PROJECTED } from '../../../operator/src/instance/reconciler.ts';
+
 import {
   createLogger,
   EventRecorder,
@@ -19,7 +14,13 @@ import {
   RuntimeMetrics,
   resourcePath,
   silentLogger,
-} from '../../../operator/src/runtime/index.ts';
+} from '@vworkspace/runtime';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import YAML from 'yaml';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
+import { CatalogStore, createCatalogInformer } from '../../../operator/src/catalog/store.ts';
+import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
+import { CAPABILITY_NOT_PROJECTED } from '../../../operator/src/instance/reconciler.ts';
 import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';

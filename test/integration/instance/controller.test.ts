@@ -2,13 +2,6 @@
 // the real helm CLI: Ready and status.release follow install, a failed upgrade, an unreadable
 // record and uninstall; a reconcile that changes nothing writes nothing.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
-import {
-  INSTANCE_CONTROLLER_NAME,
-  setupInstanceController,
-} from '../../../operator/src/instance/controller.ts';
-import { RELEASE_RECORD_UNREADABLE } from '../../../operator/src/instance/reconciler.ts';
 import {
   EventRecorder,
   InformerFactory,
@@ -18,7 +11,14 @@ import {
   RestMapper,
   RuntimeMetrics,
   resourcePath,
-} from '../../../operator/src/runtime/index.ts';
+} from '@vworkspace/runtime';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { APPLICATION_INSTANCE, type ApplicationInstance } from '../../../operator/src/api/index.ts';
+import {
+  INSTANCE_CONTROLLER_NAME,
+  setupInstanceController,
+} from '../../../operator/src/instance/controller.ts';
+import { RELEASE_RECORD_UNREADABLE } from '../../../operator/src/instance/reconciler.ts';
 import { testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';

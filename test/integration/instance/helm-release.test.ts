@@ -5,7 +5,7 @@ import {
   latestRelease,
   readyFromRelease,
   type SecretLike,
-} from '../../../operator/src/instance/helm-release.ts';
+} from '../../../operator/src/release/helm-release.ts';
 import { helm, TINY_CHART } from '../../support/helm.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 

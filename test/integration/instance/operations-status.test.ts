@@ -2,9 +2,10 @@
 // controller fills status.operations (per type: unfinished count, current, last) from the Operations that
 // target it and status.nextScheduledRun from the CronOperations that target it (the cron controller runs
 // too, on a FakeClock, so the planned time is the one it really plans).
+
+import { FakeClock, PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApplicationInstance } from '../../../operator/src/api/index.ts';
-import { FakeClock, PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { testClient } from '../../support/clients.ts';
 import { startInstanceController } from '../operation/support.ts';
 import {

@@ -4,13 +4,13 @@
 // the CRD appears, preconditionDeadlineSeconds, separate TTLs, ops.vworkspace.io/paused,
 // TargetGenerationMatches).
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { isNotFound, resourcePath } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationSpec } from '../../../operator/src/api/operation.ts';
 import type { Template } from '../../../operator/src/catalog/template.ts';
 import { standardPreconditions } from '../../../operator/src/catalog/template.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
-import { isNotFound, resourcePath } from '../../../operator/src/runtime/index.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
 

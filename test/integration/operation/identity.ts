@@ -2,10 +2,10 @@
 // the CSV's rules (cluster-wide, as OLM grants an AllNamespaces install), and profile ClusterRoles bound
 // to it as docs/security/rbac.md tells a namespace owner.
 import type { KubeConfig } from '@kubernetes/client-node';
+import { PATCH_TYPES, resourcePath } from '@vworkspace/runtime';
 import { profileClusterRole } from '../../../operator/src/rbac/clusterroles.ts';
 import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../../../operator/src/rbac/operator.ts';
 import { profileClusterRoleName, rbacProfile } from '../../../operator/src/rbac/profiles.ts';
-import { PATCH_TYPES, resourcePath } from '../../../operator/src/runtime/index.ts';
 import type { Api } from './support.ts';
 
 export async function apply(api: Api, path: string, body: unknown) {

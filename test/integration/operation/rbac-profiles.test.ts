@@ -7,9 +7,9 @@
 // pvc-protection controller releasing a deleted claim, a Deployment becoming ready) the test does, as the
 // admin. The real controllers: test/e2e/engines/.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { grant, operatorIdentity } from './identity.ts';

@@ -2,17 +2,6 @@
 // leader election off and no ports), object helpers on the real API server, and test templates that run
 // every type on the `workflow` engine so a fake adapter (ConfigMap children) can stand in for it.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { APPLICATION_INSTANCE, OPERATION } from '../../../operator/src/api/constants.ts';
-import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
-import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
-import { standardPreconditions, type Template } from '../../../operator/src/catalog/template.ts';
-import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
-import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
-import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
-import {
-  createOperationController,
-  type TemplateSource,
-} from '../../../operator/src/operation/controller.ts';
 import {
   type Clock,
   type Controller,
@@ -26,7 +15,18 @@ import {
   RuntimeMetrics,
   resourcePath,
   silentLogger,
-} from '../../../operator/src/runtime/index.ts';
+} from '@vworkspace/runtime';
+import { APPLICATION_INSTANCE, OPERATION } from '../../../operator/src/api/constants.ts';
+import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
+import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
+import { standardPreconditions, type Template } from '../../../operator/src/catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
+import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
+import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
+import {
+  createOperationController,
+  type TemplateSource,
+} from '../../../operator/src/operation/controller.ts';
 import { testClient } from '../../support/clients.ts';
 
 import { eventually } from '../runtime/support.ts';

@@ -2,12 +2,13 @@
 // outside its window an Operation is Blocked/OutsideMaintenanceWindow, and the reconciler requeues itself
 // for the exact opening (no polling), so moving the clock to that instant is what starts it. A template's
 // expectedDuration keeps it from starting in a window's last minutes.
+
+import { FakeClock } from '@vworkspace/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Catalog } from '../../../operator/src/catalog/catalog-schema.ts';
 import type { MaintenanceWindow, Template } from '../../../operator/src/catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
-import { FakeClock } from '../../../operator/src/runtime/index.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { Api, cond, eventually, FAKE_TEMPLATES, type RunningController, startController } from './support.ts';
 

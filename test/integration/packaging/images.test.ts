@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { readTar } from '../../../hack/images/archive.ts';
 import {
   allImages,
   buildImages,
@@ -32,7 +33,6 @@ import {
 import { productionPackageDirs } from '../../../hack/images/contents.ts';
 import { configOf, digestOf, manifestOf } from '../../../hack/images/crane.ts';
 import { renderImage } from '../../../hack/images/opm.ts';
-import { readTar } from '../../../hack/images/tar.ts';
 import { type Summary, summarize } from '../../../hack/images.ts';
 import { freePort, kubeconfigYaml, ROOT } from '../../../hack/lib/controlplane.ts';
 import { startProcess, stopProcess, tailFile } from '../../../hack/lib/process.ts';
@@ -192,7 +192,7 @@ describe('images built without a daemon', () => {
     check(() =>
       expect(cfg.config).toMatchObject({
         User: '65532:65532',
-        Entrypoint: ['/usr/local/bin/node', ...operatorNodeArgs()],
+        Entrypoint: ['/nodejs/bin/node', ...operatorNodeArgs()],
         WorkingDir: '/app',
         Labels: {
           'org.opencontainers.image.title': PACKAGE_NAME,
@@ -226,14 +226,14 @@ describe('images built without a daemon', () => {
     expect(devOnly).toContain('vitest');
     expect(paths.has('app/node_modules/node')).toBe(false);
     expect([...paths].filter((p) => p.startsWith('app/operator/') && p.endsWith('.test.ts'))).toEqual([]);
-    for (const p of ['app/operator/src/main.ts', 'app/package.json', 'usr/local/bin/node', 'etc/passwd'])
+    for (const p of ['app/operator/src/main.ts', 'app/package.json', 'nodejs/bin/node', 'etc/passwd'])
       expect(paths.has(p), p).toBe(true);
   });
 
   it('operator image: its own filesystem runs the operator, as user 65532, against the API server until ready', async () => {
     const img = extractImage(set.operator.ref, mkdtempSync(join(work, 'operator-')));
     const version = runInImage(img, [
-      '/usr/local/bin/node',
+      '/nodejs/bin/node',
       '-e',
       'console.log(process.version, process.getuid())',
     ]);

@@ -6,10 +6,10 @@
 // relists, reports exactly what it missed (including the delete), and keeps delivering.
 
 import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { RestClient } from '@vworkspace/runtime';
+import { Informer, kubeListerWatcher } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ControlPlane, startControlPlane } from '../../../hack/lib/controlplane.ts';
-import { Informer, kubeListerWatcher } from '../../../operator/src/runtime/informer.ts';
-import type { RestClient } from '../../../operator/src/runtime/kube-client.ts';
 import {
   createNamespace,
   eventually,

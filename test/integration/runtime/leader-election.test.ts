@@ -2,9 +2,9 @@
 // continuously and must never lead at once; a stopped leader is replaced after the lease runs out;
 // a released lease is taken over at once (well before it would have run out).
 
+import type { RestClient } from '@vworkspace/runtime';
+import { KubeLeaseLock, LeaderElector } from '@vworkspace/runtime';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import type { RestClient } from '../../../operator/src/runtime/kube-client.ts';
-import { KubeLeaseLock, LeaderElector } from '../../../operator/src/runtime/leader-election.ts';
 import { createNamespace, eventually, restClient } from './support.ts';
 
 interface Lease {

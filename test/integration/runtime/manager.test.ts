@@ -2,13 +2,16 @@
 // informer and a controller, reconciles a Widget to Ready through the status subresource, serves
 // /readyz and /metrics, and on stop releases the Lease.
 
+import {
+  createInformer,
+  EventRecorder,
+  isAlreadyExists,
+  Manager,
+  ObjectWriter,
+  RestMapper,
+  setCondition,
+} from '@vworkspace/runtime';
 import { describe, expect, inject, it } from 'vitest';
-import { setCondition } from '../../../operator/src/runtime/conditions.ts';
-import { EventRecorder } from '../../../operator/src/runtime/events.ts';
-import { createInformer } from '../../../operator/src/runtime/informer.ts';
-import { isAlreadyExists, RestMapper } from '../../../operator/src/runtime/kube-client.ts';
-import { Manager } from '../../../operator/src/runtime/manager.ts';
-import { ObjectWriter } from '../../../operator/src/runtime/status.ts';
 import { createNamespace, eventually, loadKubeConfig, randomName, restClient } from './support.ts';
 
 const GROUP = 'runtimetest.vworkspace.io';

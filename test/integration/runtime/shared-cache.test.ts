@@ -3,10 +3,8 @@
 // in batches that let other work run, and the REST client's keep-alive pool and QPS budget.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { HANDOVER_BATCH, InformerFactory, RestClient } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { HANDOVER_BATCH } from '../../../operator/src/runtime/informer.ts';
-import { InformerFactory } from '../../../operator/src/runtime/informer-factory.ts';
-import { RestClient } from '../../../operator/src/runtime/kube-client.ts';
 import {
   createNamespace,
   eventually,

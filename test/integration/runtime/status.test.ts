@@ -2,11 +2,17 @@
 // The test installs its own small CRD (group runtimetest.vworkspace.io) with a status subresource,
 // so it depends on nothing else in the project.
 
+import {
+  type Condition,
+  EventRecorder,
+  findCondition,
+  isAlreadyExists,
+  ObjectWriter,
+  type RestClient,
+  RestMapper,
+  setCondition,
+} from '@vworkspace/runtime';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { type Condition, findCondition, setCondition } from '../../../operator/src/runtime/conditions.ts';
-import { EventRecorder } from '../../../operator/src/runtime/events.ts';
-import { isAlreadyExists, type RestClient, RestMapper } from '../../../operator/src/runtime/kube-client.ts';
-import { ObjectWriter } from '../../../operator/src/runtime/status.ts';
 import { createNamespace, eventually, randomName, restClient } from './support.ts';
 
 const GROUP = 'runtimetest.vworkspace.io';

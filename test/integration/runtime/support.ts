@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { RestClient } from '../../../operator/src/runtime/kube-client.ts';
+import { RestClient } from '@vworkspace/runtime';
 
 export { eventually } from '../../support/eventually.ts';
 

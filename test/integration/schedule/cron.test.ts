@@ -1,6 +1,8 @@
 // The CronOperation controller on the real API server. Time is a FakeClock the test moves: the
 // controller requeues itself for the exact next slot on that clock, so "advance to the slot" is what
 // makes a run happen — no test waits for a real cron slot.
+
+import { FakeClock, formatTime, type KubeClient } from '@vworkspace/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_SCHEDULED_TIME,
@@ -9,8 +11,6 @@ import {
   type CronOperationSpec,
   LABEL_CRON_OPERATION,
 } from '../../../operator/src/api/index.ts';
-import { FakeClock, type KubeClient } from '../../../operator/src/runtime/index.ts';
-import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { CRON_EVENT } from '../../../operator/src/schedule/cron-decide.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
 import { testClient } from '../../support/clients.ts';

@@ -1,6 +1,8 @@
 // CronOperation and WatchOperation with the Operation reconciler running too: what they create goes
 // through the Operation's own preconditions and cancel. The schedulers run on a FakeClock the test moves;
 // the Operation reconciler (fake adapter: the child is a ConfigMap) on real time.
+
+import { FakeClock } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_APPROVE,
@@ -11,7 +13,6 @@ import {
 } from '../../../operator/src/api/index.ts';
 import { OPERATION_CONTROLLER_NAME } from '../../../operator/src/operation/controller.ts';
 import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
-import { FakeClock } from '../../../operator/src/runtime/index.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
 import { testClient } from '../../support/clients.ts';
 import { Api, cond, type RunningController, startController } from '../operation/support.ts';

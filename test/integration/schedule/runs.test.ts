@@ -1,5 +1,7 @@
 // Run-now, fleets and parameters from the trigger, with the scheduling controllers on the real API server
 // and a FakeClock the test moves (no test waits for a real slot).
+
+import { FakeClock, type KubeClient } from '@vworkspace/runtime';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_RUN_NOW,
@@ -8,7 +10,6 @@ import {
   type CronOperationSpec,
   type Operation,
 } from '../../../operator/src/api/index.ts';
-import { FakeClock, type KubeClient } from '../../../operator/src/runtime/index.ts';
 import { CRON_EVENT, runOperationName } from '../../../operator/src/schedule/cron-decide.ts';
 import { testClient } from '../../support/clients.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';

@@ -2,6 +2,22 @@
 // object builders, polling, REST paths, Operation status.
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  EventRecorder,
+  type FakeClock,
+  formatTime,
+  InformerFactory,
+  type KubeClient,
+  type KubeRequest,
+  type LeaderElectionOptions,
+  Manager,
+  PATCH_TYPES,
+  type RestClient,
+  RestMapper,
+  RuntimeMetrics,
+  resourcePath,
+  silentLogger,
+} from '@vworkspace/runtime';
+import {
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   CRON_OPERATION,
@@ -14,21 +30,6 @@ import {
   type WatchOperation,
   type WatchOperationSpec,
 } from '../../../operator/src/api/index.ts';
-import {
-  EventRecorder,
-  type FakeClock,
-  InformerFactory,
-  type KubeClient,
-  type KubeRequest,
-  Manager,
-  PATCH_TYPES,
-  type RestClient,
-  RestMapper,
-  RuntimeMetrics,
-  resourcePath,
-  silentLogger,
-} from '../../../operator/src/runtime/index.ts';
-import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { setupCronController } from '../../../operator/src/schedule/cron-controller.ts';
 import { setupWatchController } from '../../../operator/src/schedule/watch-controller.ts';
 import { testClient } from '../../support/clients.ts';
@@ -121,19 +122,20 @@ export interface Schedulers {
 
 /**
  * One operator process running the CronOperation and/or WatchOperation controllers on `clock` (leader
- * election off, no ports). `client` is what the controllers write with (a FaultyClient to lose writes).
+ * election off unless `leaderElection` is given, no ports). `client` is what the controllers write with (a FaultyClient to lose writes).
  * stop() may be called more than once.
  */
 export function startSchedulers(
   kc: KubeConfig,
   clock: FakeClock,
-  opts: { cron?: boolean; watch?: boolean; client?: KubeClient } = {},
+  opts: { cron?: boolean; watch?: boolean; client?: KubeClient; leaderElection?: LeaderElectionOptions } = {},
 ): Schedulers {
   const raw = testClient(kc);
   const client = opts.client ?? raw;
   const metrics = new RuntimeMetrics();
   const manager = new Manager({
-    leaderElection: false,
+    // With leader election (a test's in-memory Lease), its timing runs on `clock` too.
+    ...(opts.leaderElection ? { leaderElection: opts.leaderElection, clock } : { leaderElection: false }),
     metricsPort: false,
     probePort: false,
     metrics,

@@ -1,5 +1,7 @@
 // The WatchOperation controller on the real API server: a trigger label fires once and is removed when
 // the Operation is marked finished; a chart version change fires; a status-only update does not.
+
+import { FakeClock, formatTime } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_TRIGGER,
@@ -8,8 +10,6 @@ import {
   type WatchOperationSpec,
   watchProcessedAnnotation,
 } from '../../../operator/src/api/index.ts';
-import { FakeClock } from '../../../operator/src/runtime/index.ts';
-import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { WATCH_CONTROLLER_NAME } from '../../../operator/src/schedule/watch-controller.ts';
 import { fieldsHash, WATCH_EVENT } from '../../../operator/src/schedule/watch-decide.ts';
 import { testClient } from '../../support/clients.ts';

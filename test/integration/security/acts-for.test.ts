@@ -5,6 +5,8 @@
 // (ops.vworkspace.io/acts-for: who wrote the CronOperation and who asked for the run, stamped by the
 // webhook on the CronOperation, copied by the operator, checked by the webhook) and none of them may
 // approve it; a tenant cannot write that annotation herself.
+
+import { PATCH_TYPES, type RestClient } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_ACTS_FOR,
@@ -15,7 +17,6 @@ import {
   LABEL_CRON_OPERATION,
 } from '../../../operator/src/api/annotations.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
-import { PATCH_TYPES, type RestClient } from '../../../operator/src/runtime/index.ts';
 import { startWorld, type World } from './harness.ts';
 import { childrenOf, guardedCatalog, guardedSpec, jobsIn, settled } from './support.ts';
 

@@ -13,6 +13,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { isNotFound, KubeApiError, PATCH_TYPES, type RestClient } from '@vworkspace/runtime';
 import { inject } from 'vitest';
 import YAML from 'yaml';
 import { makeServingCert } from '../../../hack/lib/certs.ts';
@@ -24,12 +25,6 @@ import {
   profileNamespaces,
   rbacProfile,
 } from '../../../operator/src/rbac/profiles.ts';
-import {
-  isNotFound,
-  KubeApiError,
-  PATCH_TYPES,
-  type RestClient,
-} from '../../../operator/src/runtime/index.ts';
 import { impersonating, testClient } from '../../support/clients.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_APP_REF, TINY_CHART } from '../../support/helm.ts';

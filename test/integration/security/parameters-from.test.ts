@@ -3,9 +3,10 @@
 // `list` on operations for "the latest" (also a velero Restore that leaves backupName to the template's
 // default). Tenants by impersonation, the operator on exactly the CSV's RBAC, the real velero engine: the
 // Restore it creates names the Backup the status says was read.
+
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operation } from '../../../operator/src/api/operation.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { startWorld, type World } from './harness.ts';
 
 const restore = (extra: Record<string, unknown> = {}) => ({

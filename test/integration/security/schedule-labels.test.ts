@@ -7,6 +7,8 @@
 //   - starving: one's own Operation labelled as a Forbid cron's, waiting on approval, skipped its slots;
 //   - stealing: an Operation pre-created under a slot's name was adopted as the slot's run;
 //   - a run-now value over 256 characters looped on the status write; skip-next needed no verb.
+
+import { formatTime } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_RECONCILE,
@@ -16,7 +18,6 @@ import {
 } from '../../../operator/src/api/annotations.ts';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { WatchOperation } from '../../../operator/src/api/watchoperation.ts';
-import { formatTime } from '../../../operator/src/runtime/normalize.ts';
 import { operationForTrigger } from '../../../operator/src/schedule/watch-decide.ts';
 import { startWorld, type World } from './harness.ts';
 import {

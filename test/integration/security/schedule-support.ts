@@ -1,9 +1,9 @@
 // Steps the scheduling tests of the security world share: CronOperations, WatchOperations and
 // instances as a tenant writes them, the Operations a scheduler really owns, and the Events it records.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { RestClient } from '@vworkspace/runtime';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
-import type { RestClient } from '../../../operator/src/runtime/index.ts';
 import { TINY_APP_REF } from '../../support/helm.ts';
 import type { World } from './harness.ts';
 

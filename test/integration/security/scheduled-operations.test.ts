@@ -5,12 +5,13 @@
 // authority the webhook checked when its CronOperation/WatchOperation was created or last edited; a tenant
 // without the verb can neither create nor edit one, nor borrow one's authority by naming it as owner; and
 // a refused run is a condition and a Warning Event.
+
+import type { RestClient } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_CRON_OPERATION, LABEL_WATCH_OPERATION } from '../../../operator/src/api/annotations.ts';
 import type { CronOperation } from '../../../operator/src/api/cronoperation.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
-import type { RestClient } from '../../../operator/src/runtime/index.ts';
 import { startWorld, type World } from './harness.ts';
 
 const OPS = '/apis/ops.vworkspace.io/v1alpha1';

@@ -8,13 +8,11 @@
 // API server): what never reaches it, a compromised operator pod would not have held. Team b's release
 // record (its rendered values) and team a's restic credentials must never arrive; team a's own release
 // record must (its instance turns Ready with the revision).
+
+import { PARTIAL_OBJECT_METADATA, PARTIAL_OBJECT_METADATA_LIST } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
-import {
-  PARTIAL_OBJECT_METADATA,
-  PARTIAL_OBJECT_METADATA_LIST,
-} from '../../../operator/src/runtime/index.ts';
 import { csvInstall, startWorld, type World } from './harness.ts';
 
 const APPS = '/apis/apps.vworkspace.io/v1alpha1';

@@ -2,12 +2,12 @@
 // children it created, read as the admin: the tenant's own view does not matter for the verdict), and the
 // bait a hostile tenant reaches for.
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { KubeApiError, type RestClient } from '@vworkspace/runtime';
 import YAML from 'yaml';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import { childName, NAME_LIMITS } from '../../../operator/src/engines/names.ts';
-import { KubeApiError, type RestClient } from '../../../operator/src/runtime/index.ts';
 import { TINY_APP_REF } from '../../support/helm.ts';
 import type { World } from './harness.ts';
 

@@ -4,6 +4,8 @@
 // key only the operator's pods hold, over namespace, spec and stamps; ADR 0029) and the reconciler runs
 // nothing whose record does not verify (Accepted=False/NotAdmitted), then reviews the stamped creator's
 // type verb and the approver's `approve` again before it starts anything (RequesterNotAuthorized).
+
+import { PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ANNOTATION_ADMISSION,
@@ -11,7 +13,6 @@ import {
   ANNOTATION_APPROVED_BY,
   ANNOTATION_CREATED_BY,
 } from '../../../operator/src/api/annotations.ts';
-import { PATCH_TYPES } from '../../../operator/src/runtime/index.ts';
 import { startWorld, type World } from './harness.ts';
 import {
   childrenOf,

@@ -1,8 +1,8 @@
 import type { KubernetesObject, V1ManagedFieldsEntry } from '@kubernetes/client-node';
+import { leanManagedFields } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { annotationOwners } from '../instance/capabilities.ts';
-import { leanManagedFields } from './cache-transform.ts';
+import { annotationOwners } from './capabilities.ts';
 
 function entry(manager: string, operation: string, fieldsV1: Record<string, unknown>, subresource?: string) {
   return {

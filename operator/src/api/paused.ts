@@ -2,7 +2,7 @@
 // starts nothing on the instance and stops following what runs there until the annotation goes. Shared
 // by the Operation controller and the CronOperation/WatchOperation controllers (which create nothing
 // for a paused target). Only the exact value "true" pauses, as documented.
-import { ANNOTATION_PAUSED } from '../api/annotations.ts';
+import { ANNOTATION_PAUSED } from './annotations.ts';
 
 export function isPaused(
   instance: { metadata?: { annotations?: Record<string, string> } } | undefined,

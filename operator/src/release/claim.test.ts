@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
-import { releaseClaimant, releaseClaimedMessage } from './release-claim.ts';
+import { releaseClaimant, releaseClaimedMessage } from './claim.ts';
 
 function inst(name: string, release: string, created: string, namespace = 'apps'): ApplicationInstance {
   return {

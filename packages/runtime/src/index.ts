@@ -2,6 +2,7 @@
 
 export * from './backoff.ts';
 export * from './builder.ts';
+export * from './cache-transform.ts';
 export * from './client.ts';
 export * from './clock.ts';
 export * from './conditions.ts';

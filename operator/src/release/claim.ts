@@ -5,7 +5,7 @@
 // name, so every replica and every controller agrees). The webhook refuses a second one; these functions
 // let the controllers refuse one that got past admission. Pure.
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { releaseRef } from './status.ts';
+import { releaseRef } from './ref.ts';
 
 function created(i: ApplicationInstance): number {
   const t = Date.parse(String(i.metadata.creationTimestamp ?? ''));

@@ -4,11 +4,11 @@
 // What a scheduler counts (concurrency, status.active), prunes and adopts goes by the reference's uid.
 
 import type { V1OwnerReference } from '@kubernetes/client-node';
-import { OPS_GROUP } from '../api/constants.ts';
-import type { Operation } from '../api/operation.ts';
-import type { SchedulerKind } from './trigger-parameters.ts';
+import { OPS_GROUP } from './constants.ts';
+import type { Operation } from './operation.ts';
 
-export type { SchedulerKind };
+/** The kinds that create Operations on a schedule or a trigger. */
+export type SchedulerKind = 'CronOperation' | 'WatchOperation';
 
 /** The controller ownerReference of `op` when it names a scheduler of `kind`. */
 export function schedulerOwner(
