@@ -43,12 +43,14 @@ if ! { hack/build-tools.sh e2e images node && hack/fetch-crds.sh; }; then
   failed_stages+=("tools")
 fi
 # The real engines' tools (hack/tools/*.sh: Velero, MinIO, Argo, VolSync, CSI, ...) are needed only by the
-# real-node journeys: on a cold machine they build in the background while the unit, integration and kwok
-# e2e tests run (those wait on API servers far more than they compute); warm, they are copies.
+# real node's engine and production journeys: on a cold machine they build in the background while the
+# other tests run (those wait on API servers far more than they compute); warm, they are copies. The node's
+# journeys that need them wait for the exit code this writes (VWS_ENGINES_BUILD_RC, hack/lib/engines/built.ts).
 ENGINES_LOG="$OUT/engines-build.log"
+ENGINES_RC="$OUT/engines-build.rc"
 (
   hack/build-tools.sh engines >"$ENGINES_LOG" 2>&1
-  echo $? >"$OUT/engines-build.rc.tmp" && mv "$OUT/engines-build.rc.tmp" "$OUT/engines-build.rc"
+  echo $? >"$ENGINES_RC.tmp" && mv "$ENGINES_RC.tmp" "$ENGINES_RC"
 ) &
 engines_build=$!
 
@@ -67,23 +69,13 @@ run_tagged() {
   vitest run "$@" --reporter=default --reporter=json --outputFile.json="$OUT/$name.json" 2>&1 | sed -u "s/^/[$name] /"
   echo "${PIPESTATUS[0]}" >"$OUT/$name.rc"
 }
-# The real-node journeys need the engines' tools: wait for their build, and fail loudly when it failed.
-engines_ready() {
-  # Polls the build's exit-code file: the stream that calls this is a subshell, which cannot `wait` for
-  # a sibling.
-  while [ ! -f "$OUT/engines-build.rc" ]; do sleep 2; done
-  if [ "$(cat "$OUT/engines-build.rc" 2>/dev/null)" != 0 ]; then
-    tail -40 "$ENGINES_LOG" >&2
-    echo "FATAL: building the engines' tools failed (log: $ENGINES_LOG)" >&2
-    return 1
-  fi
-  grep -E 'built$' "$ENGINES_LOG" || true
+KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**')
+# The real node's journeys, all on one node (real-node.test.ts: its own, then the engines' and the
+# production journey once the engines' tools are built), and the killed run on a node of its own (ADR 0048).
+NODE_E2E=(--project e2e test/e2e/real-node/)
+node_e2e() { # node_e2e RUNNER: the node's journeys, told where the engines' build writes its exit code
+  VWS_ENGINES_BUILD_RC="$ENGINES_RC" VWS_ENGINES_BUILD_LOG="$ENGINES_LOG" "$1" e2e-node "${NODE_E2E[@]}"
 }
-KWOK_E2E=(--project e2e --exclude 'test/e2e/real-node/**' --exclude 'test/e2e/engines/**')
-# The real node's own journeys need only the node's tools (the tools stage built them); the engines'
-# journeys wait for the engines' build.
-NODE_E2E=(--project e2e test/e2e/real-node/real-node.test.ts test/e2e/real-node/killed-run.test.ts)
-ENGINES_E2E=(--project e2e test/e2e/engines/)
 
 hack/lib/temp-leaks.sh snapshot "$OUT/tmp-before.txt"
 tools_ok=true
@@ -93,8 +85,7 @@ if [ -n "${VWS_TEST_SERIAL:-}" ]; then
   if $tools_ok; then
     run_vitest integration --project integration
     run_vitest e2e-kwok "${KWOK_E2E[@]}"
-    run_vitest e2e-node "${NODE_E2E[@]}"
-    if engines_ready; then run_vitest e2e-engines "${ENGINES_E2E[@]}"; else failed_stages+=("tools (engines)"); fi
+    node_e2e run_vitest
   fi
 else
   # The real node's journeys are the longest stream and mostly wait on pods: they start first, beside the
@@ -104,11 +95,8 @@ else
   # their tools are there (one node at a time: the node's lock). VWS_TEST_SERIAL=1 runs everything one
   # after the other.
   if $tools_ok; then
-    stage "vitest e2e-node then e2e-engines, in the background"
-    {
-      run_tagged e2e-node "${NODE_E2E[@]}"
-      if engines_ready; then run_tagged e2e-engines "${ENGINES_E2E[@]}"; else echo 1 >"$OUT/engines.failed"; fi
-    } &
+    stage "vitest e2e-node (the real node's journeys, the engines' once their tools are built), in the background"
+    node_e2e run_tagged &
   fi
   run_vitest unit --project unit
   if $tools_ok; then
@@ -116,14 +104,18 @@ else
     run_tagged integration --project integration &
     run_tagged e2e-kwok "${KWOK_E2E[@]}" &
     wait
-    for p in integration e2e-kwok e2e-node e2e-engines; do
+    for p in integration e2e-kwok e2e-node; do
       [ -f "$OUT/$p.rc" ] || continue
       [ "$(cat "$OUT/$p.rc")" = 0 ] || failed_stages+=("vitest $p")
     done
-    [ ! -f "$OUT/engines.failed" ] || failed_stages+=("tools (engines)")
   fi
 fi
 wait "$engines_build" 2>/dev/null
+if [ "$(cat "$ENGINES_RC" 2>/dev/null)" != 0 ]; then
+  tail -40 "$ENGINES_LOG" >&2
+  echo "FATAL: building the engines' tools failed (log: $ENGINES_LOG)" >&2
+  failed_stages+=("tools (engines)")
+fi
 
 # After every test: nothing a real node (test/e2e/real-node/) started may be left on this machine.
 check "real node left nothing behind (hack/lib/real-node-leaks.sh)" hack/lib/real-node-leaks.sh

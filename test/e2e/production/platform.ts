@@ -5,22 +5,24 @@
 //   (hack/lib/engines/): local-path storage, MinIO, Velero with its node-agent, the CSI snapshot machinery
 //   with the hostpath driver, VolSync, Argo Workflows, and the chart repository with the helm runner image;
 // - the operator from the catalog image by OLM: the bundle image unpacked by OLM's Job, the operator image
-//   as a restricted pod, the CSV's RBAC as OLM grants it;
+//   as a restricted pod, the CSV's RBAC as OLM grants it. OLM and the images are the node's
+//   (test/e2e/real-node/olm-on-node.ts): on the node of real-node.test.ts the OLM journey has installed
+//   the operator from that catalog image already (0.0.9, then the channel upgrade to this release), and
+//   the same Subscription, InstallPlan, CSV and pods are what this checks; alone, it subscribes itself;
 // - the RBAC profiles bound the way docs/security/rbac.md tells a user: the Velero ones once in the Velero
 //   namespace, the others in each application namespace, with the namespace's runner ServiceAccount.
 //
 // From then on nothing in this process reconciles anything: every Operation is the operator pod's.
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { PATCH_TYPES } from '@vworkspace/runtime';
+
+import { isNotFound } from '@vworkspace/runtime';
 import { installArgo } from '../../../hack/lib/engines/argo.ts';
 import { type CsiInstall, installCsi } from '../../../hack/lib/engines/csi.ts';
 import { type HelmEngine, installHelm, RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
 import { ensureStorage } from '../../../hack/lib/engines/storage.ts';
 import { ensureVelero, type Velero } from '../../../hack/lib/engines/velero.ts';
 import { ensureVolSync } from '../../../hack/lib/engines/volsync.ts';
-import { type Olm, OPERATORS_NAMESPACE, startOlm } from '../../../hack/lib/olm.ts';
-import { apply, DNS_IP, type RealNode } from '../../../hack/lib/real-node.ts';
+import { type Olm, OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
+import { apply, type RealNode } from '../../../hack/lib/real-node.ts';
 import { csvName, DEPLOYMENT_NAME, SERVICE_ACCOUNT } from '../../../hack/packaging/csv.ts';
 import { RBAC_PROFILES } from '../../../operator/src/api/enums.ts';
 import { profileClusterRoleName } from '../../../operator/src/rbac/profiles.ts';
@@ -31,13 +33,21 @@ import {
   pointCatalog,
   subscribeOperator,
 } from '../real-node/catalog-source.ts';
-import { buildReleaseImages, type ReleaseImages } from '../real-node/olm-images.ts';
-import { CURRENT_VERSION, waitCsvSucceeded, waitInstallPlanFor } from '../support/install.ts';
-import { olmReport } from '../support/olm-api.ts';
+import { olmOnNode } from '../real-node/olm-on-node.ts';
+import { CURRENT_VERSION, SUBSCRIPTION, waitCsvSucceeded, waitInstallPlanFor } from '../support/install.ts';
+import { subscriptionsPath } from '../support/olm-api.ts';
 
 /** The profiles bound in an application namespace (the Velero ones go to the Velero namespace). */
 export const VELERO_PROFILES = RBAC_PROFILES.filter((p) => p.endsWith('.velero'));
 export const NAMESPACE_PROFILES = RBAC_PROFILES.filter((p) => !p.endsWith('.velero'));
+
+/** What a user installs from: the current release's images as `make images` builds them, on the node. */
+export interface ReleaseImages {
+  operator: string;
+  /** The helm runner image the bundle's CSV names (RELATED_IMAGE_HELM), built here: the node pulls it. */
+  helm: string;
+  catalog: string;
+}
 
 export interface Platform {
   velero: Velero;
@@ -121,10 +131,20 @@ export async function prepareNamespace(node: RealNode, namespace: string): Promi
     await apply(node.client, o);
 }
 
+/** Does the operator's Subscription exist (a journey before this one subscribed)? */
+async function subscribed(node: RealNode): Promise<boolean> {
+  return node.client
+    .request({ method: 'GET', path: subscriptionsPath(OPERATORS_NAMESPACE, SUBSCRIPTION) })
+    .then(
+      () => true,
+      (e: unknown) => (isNotFound(e) ? false : Promise.reject(e)),
+    );
+}
+
 /** Installs everything; `say` gets one line per stage with its time. */
 export async function installPlatform(
   node: RealNode,
-  workdir: string,
+  _workdir: string,
   say: (m: string) => void,
 ): Promise<Platform> {
   const stage = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
@@ -146,38 +166,27 @@ export async function installPlatform(
     },
   );
 
-  const images = await stage('operator, helm runner, bundle and catalog images built and pushed', async () =>
-    buildReleaseImages(node, workdir, () => {}),
+  // OLM and the images it installs from are the node's (olm-on-node.ts): when the OLM journey ran before
+  // on this node, it installed the operator from the same catalog image and upgraded it to this release,
+  // and each wait below finds its state at once.
+  const shared = await stage('OLM and the operator, helm runner, bundle and catalog images', () =>
+    olmOnNode(node, say),
   );
-  const olm = await stage('OLM started', async () => {
-    const resolvConf = join(workdir, 'resolv.conf');
-    await writeFile(resolvConf, `nameserver ${DNS_IP}\nsearch cluster.local\noptions ndots:5\n`);
-    return startOlm(node.kubeconfigPath, node.client, workdir, {
-      catalogArgs: [
-        '--set-workload-user-id=true',
-        '--util-image',
-        node.images.olmUtil,
-        '--opmImage',
-        images.catalog,
-      ],
-      resolvConf,
-    });
-  });
-  const report = async () => `${await olmReport(node.client).catch(() => '')}\n${olm.logs(30)}`;
+  const images: ReleaseImages = {
+    operator: shared.images.operators[CURRENT_VERSION] ?? '',
+    helm: shared.images.helm,
+    catalog: shared.images.catalogFull,
+  };
   try {
-    await node.client.request({
-      method: 'PATCH',
-      path: `/api/v1/namespaces/${OPERATORS_NAMESPACE}`,
-      contentType: PATCH_TYPES.merge,
-      body: { metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } },
-    });
     const operatorPods = await stage(
-      `the operator ${CURRENT_VERSION} installed by OLM and running`,
+      `the operator ${CURRENT_VERSION} installed by OLM from the catalog image and running`,
       async () => {
         await pointCatalog(node, images.catalog);
         await catalogPodRunning(node, images.catalog);
         await catalogReady(node);
-        await subscribeOperator(node);
+        if (await subscribed(node))
+          say(`Subscription ${OPERATORS_NAMESPACE}/${SUBSCRIPTION} exists (the OLM journey's)`);
+        else await subscribeOperator(node);
         const world = { client: node.client, say };
         await waitInstallPlanFor(world, csvName(CURRENT_VERSION), 600_000);
         await waitCsvSucceeded(world, csvName(CURRENT_VERSION), 600_000);
@@ -212,17 +221,13 @@ export async function installPlatform(
       velero,
       csi,
       helm,
-      olm,
+      olm: shared.olm,
       images,
       operatorPods,
-      stop: async () => {
-        await helm.stop();
-        await olm.stop();
-      },
+      // OLM stays: it is the node's, stopped with it.
+      stop: () => helm.stop(),
     };
   } catch (err) {
-    const r = await report();
-    await olm.stop();
-    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${r}`);
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${await shared.report()}`);
   }
 }

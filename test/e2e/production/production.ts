@@ -1,8 +1,7 @@
 // Production shape (issue 22, docs/production.md): a real PostgreSQL through a real disaster, on the
-// engines' node (engines.test.ts runs it last), with every Operation reconciled by the operator pod that
+// real node (real-node.test.ts runs it last), with every Operation reconciled by the operator pod that
 // OLM installed from the catalog image, on the RBAC OLM granted it and the profiles bound as
-// docs/security/rbac.md says. Nothing in this process
-// reconciles: it acts as the platform team (installs, namespace RBAC) and as the application's owner
+// docs/security/rbac.md says. Nothing in this process reconciles: it acts as the platform team (installs, namespace RBAC) and as the application's owner
 // (helm install, Operations), and checks each step by what the database answers.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

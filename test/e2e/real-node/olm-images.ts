@@ -1,7 +1,9 @@
-// The images of the OLM journey on a real node, built by the project's image code (hack/images/build.ts,
-// what `make images` runs) for the node's loopback registry: per version of catalog/template.yaml an
-// operator image (labelled and dated with that version, so each bundle's pod runs an image of its own:
-// the upgrade replaces the pod's image) and the bundle image naming it by digest; then two catalog
+// The images of the journeys that install through OLM on a real node (olm-on-node.ts), built by the
+// project's image code (hack/images/build.ts, what `make images` runs) for the node's loopback registry:
+// per version of catalog/template.yaml an operator image (labelled and dated with that version, so each
+// bundle's pod runs an image of its own: the upgrade replaces the pod's image) and the bundle image naming
+// it and the helm runner image (built from bin/helm, so the node can pull what the CSV names) by digest;
+// then two catalog
 // images rendered from the template, one cut back to an older version and one with every version,
 // holding our package (bundles by image: OLM unpacks them with its real unpack Job) and the provider
 // packages (embedded, running the node's busybox so their pods really start); and a third with our
@@ -27,6 +29,8 @@ export interface OlmImages {
   operators: Record<string, string>;
   /** version → bundle image by digest. */
   bundles: Record<string, string>;
+  /** The helm runner image every bundle's CSV names (RELATED_IMAGE_HELM). */
+  helm: string;
   /** The catalog with versions up to `upTo`, and the full one, by digest. */
   catalogUpTo: string;
   catalogFull: string;
@@ -76,7 +80,8 @@ export function buildOlmImages(
   upTo: string,
   log: (l: string) => void,
 ): OlmImages {
-  const set = buildImages({ registry: node.registryPrefix, helm: 'pinned', workDir, log });
+  const set = buildImages({ registry: node.registryPrefix, helm: 'ours', workDir, log });
+  if (!set.helm) throw new Error("buildImages built no helm image with helm: 'ours'");
   const older = catalogWithProviders(
     node,
     workDir,
@@ -95,29 +100,14 @@ export function buildOlmImages(
     set.version,
     false,
   );
-  for (const b of [...Object.values(set.operators), ...set.bundles, older, full, ours]) pushBuilt(b, workDir);
+  for (const b of [...Object.values(set.operators), set.helm, ...set.bundles, older, full, ours])
+    pushBuilt(b, workDir);
   return {
     operators: Object.fromEntries(Object.entries(set.operators).map(([v, b]) => [v, b.ref])),
     bundles: set.bundleRefs,
+    helm: set.helm.ref,
     catalogUpTo: older.ref,
     catalogFull: full.ref,
     catalogWithoutProviders: ours.ref,
   };
-}
-
-/** What a user installs from: the current release's images as `make images` builds them, on the node. */
-export interface ReleaseImages {
-  operator: string;
-  /** The helm runner image the bundle's CSV names (RELATED_IMAGE_HELM), built here: the node pulls it. */
-  helm: string;
-  catalog: string;
-}
-
-/** The catalog with every version (bundles by image) and the images its newest bundle runs, pushed. */
-export function buildReleaseImages(node: RealNode, workDir: string, log: (l: string) => void): ReleaseImages {
-  const set = buildImages({ registry: node.registryPrefix, helm: 'ours', workDir, log });
-  if (!set.helm) throw new Error("buildImages built no helm image with helm: 'ours'");
-  const catalog = catalogWithProviders(node, workDir, set, 'catalog', set.template, set.version);
-  for (const b of [...Object.values(set.operators), set.helm, ...set.bundles, catalog]) pushBuilt(b, workDir);
-  return { operator: set.operator.ref, helm: set.helm.ref, catalog: catalog.ref };
 }
