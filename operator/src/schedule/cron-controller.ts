@@ -88,11 +88,6 @@ export class CronReconciler implements Reconciler {
   readonly #clock: Clock;
   readonly #metrics: ScheduleMetrics;
   readonly #requeue: (key: string) => void;
-  /**
-   * When this replica began scheduling (its first reconcile since it became leader): catchUp Skip passes
-   * over the slots before it.
-   */
-  #runningSince: Date | undefined;
 
   constructor(opts: {
     client: Client;
@@ -109,11 +104,6 @@ export class CronReconciler implements Reconciler {
     this.#requeue = opts.requeue;
   }
 
-  /** A new term as leader (also after a lost Lease): the slots missed meanwhile came due while not running. */
-  beganLeading(): void {
-    this.#runningSince = undefined;
-  }
-
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
     const cron = this.#client.get<CronOperation>(CRON_OPERATION, req);
     if (!cron) return {};
@@ -123,8 +113,8 @@ export class CronReconciler implements Reconciler {
     });
     const now = new Date(this.#clock.now());
     const instances = this.#client.list<ApplicationInstance>(APPLICATION_INSTANCE, { namespace: ns });
-    this.#runningSince ??= now;
-    const decided = decideCron(cron, ops, now, instances, this.#runningSince);
+    // catchUp Skip passes over the slots that came due before this replica's current run began.
+    const decided = decideCron(cron, ops, now, instances, new Date(ctx.workersStartedAt));
     const { plan, deferred } = await this.#runs.execute(cron, decided, ops, ctx, {
       kind: 'CronOperation',
       refuse: (p, refused) => refuseCronRuns(p, refused, cron.metadata.generation, now),
@@ -169,18 +159,6 @@ export function setupCronController(mgr: Manager, deps: SchedulerDeps): Controll
     clock,
     metrics: new ScheduleMetrics(mgr.metrics.registry),
     requeue: (key) => controller?.enqueue(key),
-  });
-  // Each term as leader restarts the controllers but not the reconciler: it is told, for catchUp Skip.
-  mgr.add({
-    name: 'cronoperation-leader-term',
-    needLeaderElection: true,
-    start: (signal) => {
-      reconciler.beganLeading();
-      if (signal.aborted) return Promise.resolve();
-      return new Promise<void>((resolve) =>
-        signal.addEventListener('abort', () => resolve(), { once: true }),
-      );
-    },
   });
   // Status-only updates (our own writes) do not reconcile: the requeue and our own writes cover them.
   const b = controllerFor<CronOperation>(mgr, CRON_OPERATION, {

@@ -79,6 +79,33 @@ describe('Controller', () => {
     await informer.stop();
   });
 
+  it('tells each reconcile when the workers of the current run started; a restart starts a new run', async () => {
+    const startedAt: number[] = [];
+    const { clock, server, informer, controller } = setup(async (ctx) => {
+      startedAt.push(ctx.workersStartedAt);
+      return undefined;
+    });
+    const t0 = clock.now();
+    server.put(obj('a'));
+    controller.watch(informer);
+    informer.start();
+    await clock.advance(5_000);
+    const first = controller.start();
+    await flushMicrotasks();
+    await clock.advance(60_000);
+    server.put(obj('a', 2));
+    await flushMicrotasks();
+    await controller.stop();
+    await first;
+    await clock.advance(60_000);
+    const second = controller.start();
+    await flushMicrotasks();
+    expect(startedAt.map((t) => t - t0)).toEqual([5_000, 5_000, 125_000]);
+    await controller.stop();
+    await second;
+    await informer.stop();
+  });
+
   it('maps results like controller-runtime: error and requeue back off, requeueAfter and success forget', async () => {
     const outcomes: (ReconcileResult | Error)[] = [
       new Error('boom'),

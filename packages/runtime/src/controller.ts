@@ -124,6 +124,7 @@ export class Controller {
   #running: Promise<void> | undefined;
   #stopped = false;
   #workersStarted = false;
+  #workersStartedAt = 0;
   #active = 0;
 
   constructor(opts: ControllerOptions) {
@@ -218,6 +219,7 @@ export class Controller {
     const unregister = this.#sources.map((s) => s.register());
     this.#log.info({ controller: this.name, workers: this.#workers }, 'starting workers');
     this.#workersStarted = true;
+    this.#workersStartedAt = this.#clock.now();
     try {
       const queue = this.#queue;
       await queue.runWorkers(this.#workers, (key) => this.#process(queue, key));
@@ -272,6 +274,7 @@ export class Controller {
         reconcileID,
         retries,
         signal: this.#hardStop.signal,
+        workersStartedAt: this.#workersStartedAt,
       });
       if (res?.requeueAfterMs !== undefined && res.requeueAfterMs > 0) {
         queue.forget(key);

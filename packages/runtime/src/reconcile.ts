@@ -33,6 +33,11 @@ export interface ReconcileContext {
   retries: number;
   /** Aborts when the controller must stop at once (shutdown grace period over, leadership lost). */
   signal: AbortSignal;
+  /**
+   * When (clock ms) the controller's workers started in its current run: a new leadership term starts
+   * a new run, so this tells a reconciler what came due while this replica was not reconciling.
+   */
+  workersStartedAt: number;
 }
 
 export interface Reconciler {
