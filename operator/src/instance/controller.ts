@@ -156,7 +156,6 @@ export function setupInstanceController(mgr: Manager, deps: InstanceControllerDe
   const instancesOfRelease = indexed(instances, INSTANCES_BY_RELEASE);
   b.informer<Operation>(OPERATION).addIndexer(OPERATIONS_BY_TARGET.name, OPERATIONS_BY_TARGET.fn);
   const secrets = helmReleaseSecrets(mgr.cache);
-  mgr.addInformer(secrets);
   const reconciler = new InstanceReconciler({
     client: new Client({ client: deps.client, mapper: deps.mapper, cache: mgr.cache }),
     events: deps.events,

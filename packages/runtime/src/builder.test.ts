@@ -68,6 +68,30 @@ async function setup() {
 }
 
 describe('controllerFor', () => {
+  it('starts an informer source given to watchesSource with the manager, as its own informers', async () => {
+    const { api, clock, mgr } = await setup();
+    const r = new Script();
+    const selected = mgr.cache.informer<KubernetesObject>(CHILDREN, { labelSelector: 'team=a' });
+    controllerFor(mgr, PARENTS)
+      .watchesSource(selected, (c) => ({
+        namespace: 'ns',
+        name: c.metadata?.ownerReferences?.[0]?.name ?? '',
+      }))
+      .withOptions({ clock })
+      .complete(r);
+    api.put('children', {
+      ...child('c1', 'p'),
+      metadata: { ...child('c1', 'p').metadata, labels: { team: 'a' } },
+    });
+    const running = mgr.start();
+    await clock.advance(0);
+    await flushMicrotasks();
+    expect(selected.hasSynced()).toBe(true);
+    expect(r.seen).toEqual(['ns/p#0']);
+    await mgr.stop();
+    await running;
+  });
+
   it('reconciles the for kind and maps owned objects to their controller owner, filtered by predicates', async () => {
     const { api, clock, mgr } = await setup();
     const r = new Script();

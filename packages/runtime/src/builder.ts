@@ -11,7 +11,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Clock } from './clock.ts';
 import type { Controller, ControllerWatchOptions, WatchSource } from './controller.ts';
-import type { Informer } from './informer.ts';
+import { Informer } from './informer.ts';
 import { keyOf } from './keys.ts';
 import type { Manager } from './manager.ts';
 import type { RateLimiter } from './rate-limiter.ts';
@@ -114,9 +114,14 @@ export class Builder<T extends KubernetesObject> {
       version: kind.version,
       plural: kind.plural,
     });
-    if (!this.#informers.includes(inf as unknown as Informer<KubernetesObject>))
-      this.#informers.push(inf as unknown as Informer<KubernetesObject>);
+    this.#register(inf);
     return inf;
+  }
+
+  /** Registers `inf` with the manager at complete() (once, however often it is watched or read). */
+  #register<W extends KubernetesObject>(inf: Informer<W>): void {
+    const shared = inf as unknown as Informer<KubernetesObject>;
+    if (!this.#informers.includes(shared)) this.#informers.push(shared);
   }
 
   /** Objects of `kind` whose controller ownerReference is the `for` kind (or mapped by `by`). */
@@ -129,12 +134,16 @@ export class Builder<T extends KubernetesObject> {
     return this.watchesSource(this.informer<W>(kind), map, o);
   }
 
-  /** Events of any source (catalog reloads, on-demand kinds), mapped to the requests to reconcile. */
+  /**
+   * Events of any source (catalog reloads, on-demand kinds, a metadata-only informer), mapped to the
+   * requests to reconcile. An informer source is registered with the manager like the builder's own.
+   */
   watchesSource<S extends KubernetesObject>(
     source: WatchSource<S>,
     map: MapFunc<S>,
     o: WatchesOptions<S> = {},
   ): this {
+    if (source instanceof Informer) this.#register(source);
     this.#watches.push((c) => c.watch(source, { map: keysOf(map), ...combined(o) }));
     return this;
   }
