@@ -239,6 +239,15 @@ export class OperatorPods {
     const pods: OperatorPod[] = [];
     let sa = '';
     let certSecret = '';
+    // Two Pods on one address cannot both listen: say it as kwok's fault, not the operator's (see
+    // pod-ip-pool.ts for how World avoids it).
+    const byIp = new Map<string, string>();
+    for (const pod of found) {
+      const ip = pod.status?.podIP ?? '';
+      const other = byIp.get(ip);
+      if (other) throw new Error(`kwok gave Pods ${other} and ${pod.metadata.name} the same address ${ip}`);
+      byIp.set(ip, pod.metadata.name);
+    }
     try {
       for (const pod of found) {
         const dir = join(world.workdir, `${label}-${pod.metadata.name}`);

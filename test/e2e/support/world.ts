@@ -37,6 +37,7 @@ import { testClient } from '../../support/clients.ts';
 import { keepInTestResults } from '../../support/kept.ts';
 import { buildCatalog, builtVersions } from './catalog.ts';
 import { olmReport } from './olm-api.ts';
+import { warmPodIpPool } from './pod-ip-pool.ts';
 
 export const CATALOG_SOURCE = 'vworkspace-e2e';
 
@@ -99,6 +100,7 @@ export class World {
       w.kc = new KubeConfig();
       w.kc.loadFromFile(w.cluster.kubeconfigPath);
       w.client = testClient(w.kc);
+      w.say(`kwok's pod-IP pool made by one Pod before OLM's (it got ${await warmPodIpPool(w.client)})`);
       w.say(
         'installing OLM (CRDs, namespaces olm and operators, global OperatorGroup) and starting its olm and catalog operators ...',
       );
