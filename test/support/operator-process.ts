@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
+import { ROOT } from '../../hack/lib/controlplane.ts';
 import { operatorNodeArgs } from '../../operator/src/node-flags.ts';
 
 export interface OperatorSettings {
@@ -30,21 +30,14 @@ process.once('exit', () => {
 
 export class OperatorProcess {
   readonly child: ChildProcess;
-  readonly metricsPort: number;
-  readonly probePort: number;
   readonly logPath: string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #killedByUs = false;
+  #ports: { metrics: number; probes: number } | undefined;
+  #webhookPort: number | undefined;
 
-  private constructor(
-    child: ChildProcess,
-    ports: { metrics: number; probes: number },
-    log: WriteStream,
-    logPath: string,
-  ) {
+  private constructor(child: ChildProcess, log: WriteStream, logPath: string) {
     this.child = child;
-    this.metricsPort = ports.metrics;
-    this.probePort = ports.probes;
     this.logPath = logPath;
     live.add(child);
     this.exited = new Promise((ok) =>
@@ -57,7 +50,6 @@ export class OperatorProcess {
   }
 
   static async start(s: OperatorSettings, label: string): Promise<OperatorProcess> {
-    const [metricsPort, probePort] = [await freePort(), await freePort()];
     const logPath = join(s.logDir, `${label.replaceAll(' ', '-')}.log`);
     const log = createWriteStream(logPath);
     log.write(`===== ${label} (${new Date().toISOString()}) =====\n`);
@@ -69,8 +61,10 @@ export class OperatorProcess {
         KUBECONFIG: s.kubeconfigPath,
         OPERATOR_NAMESPACE: s.namespace,
         LEADER_ELECT: 'true',
-        METRICS_PORT: String(metricsPort),
-        PROBE_PORT: String(probePort),
+        // Port 0: the process binds what the kernel gives and logs it (learned below). A port picked
+        // here and bound later could be taken in between by anything on this busy machine.
+        METRICS_PORT: '0',
+        PROBE_PORT: '0',
         // No certificates there: the webhook is not served unless `env` names a directory with them.
         WEBHOOK_CERT_DIR: '/nonexistent/vworkspace-operator-process',
         ...(s.helmImage ? { RELATED_IMAGE_HELM: s.helmImage } : {}),
@@ -80,7 +74,30 @@ export class OperatorProcess {
     });
     child.stdout?.pipe(log, { end: false });
     child.stderr?.pipe(log, { end: false });
-    return new OperatorProcess(child, { metrics: metricsPort, probes: probePort }, log, logPath);
+    return new OperatorProcess(child, log, logPath);
+  }
+
+  /** The metrics port the process bound (known once it logged "manager starting"). */
+  get metricsPort(): number {
+    return this.#bound().metrics;
+  }
+
+  /** The probe port the process bound (known once it logged "manager starting"). */
+  get probePort(): number {
+    return this.#bound().probes;
+  }
+
+  /** The webhook's port as the process logged it once serving (WEBHOOK_PORT=0 lets it choose). */
+  get webhookPort(): number | undefined {
+    this.#webhookPort ??= loggedField<number>(this.logPath, 'admission webhook serving', 'port');
+    return this.#webhookPort;
+  }
+
+  #bound(): { metrics: number; probes: number } {
+    this.#ports ??= loggedField(this.logPath, 'manager starting', 'ports');
+    if (!this.#ports)
+      throw new Error(`operator ${this.logPath} has not bound its ports yet (await waitReady)`);
+    return this.#ports;
   }
 
   /** Whether it exited on its own (a crash), as opposed to by our signal. */
@@ -101,9 +118,12 @@ export class OperatorProcess {
     while (Date.now() < deadline) {
       const exited = this.#exitedError('ready');
       if (exited) throw exited;
-      const res = await fetch(`http://127.0.0.1:${this.probePort}/readyz`, {
-        signal: AbortSignal.timeout(2000),
-      }).catch(() => undefined);
+      this.#ports ??= loggedField(this.logPath, 'manager starting', 'ports');
+      const res = this.#ports
+        ? await fetch(`http://127.0.0.1:${this.#ports.probes}/readyz`, {
+            signal: AbortSignal.timeout(2000),
+          }).catch(() => undefined)
+        : undefined;
       if (res?.ok) return;
       await sleep(200);
     }
@@ -115,6 +135,7 @@ export class OperatorProcess {
   /** Whether this process reports leader_election_master_status 1 now. */
   async isLeader(): Promise<boolean> {
     try {
+      // Before it logged its ports it is not leading either: #bound() throws, caught below.
       const res = await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`, {
         signal: AbortSignal.timeout(2000),
       });
@@ -171,6 +192,26 @@ export class OperatorProcess {
     grace.abort();
     if (!done) await this.kill();
   }
+}
+
+/** A field of the first JSON log line with this message, if the log has one yet. */
+function loggedField<T>(path: string, msg: string, field: string): T | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    if (!line.includes(msg)) continue;
+    try {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.msg === msg && entry[field] !== undefined) return entry[field] as T;
+    } catch {
+      // a line of other output that mentions the message
+    }
+  }
+  return undefined;
 }
 
 export function tail(path: string, lines: number): string {

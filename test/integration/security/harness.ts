@@ -17,7 +17,7 @@ import { isNotFound, KubeApiError, PATCH_TYPES, type RestClient } from '@vworksp
 import { inject } from 'vitest';
 import YAML from 'yaml';
 import { makeServingCert } from '../../../hack/lib/certs.ts';
-import { freePort, kubeconfigYaml, ROOT } from '../../../hack/lib/controlplane.ts';
+import { kubeconfigYaml, ROOT } from '../../../hack/lib/controlplane.ts';
 import { csvWebhookDefinitions, webhookConfigurations } from '../../../hack/lib/webhooks.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import {
@@ -301,7 +301,6 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
 
     const certDir = join(dir, 'certs');
     const cert = makeServingCert(certDir);
-    const webhookPort = await freePort();
     operator = await OperatorProcess.start(
       {
         kubeconfigPath: operatorKubeconfigPath,
@@ -311,13 +310,16 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
           VELERO_NAMESPACE: veleroNamespace,
           WEBHOOK_CERT_DIR: certDir,
           WEBHOOK_HOST: '127.0.0.1',
-          WEBHOOK_PORT: String(webhookPort),
+          // The process binds port 0 and logs the port it got (no free-port race with the rest).
+          WEBHOOK_PORT: '0',
           ...opts.env,
         },
       },
       `operator-${id}`,
     );
     await operator.waitReady(60_000);
+    const webhookPort = operator.webhookPort;
+    if (!webhookPort) throw new Error('the operator is ready but never logged "admission webhook serving"');
     for (const config of webhookConfigurations(
       csvWebhookDefinitions(CSV_PATH),
       `https://127.0.0.1:${webhookPort}`,
