@@ -159,6 +159,16 @@ tool_operator_sdk() {
     github.com/operator-framework/operator-sdk/cmd/operator-sdk
 }
 
+# promtool checks and unit-tests the alerts we ship (packaging/monitoring/prometheusrule.yaml). Upstream's
+# remove_all_sd tag leaves out the cloud service discoveries, which rule tests never use.
+tool_promtool() {
+  local release
+  release=$(echo "$PROMETHEUS_VERSION" | sed -E 's/^v0\.([0-9])([0-9]+)\.([0-9]+)$/\1.\2.\3/')
+  TAGS=remove_all_sd build promtool github.com/prometheus/prometheus "$PROMETHEUS_VERSION" "$PROMETHEUS_VERSION" \
+    "-s -w -X github.com/prometheus/common/version.Version=$release -X github.com/prometheus/common/version.Revision=$PROMETHEUS_VERSION -X github.com/prometheus/common/version.Branch=HEAD" - \
+    github.com/prometheus/prometheus/cmd/promtool
+}
+
 tool_olm_operators() {
   # OLM's olm and catalog operators, run as processes against the e2e kwok cluster.
   build olm-operators github.com/operator-framework/operator-lifecycle-manager "$OLM_VERSION" "$OLM_VERSION" \
@@ -337,14 +347,14 @@ run_group() {
   case $1 in
     core) tool_etcd; tool_kube_apiserver ;;
     cluster) run_group core; tool_kube_cluster; tool_kwok; tool_helm ;;
-    olm) tool_opm; tool_operator_sdk ;;
+    olm) tool_opm; tool_operator_sdk; tool_promtool ;;
     # VolSync's OLM bundle (a copy from its module) is a dependency provider in the OLM journeys on kwok.
     e2e) run_group cluster; run_group olm; tool_olm_operators; tool_volsync_bundle ;;
     images) tool_crane; tool_registry; tool_grpc_health_probe; tool_skopeo ;;
     node) tool_kube_node; tool_containerd; tool_runc; tool_cni_plugins; tool_iptables; tool_coredns; tool_busybox; tool_pause; tool_olm_cpb ;;
     engines) for t in "${ENGINE_TOOLS[@]}"; do "tool_${t//-/_}"; done ;;
     all) run_group e2e; run_group images; run_group node; run_group engines ;;
-    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | olm-operators | crane | registry | grpc-health-probe | skopeo | \
+    etcd | kube-apiserver | kube-cluster | kwok | helm | opm | operator-sdk | promtool | olm-operators | crane | registry | grpc-health-probe | skopeo | \
       kube-node | containerd | runc | cni-plugins | iptables | coredns | busybox | pause | olm-cpb)
       "tool_$(echo "$1" | tr - _)" ;;
     *)

@@ -102,7 +102,12 @@ export function podDisruptionBudget(): Record<string, unknown> {
   };
 }
 
-/** For clusters with the Prometheus Operator: `kubectl apply -n <operator-namespace> -f` it. */
+/**
+ * For clusters with the Prometheus Operator: `kubectl apply -n <operator-namespace> -f` it. honorLabels:
+ * the operator's series carry the `namespace` of the object they describe (a CronOperation's, an
+ * instance's), which must win over the scrape target's namespace (the operator's) instead of being renamed
+ * exported_namespace, as for kube-state-metrics (docs/adr/0050-backup-metrics-and-alerts.md).
+ */
 export function serviceMonitor(): Record<string, unknown> {
   return {
     apiVersion: 'monitoring.coreos.com/v1',
@@ -110,7 +115,7 @@ export function serviceMonitor(): Record<string, unknown> {
     metadata: { name: 'vworkspace-operator', labels: { ...POD_LABELS } },
     spec: {
       selector: { matchLabels: { ...POD_LABELS, 'app.kubernetes.io/component': 'metrics' } },
-      endpoints: [{ port: 'metrics', path: '/metrics', interval: '30s' }],
+      endpoints: [{ port: 'metrics', path: '/metrics', interval: '30s', honorLabels: true }],
     },
   };
 }

@@ -4,6 +4,7 @@
 import { RuntimeMetrics } from '@vworkspace/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { registerBackupMetrics } from '../../operator/src/instance/backup-metrics.ts';
 import { OperationMetrics } from '../../operator/src/operation/metrics.ts';
 import { registerCronMetrics } from '../../operator/src/schedule/cron-metrics.ts';
 import { readRepoFile } from '../bundle.ts';
@@ -15,6 +16,11 @@ async function exportedNames(): Promise<Set<string>> {
   new RuntimeMetrics(registry);
   new OperationMetrics(registry, () => []);
   registerCronMetrics(registry, () => []);
+  registerBackupMetrics(
+    registry,
+    () => [],
+    () => [],
+  );
   const names = new Set<string>();
   for (const m of await registry.getMetricsAsJSON()) {
     names.add(m.name);
@@ -41,11 +47,14 @@ function balanced(expr: string): boolean {
 }
 
 describe('PrometheusRule', () => {
-  it('alerts on a stalled schedule, a failed Operation and an Operation Blocked too long', () => {
+  it('alerts on a stalled schedule, a failed or long-Blocked Operation, an overdue or unproven backup and a failed drill', () => {
     expect(ALERTS.map((a) => a.alert)).toEqual([
       'VWorkspaceScheduleStalled',
       'VWorkspaceOperationFailed',
       'VWorkspaceOperationBlockedTooLong',
+      'VWorkspaceBackupOverdue',
+      'VWorkspaceVerifiedBackupTooOld',
+      'VWorkspaceRestoreDrillFailed',
     ]);
     const rule = prometheusRule() as { kind: string; spec: { groups: { rules: unknown[] }[] } };
     expect(rule.kind).toBe('PrometheusRule');

@@ -7,6 +7,18 @@ import { POD_LABELS } from './csv.ts';
 
 const RUNBOOK = 'https://github.com/vworkspace/vworkspace-operator/blob/main/docs/monitoring.md';
 
+/** VWorkspaceBackupOverdue fires when the last success is older than FACTOR × the schedule's gap + GRACE. */
+export const BACKUP_TOLERANCE_FACTOR = 2;
+export const BACKUP_GRACE_SECONDS = 3600;
+/** VWorkspaceVerifiedBackupTooOld: the N days of "no verified backup within N days". */
+export const VERIFIED_MAX_AGE_DAYS = 7;
+
+// Seconds since the last successful backup or, for an instance never backed up, since its first Backup
+// schedule was created (`or` keeps the left series where both exist). Max over the replicas, which all
+// export the same values.
+const BACKUP_AGE =
+  'time() - max by (namespace, applicationinstance) (vworkspace_instance_last_successful_backup_timestamp_seconds or vworkspace_instance_backup_scheduled_since_timestamp_seconds)';
+
 export interface Alert {
   alert: string;
   expr: string;
@@ -53,6 +65,45 @@ export const ALERTS: readonly Alert[] = [
       description:
         'The oldest Operation Blocked with {{ $labels.reason }} in {{ $labels.namespace }} has waited {{ $value | humanizeDuration }}. docs/conditions.md says what each reason waits for (AwaitingApproval: approve with `kubectl vws approve`; TargetNotReady: fix the release; MissingSecret / MissingServiceAccount: create it), or cancel it with `kubectl vws cancel`.',
       runbook_url: `${RUNBOOK}#vworkspaceoperationblockedtoolong`,
+    },
+  },
+  {
+    alert: 'VWorkspaceBackupOverdue',
+    // The schedule's tolerance: its longest gap twice (one run may fail; the next must succeed), plus an
+    // hour for that run to finish. Without a success yet, the time runs from the oldest Backup schedule's
+    // creation. A suspended or deleted schedule expects nothing (no interval series): no alert.
+    expr: `${BACKUP_AGE} > ${BACKUP_TOLERANCE_FACTOR} * max by (namespace, applicationinstance) (vworkspace_instance_backup_interval_seconds) + ${BACKUP_GRACE_SECONDS}`,
+    labels: { severity: 'critical' },
+    annotations: {
+      summary:
+        "ApplicationInstance {{ $labels.namespace }}/{{ $labels.applicationinstance }} has no successful backup within its schedule's tolerance.",
+      description: `Its last successful backup (or, without one, its first Backup schedule) is {{ $value | humanizeDuration }} old: more than ${BACKUP_TOLERANCE_FACTOR} times the longest gap of its Backup schedule plus ${BACKUP_GRACE_SECONDS / 60} minutes. See its Backups with \`kubectl vws history applicationinstance/{{ $labels.applicationinstance }} --type Backup -n {{ $labels.namespace }}\`.`,
+      runbook_url: `${RUNBOOK}#vworkspacebackupoverdue`,
+    },
+  },
+  {
+    alert: 'VWorkspaceVerifiedBackupTooOld',
+    // Instances a drill has proved once are watched; one never verified has no series (ADR 0050).
+    expr: `time() - max by (namespace, applicationinstance) (vworkspace_instance_last_verified_backup_timestamp_seconds) > ${VERIFIED_MAX_AGE_DAYS} * 86400`,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: `No restore drill has proved a backup of {{ $labels.namespace }}/{{ $labels.applicationinstance }} for over ${VERIFIED_MAX_AGE_DAYS} days.`,
+      description:
+        'The last backup a restore drill proved was verified {{ $value | humanizeDuration }} ago. Check its Verify schedule and the last drills: `kubectl vws status applicationinstance/{{ $labels.applicationinstance }} -n {{ $labels.namespace }}` (status.lastDrill).',
+      runbook_url: `${RUNBOOK}#vworkspaceverifiedbackuptooold`,
+    },
+  },
+  {
+    alert: 'VWorkspaceRestoreDrillFailed',
+    // 1 passed, 0 failed; it stays 0 until a drill passes, so the alert lasts as long as the doubt.
+    expr: 'max by (namespace, applicationinstance) (vworkspace_instance_last_drill_succeeded) == 0',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary:
+        'The last restore drill of {{ $labels.namespace }}/{{ $labels.applicationinstance }} failed: its backup did not restore and pass the probe.',
+      description:
+        'status.lastDrill names the Verify Operation; its Succeeded condition and outputs say what the restore or the probe reported. `kubectl vws status applicationinstance/{{ $labels.applicationinstance }} -n {{ $labels.namespace }}`.',
+      runbook_url: `${RUNBOOK}#vworkspacerestoredrillfailed`,
     },
   },
 ];

@@ -1,10 +1,10 @@
-// The tools packaging runs (bin/opm, bin/operator-sdk, bin/crane, bin/skopeo), and the parsing of their output. A
+// The tools packaging runs (bin/opm, bin/operator-sdk, bin/promtool, bin/crane, bin/skopeo), and the parsing of their output. A
 // missing tool is an error that says how to build it: the packaging checks never pass by not running.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type Tool = 'opm' | 'operator-sdk' | 'crane' | 'skopeo';
+export type Tool = 'opm' | 'operator-sdk' | 'promtool' | 'crane' | 'skopeo';
 
 export interface ToolRun {
   code: number;

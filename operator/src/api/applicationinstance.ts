@@ -189,6 +189,67 @@ export const NextScheduledRunSchema = Type.Object(
 );
 export type NextScheduledRun = Static<typeof NextScheduledRunSchema>;
 
+/** The outcomes a restore drill (a Verify Operation) records: its probe passed or it did not. */
+export const DRILL_RESULTS = ['Succeeded', 'Failed'] as const;
+
+const DrillOperation = Type.String({
+  description: 'The Verify Operation that ran the drill.',
+  maxLength: 253,
+});
+
+export const LastSuccessfulBackupSchema = Type.Object(
+  {
+    time: DateTime({ description: 'When that Backup Operation finished (its status.finishedAt).' }),
+    operation: Type.String({ description: 'The Backup Operation.', maxLength: 253 }),
+  },
+  {
+    description:
+      'The newest Backup Operation on this instance that Succeeded, written by the operator from the Operations of the namespace. Kept when that Operation is pruned or deleted; a later failed Backup does not move it. Exported as vworkspace_instance_last_successful_backup_timestamp_seconds (docs/monitoring.md).',
+  },
+);
+export type LastSuccessfulBackup = Static<typeof LastSuccessfulBackupSchema>;
+
+export const LastVerifiedBackupSchema = Type.Object(
+  {
+    time: DateTime({ description: "When the drill's probe passed on the restored copy." }),
+    operation: DrillOperation,
+    backup: Type.Optional(
+      Type.String({ description: 'The backup it restored (e.g. the velero Backup).', maxLength: 253 }),
+    ),
+    rtoSeconds: Type.Number({
+      minimum: 0,
+      description: 'Measured recovery time: seconds from the start of the restore to the probe passing.',
+    }),
+    rpoSeconds: Type.Optional(
+      Type.Number({ minimum: 0, description: 'The age of the backup, in seconds, when it was verified.' }),
+    ),
+  },
+  {
+    description:
+      'The newest backup a restore drill proved: restored into a scratch namespace and the probe passed. Set by the Verify drill (issue 23; not built yet, so nothing sets it today). Exported as vworkspace_instance_last_verified_backup_timestamp_seconds and vworkspace_instance_last_drill_rto_seconds (docs/monitoring.md).',
+  },
+);
+export type LastVerifiedBackup = Static<typeof LastVerifiedBackupSchema>;
+
+export const LastDrillSchema = Type.Object(
+  {
+    time: DateTime({ description: 'When the drill finished.' }),
+    operation: DrillOperation,
+    result: StringEnum(DRILL_RESULTS, {
+      description:
+        'Succeeded: the probe passed on the restored copy; Failed: the restore or the probe failed.',
+    }),
+    reason: Type.Optional(
+      Type.String({ description: "The Operation's Succeeded condition reason.", maxLength: 128 }),
+    ),
+  },
+  {
+    description:
+      'The last restore drill on this instance, passed or failed. Set by the Verify drill (issue 23; not built yet, so nothing sets it today). Exported as vworkspace_instance_last_drill_succeeded (1 or 0; docs/monitoring.md).',
+  },
+);
+export type LastDrill = Static<typeof LastDrillSchema>;
+
 export const ApplicationInstanceStatusSchema = Type.Object(
   {
     observedGeneration: Type.Optional(ObservedGeneration('ApplicationInstance')),
@@ -239,6 +300,9 @@ export const ApplicationInstanceStatusSchema = Type.Object(
       }),
     ),
     nextScheduledRun: Type.Optional(NextScheduledRunSchema),
+    lastSuccessfulBackup: Type.Optional(LastSuccessfulBackupSchema),
+    lastVerifiedBackup: Type.Optional(LastVerifiedBackupSchema),
+    lastDrill: Type.Optional(LastDrillSchema),
   },
   { description: 'The observed state of the instance, written by the operator.' },
 );
@@ -299,6 +363,13 @@ export const applicationInstanceKind: KindDefinition = {
       type: 'integer',
       jsonPath: '.status.release.revision',
       description: 'Latest release revision.',
+      priority: 1,
+    },
+    {
+      name: 'Last Backup',
+      type: 'date',
+      jsonPath: '.status.lastSuccessfulBackup.time',
+      description: 'When the newest successful Backup Operation on this instance finished.',
       priority: 1,
     },
     {

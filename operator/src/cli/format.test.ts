@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Operation } from '../api/index.ts';
+import { APPLICATION_INSTANCE, type Operation } from '../api/index.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { cronOp } from '../schedule/testing.ts';
-import { historyTable, progressLine, triggerOf } from './format.ts';
+import { historyTable, instanceStatus, progressLine, triggerOf } from './format.ts';
 import { historyQuery, manualRunPrefix, operationFromTemplate, restoreOperation } from './requests.ts';
 
 function op(
@@ -138,5 +138,37 @@ describe('kubectl vws requests', () => {
     expect(q.labelSelector).toBeUndefined();
     expect(q.keep(op('x'))).toBe(true);
     expect(q.keep({ ...op('y'), spec: { ...op('y').spec, targetRef: { name: 'wiki' } } })).toBe(false);
+  });
+
+  it('shows what an instance has proved about its backups, and nothing it has not', () => {
+    const base = {
+      apiVersion: APPLICATION_INSTANCE.apiVersion,
+      kind: APPLICATION_INSTANCE.kind,
+      metadata: { name: 'shop', namespace: 'team' },
+      spec: { appRef: { catalogId: 'tiny' }, release: { name: 'shop' } },
+    };
+    const proven = instanceStatus({
+      ...base,
+      status: {
+        lastSuccessfulBackup: { time: '2026-11-27T02:00:41Z', operation: 'nightly-1' },
+        lastVerifiedBackup: { time: '2026-11-27T04:03:12Z', operation: 'drill-1', rtoSeconds: 93.5 },
+        lastDrill: {
+          time: '2026-11-28T04:03:12Z',
+          operation: 'drill-2',
+          result: 'Failed',
+          reason: 'ProbeFailed',
+        },
+      },
+    }).split('\n');
+    expect(proven).toContainEqual(
+      expect.stringMatching(/^Last backup: +2026-11-27T02:00:41Z \(nightly-1\)$/),
+    );
+    expect(proven).toContainEqual(
+      expect.stringMatching(/^Last verified: +2026-11-27T04:03:12Z \(drill-1\), RTO 93.5s$/),
+    );
+    expect(proven).toContainEqual(
+      expect.stringMatching(/^Last drill: +Failed ProbeFailed at 2026-11-28T04:03:12Z \(drill-2\)$/),
+    );
+    expect(instanceStatus(base)).not.toMatch(/Last (backup|verified|drill)/);
   });
 });

@@ -170,6 +170,24 @@ export function instanceStatus(i: ApplicationInstance): string {
           ? `${s.nextScheduledRun.time} ${s.nextScheduledRun.type} (${s.nextScheduledRun.cronOperation})`
           : undefined,
       ],
+      [
+        'Last backup',
+        s.lastSuccessfulBackup
+          ? `${s.lastSuccessfulBackup.time} (${s.lastSuccessfulBackup.operation})`
+          : undefined,
+      ],
+      [
+        'Last verified',
+        s.lastVerifiedBackup
+          ? `${s.lastVerifiedBackup.time} (${s.lastVerifiedBackup.operation}), RTO ${s.lastVerifiedBackup.rtoSeconds}s`
+          : undefined,
+      ],
+      [
+        'Last drill',
+        s.lastDrill
+          ? `${s.lastDrill.result}${s.lastDrill.reason ? ` ${s.lastDrill.reason}` : ''} at ${s.lastDrill.time} (${s.lastDrill.operation})`
+          : undefined,
+      ],
     ]),
     ...(s.operations?.length ? ['Operations:'] : []),
     ...(s.operations ?? []).map(

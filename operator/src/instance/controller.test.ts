@@ -10,8 +10,9 @@ import {
 } from '@vworkspace/runtime';
 import { MemoryApiServer } from '@vworkspace/runtime/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { APPLICATION_INSTANCE, type ApplicationInstance } from '../api/index.ts';
+import { APPLICATION_INSTANCE, type ApplicationInstance, OPERATION, type Operation } from '../api/index.ts';
 import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
+import { BACKUP_METRICS } from './backup-metrics.ts';
 import { helmReleaseSecrets, instanceKeysForSecret, setupInstanceController } from './controller.ts';
 import { RELEASE_RECORD_UNREADABLE } from './reconciler.ts';
 
@@ -126,9 +127,8 @@ describe('the instance controller', () => {
     stop = undefined;
   });
 
-  function start() {
+  function start(api = new FakeApi()) {
     const metrics = new RuntimeMetrics();
-    const api = new FakeApi();
     const { instances, secrets, reads } = api;
     const mapper = new RestMapper(api);
     mapper.register(
@@ -164,10 +164,39 @@ describe('the instance controller', () => {
       await vi.waitFor(async () => expect(await reconciles()).toBeGreaterThan(before));
     };
     const cachedSecrets = helmReleaseSecrets(cache);
-    return { instances, secrets, api, controller, andReconciled, reads, records, cachedSecrets };
+    return { instances, secrets, api, controller, andReconciled, reads, records, cachedSecrets, metrics };
   }
 
   const reasons = (api: FakeApi) => api.events.map((e) => `${e.type}/${e.reason}`);
+
+  it('records the last successful Backup in the status and exports it after a restart, its Operation pruned', async () => {
+    const finishedAt = '2026-11-27T02:00:00Z';
+    const backup: Operation = {
+      apiVersion: OPERATION.apiVersion,
+      kind: OPERATION.kind,
+      metadata: { name: 'nightly-1', namespace: 'apps' },
+      spec: { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } },
+      status: { phase: 'Succeeded', finishedAt },
+    };
+    const first = start();
+    const { api } = first;
+    first.instances.put(instance('shop', 'apps', { name: 'web' }));
+    api.put(OPERATION.plural, backup);
+    const recorded = { time: finishedAt, operation: 'nightly-1' };
+    await vi.waitFor(() =>
+      expect(api.instances.objects.get('apps/shop')?.status?.lastSuccessfulBackup).toEqual(recorded),
+    );
+
+    // The operator stops; a history limit prunes the Operation meanwhile; a new process starts afresh.
+    await stop?.();
+    api.resource(OPERATION.plural).remove('apps', 'nightly-1');
+    const second = start(api);
+    const series = `${BACKUP_METRICS.lastSuccessful}{namespace="apps",applicationinstance="shop"} ${Date.parse(finishedAt) / 1000}`;
+    await vi.waitFor(async () => expect(await second.metrics.registry.metrics()).toContain(series));
+    await second.andReconciled(() => second.controller.enqueue('apps/shop'));
+    expect(api.instances.objects.get('apps/shop')?.status?.lastSuccessfulBackup).toEqual(recorded);
+    expect(await second.metrics.registry.metrics()).toContain(series);
+  });
 
   it('sets Ready from the release Secrets and announces only changes', async () => {
     const { instances, secrets, api, controller, andReconciled } = start();

@@ -47,6 +47,7 @@ import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_T
 import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import { releaseRef } from '../release/ref.ts';
 import { cronTargets } from '../schedule/targets.ts';
+import { registerBackupMetrics } from './backup-metrics.ts';
 import { type CatalogSource, InstanceReconciler } from './reconciler.ts';
 import type { ReadSecret, ReleaseRecords } from './release-records.ts';
 import { readyReason } from './status.ts';
@@ -165,6 +166,13 @@ export function setupInstanceController(mgr: Manager, deps: InstanceControllerDe
     ...(deps.catalog ? { catalog: deps.catalog } : {}),
   });
   secrets.addEventHandler({ delete: (s) => reconciler.forget(s) });
+  // Per-instance backup gauges, read from the caches at scrape time (backup-metrics.ts).
+  const crons = b.informer<CronOperation>(CRON_OPERATION);
+  registerBackupMetrics(
+    mgr.metrics.registry,
+    () => instances.list(),
+    () => crons.list(),
+  );
 
   // An instance that changes or goes may free a release another one was refused (ReleaseClaimed): those
   // of its namespace are evaluated again (its old release name is not in the event).

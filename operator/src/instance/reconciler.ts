@@ -3,7 +3,8 @@
 // projects the catalog's capabilities onto the instance's annotations (capabilities.ts) and reports the
 // effective set in status.capabilities. It also shows the day-2 work on the instance: status.operations
 // (per type: unfinished count, current, last) and status.nextScheduledRun (from the CronOperations that
-// target it), see operations-summary.ts. It never installs anything. What triggers it: controller.ts.
+// target it), see operations-summary.ts, and what it remembers of its backups (status.lastSuccessfulBackup,
+// backup-record.ts). It never installs anything. What triggers it: controller.ts.
 //
 // Reads come from the shared cache through the runtime Client (its own writes included); the release
 // Secrets from a metadata-only informer, a record's payload only through ReleaseRecords
@@ -38,6 +39,7 @@ import { releaseClaimant, releaseClaimedMessage } from '../release/claim.ts';
 import type { ReadyReason, ReleaseRecord } from '../release/helm-release.ts';
 import { latestRelease } from '../release/helm-release.ts';
 import { releaseRef } from '../release/ref.ts';
+import { backupRecord } from './backup-record.ts';
 import { type CapabilityPlan, planCapabilities } from './capabilities.ts';
 import { nextScheduledRun, summarizeOperations } from './operations-summary.ts';
 import { type ReadSecret, ReleaseRecords } from './release-records.ts';
@@ -286,6 +288,7 @@ export class InstanceReconciler implements Reconciler {
       ...(capabilities.length > 0 ? { capabilities } : {}),
       ...(summary.length > 0 ? { operations: summary } : {}),
       ...(next ? { nextScheduledRun: next } : {}),
+      ...backupRecord(name, operations, instance.status),
     };
   }
 

@@ -101,7 +101,7 @@ export function startController(
 }
 
 /** The ApplicationInstance controller in this process (Ready and status.release from the real release records). */
-export function startInstanceController(kc: KubeConfig): { stop(): Promise<void> } {
+export function startInstanceController(kc: KubeConfig): { stop(): Promise<void>; metrics: RuntimeMetrics } {
   const client = testClient(kc);
   const metrics = new RuntimeMetrics();
   const manager = new Manager({
@@ -118,6 +118,7 @@ export function startInstanceController(kc: KubeConfig): { stop(): Promise<void>
   });
   const running = manager.start();
   return {
+    metrics,
     async stop() {
       await manager.stop();
       await running;
