@@ -17,6 +17,9 @@ export default defineConfig({
             'bench/lib/**/*.test.ts',
           ],
           environment: 'node',
+          // Not vitest's 5 s: the property tests check hundreds of cases against brute-force references,
+          // and beside the other streams on 2 cores one took 6 s (a cold run). A hung test still fails.
+          testTimeout: 60_000,
         },
       },
       {
