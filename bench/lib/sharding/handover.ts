@@ -106,9 +106,8 @@ interface Replica {
 interface Lease {
   holder: number;
   version: number;
+  /** Bumped each time another replica acquires the Lease (leaseTransitions). */
   term: number;
-  /** Landing time of each term's acquisition. */
-  termStartedAt: number;
 }
 
 const NOBODY = -1;
@@ -122,7 +121,7 @@ export function simulateHandover(config: HandoverConfig, seed: number): Handover
   const writeRandom = seeded(seed ^ 0x5bd1e995);
   const q = new EventQueue();
   const cfg = config;
-  const lease: Lease = { holder: 0, version: 1, term: 1, termStartedAt: 0 };
+  const lease: Lease = { holder: 0, version: 1, term: 1 };
   const replicas: Replica[] = Array.from({ length: cfg.replicas }, (_, id) => ({
     id,
     rate: 1 + between(random, -cfg.clockDrift, cfg.clockDrift),
@@ -265,7 +264,6 @@ export function simulateHandover(config: HandoverConfig, seed: number): Handover
               lease.version++;
               if (lease.holder !== r.id) {
                 lease.term++;
-                lease.termStartedAt = q.now;
                 transitions++;
                 if (takenOverAt === undefined && q.now >= lossAt) {
                   takenOverAt = q.now;
