@@ -14,7 +14,7 @@
 // request's are kept until its Operations exist (a request is never lost).
 
 import { createHash } from 'node:crypto';
-import { formatTime } from '@vworkspace/runtime';
+import { formatTime, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RUN_NOW,
@@ -33,6 +33,7 @@ import {
   type MissedSlot,
   OPERATION,
   type Operation,
+  type RolloutStatus,
   type RunQueue,
 } from '../api/index.ts';
 import { isPaused } from '../api/paused.ts';
@@ -42,6 +43,14 @@ import { decideCatchUp } from './catch-up.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import {
+  beginRollout,
+  haltedCondition,
+  ROLLOUT_EVENT,
+  type RolloutStarter,
+  stepRollout,
+  unfinished,
+} from './rollout-run.ts';
 import {
   type CronPlan,
   MAX_MISSED_SLOTS,
@@ -221,6 +230,11 @@ class RunPlanner {
     return this.#capacity <= 0;
   }
 
+  /** Free places under spec.maxConcurrent. */
+  room(): number {
+    return this.#capacity;
+  }
+
   /** Cancels what runs for `target` (Replace); the Operations still count until they end. */
   replace(target: string, except: string): string[] {
     const cancel = this.runningFor(target, except)
@@ -285,8 +299,11 @@ export function decideCron(
       missedSlots: prev.missedSlots?.length ? prev.missedSlots : undefined,
       manualRun: prev.manualRun,
       queue: prev.queue?.length ? prev.queue : undefined,
+      rollout: prev.rollout,
     });
-  plan.prune = operationsToPrune(ops, spec);
+  // An unfinished rollout decides on its Operations: none of them is pruned until it ends.
+  const rolling = unfinished(prev.rollout) ? rolloutOperationNames(cron, prev.rollout) : new Set<string>();
+  plan.prune = operationsToPrune(ops, spec).filter((n) => !rolling.has(n));
   const remaining = ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
 
   // Invalid schedule or zone, or a template past the parameters' bounds (the webhook refuses them, but
@@ -330,6 +347,8 @@ export function decideCron(
   let missed: MissedSlot[] = [...(prev.missedSlots ?? [])];
   let manualRun: ManualRun | undefined = prev.manualRun;
   let queue: RunQueue[] = [...(prev.queue ?? [])];
+  let rollout: RolloutStatus | undefined = prev.rollout;
+  let rolloutRequeue: Date | undefined;
   const recordMissed = (at: string, reason: MissedSlot['reason']) => {
     if (!missed.some((m) => m.scheduledTime === at))
       missed = [
@@ -338,8 +357,82 @@ export function decideCron(
       ].slice(-MAX_MISSED_SLOTS);
   };
 
+  /** Moves the unfinished rollout on (once per reconcile and run: it records what it starts). */
+  const stepRun = (): void => {
+    if (!rollout || !unfinished(rollout)) return;
+    const run = runOf(rollout);
+    const byTarget = new Map(
+      rollout.instances.flatMap((i) => {
+        const op = ops.find((o) => o.metadata.name === runOperationName(cron, run, i.name));
+        return op ? [[i.name, op] as const] : [];
+      }),
+    );
+    const starter: RolloutStarter = {
+      waits: (target) =>
+        spec.suspend === true ||
+        planner.paused(target) ||
+        (spec.concurrencyPolicy === 'Forbid' &&
+          planner.runningFor(target, runOperationName(cron, run, target)).length > 0),
+      room: () => planner.room(),
+      start: (target) => {
+        const cancel =
+          spec.concurrencyPolicy === 'Replace'
+            ? planner.replace(target, runOperationName(cron, run, target))
+            : [];
+        if (cancel.length > 0)
+          events.push({
+            type: 'Normal',
+            reason: CRON_EVENT.ReplacingOperation,
+            note: `concurrencyPolicy is Replace: cancelling ${cancel.join(', ')} for the rollout's Operation on ${target}`,
+          });
+        planner.create(run, target);
+      },
+    };
+    const step = stepRollout({
+      strategy: spec.rollout,
+      rollout,
+      operations: byTarget,
+      matching: new Set(planner.targets()),
+      annotations: cron.metadata.annotations,
+      now,
+      starter,
+    });
+    rollout = step.rollout;
+    events.push(...step.events);
+    rolloutRequeue = step.requeueAt;
+  };
+
+  /** Begins `run` as a rollout (spec.rollout), unless the previous one is unfinished. */
+  const beginRun = (run: CronRun): void => {
+    const at = formatTime(run.time);
+    if (unfinished(rollout)) {
+      const why = `the fleet run of ${rollout?.run.scheduledTime} is ${rollout?.phase} (spec.rollout); resume it (kubectl vws resume) or abandon it (kubectl vws abandon) first`;
+      if (run.reason === 'schedule') {
+        recordMissed(at, 'RolloutInProgress');
+        events.push({
+          type: 'Warning',
+          reason: ROLLOUT_EVENT.RunSkippedRollout,
+          note: `the run scheduled for ${at} was skipped: ${why}`,
+        });
+      } else {
+        const message = `${ANNOTATION_RUN_NOW}=${run.request} was not run: ${why}, then set a new value`;
+        manualRun = { request: run.request ?? '', phase: 'Refused', time: at, message };
+        events.push({ type: 'Warning', reason: CRON_EVENT.RunNowRefused, note: message });
+      }
+      return;
+    }
+    const which = withoutUndefined({ reason: run.reason, scheduledTime: at, request: run.request });
+    rollout = beginRollout(which, planner.targets(), cron.metadata.annotations, now);
+    if (run.reason === 'manual') manualRun = { request: run.request ?? '', phase: 'Created', time: at };
+    stepRun();
+  };
+
   /** Starts `run`: each target is created, skipped (Forbid, paused) or queued. */
   const start = (run: CronRun): void => {
+    if (spec.rollout && spec.targetSelector) {
+      beginRun(run);
+      return;
+    }
     const targets = planner.targets();
     const at = formatTime(run.time);
     const waiting: string[] = [];
@@ -499,6 +592,7 @@ export function decideCron(
   }
 
   drain();
+  stepRun();
 
   if (spec.suspend) {
     // Slots that come due while suspended are passed over, so resuming never runs an old slot.
@@ -615,8 +709,38 @@ export function decideCron(
     active: active.length ? active : undefined,
     nextScheduleTime: upcoming ? formatTime(decision.next) : undefined,
     nextRuns: upcoming,
+    rollout,
   });
+  if (rollout)
+    plan.status.conditions = setCondition(
+      plan.status.conditions,
+      withGeneration(haltedCondition(rollout), generation),
+      now,
+    );
+  if (rolloutRequeue) {
+    const ms = Math.max(1, rolloutRequeue.getTime() - now.getTime());
+    plan.requeueAfterMs = Math.min(plan.requeueAfterMs ?? ms, ms);
+  }
   // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
   plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, plan.create.length > 0);
   return plan;
+}
+
+/** The run a rollout rolls out, as the Operation names know it. */
+function runOf(r: RolloutStatus): CronRun {
+  return withoutUndefined({
+    reason: r.run.reason,
+    time: parseTime(r.run.scheduledTime) ?? new Date(0),
+    request: r.run.request,
+  });
+}
+
+/** The names of the Operations of a rollout's run. */
+function rolloutOperationNames(cron: CronOperation, r: RolloutStatus): Set<string> {
+  const run = runOf(r);
+  return new Set(r.instances.map((i) => runOperationName(cron, run, i.name)));
+}
+
+function withGeneration<C extends object>(c: C, generation: number | undefined) {
+  return generation !== undefined ? { ...c, observedGeneration: generation } : c;
 }
