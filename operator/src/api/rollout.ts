@@ -4,8 +4,11 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { cel, DateTime, StringEnum } from './schema-helpers.ts';
 
-/** The snapshot of a run holds at most this many instances (as status.queue's targets). */
-export const MAX_ROLLOUT_INSTANCES = 4096;
+/**
+ * The snapshot of a run holds at most this many instances: names may be 253 characters, and the whole
+ * status must stay far below etcd's object size limit. A larger fleet is refused (InvalidRollout).
+ */
+export const MAX_ROLLOUT_INSTANCES = 1000;
 /** How many names each status list shows; its count is always whole. */
 export const MAX_ROLLOUT_LISTED = 20;
 

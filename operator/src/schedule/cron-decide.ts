@@ -28,6 +28,7 @@ import {
   LABEL_CRON_OPERATION,
   MAX_OPERATION_NAME_LENGTH,
   MAX_QUEUED_RUNS,
+  MAX_ROLLOUT_INSTANCES,
   MAX_RUN_NOW_LENGTH,
   type ManualRun,
   type MissedSlot,
@@ -43,6 +44,7 @@ import { decideCatchUp } from './catch-up.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import { ROLLOUT_REASON } from './rollout.ts';
 import {
   beginRollout,
   haltedCondition,
@@ -421,8 +423,21 @@ export function decideCron(
       }
       return;
     }
+    const targets = planner.targets();
+    if (targets.length > MAX_ROLLOUT_INSTANCES) {
+      const message = `the ${run.reason === 'schedule' ? `run scheduled for ${at}` : `run requested by ${ANNOTATION_RUN_NOW}=${run.request}`} was not started: ${targets.length} instances match spec.targetSelector, more than the ${MAX_ROLLOUT_INSTANCES} one rolled-out run can hold; narrow spec.targetSelector into several CronOperations`;
+      events.push({ type: 'Warning', reason: ROLLOUT_REASON.InvalidRollout, note: message });
+      if (run.reason === 'manual')
+        manualRun = {
+          request: run.request ?? '',
+          phase: 'Refused',
+          time: at,
+          message: message.slice(0, 1024),
+        };
+      return;
+    }
     const which = withoutUndefined({ reason: run.reason, scheduledTime: at, request: run.request });
-    rollout = beginRollout(which, planner.targets(), cron.metadata.annotations, now);
+    rollout = beginRollout(which, targets, cron.metadata.annotations, now);
     if (run.reason === 'manual') manualRun = { request: run.request ?? '', phase: 'Created', time: at };
     stepRun();
   };

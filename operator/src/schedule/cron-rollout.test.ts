@@ -6,6 +6,7 @@ import {
   ANNOTATION_RESUME,
   ANNOTATION_RUN_NOW,
   type CronOperationSpec,
+  MAX_ROLLOUT_INSTANCES,
   type Operation,
 } from '../api/index.ts';
 import { anInstance, CronWorld, cronOp, MIN } from './testing.ts';
@@ -172,5 +173,19 @@ describe('decideCron with spec.rollout', () => {
     w.cron.spec.suspend = false;
     w.reconcile();
     expect(targets(w.ops)).toEqual(['db-00', 'db-01', 'db-02']);
+  });
+
+  it('does not start a run larger than status.rollout can hold, and says how to split it', () => {
+    const w = world(MAX_ROLLOUT_INSTANCES + 1, { waves: [1] });
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(w.cron.status?.rollout).toBeUndefined();
+    expect(plan.events).toContainEqual(
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'InvalidRollout',
+        note: expect.stringContaining('narrow spec.targetSelector'),
+      }),
+    );
   });
 });
