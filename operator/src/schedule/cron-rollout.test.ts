@@ -188,4 +188,19 @@ describe('decideCron with spec.rollout', () => {
       }),
     );
   });
+
+  it('counts an instance whose Operation was refused or deleted while it ran as failed: the run halts', () => {
+    const w = world(4, { waves: [2] });
+    w.reconcile();
+    w.ops = w.ops.filter((o) => o.spec.targetRef.name !== 'db-00'); // the create was refused
+    const plan = w.reconcile();
+    expect(plan.create).toEqual([]);
+    expect(w.cron.status?.rollout).toMatchObject({
+      phase: 'Halted',
+      failed: { count: 1, names: ['db-00'] },
+      running: { count: 1, names: ['db-01'] },
+    });
+    w.reconcile();
+    expect(targets(w.ops)).toEqual(['db-01']); // never started again
+  });
 });

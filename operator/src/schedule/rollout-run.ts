@@ -107,7 +107,12 @@ export interface RolloutStep {
   requeueAt?: Date;
 }
 
-function stateOf(entry: RolloutInstanceStatus, op: Operation | undefined, matching: boolean) {
+function stateOf(
+  entry: RolloutInstanceStatus,
+  op: Operation | undefined,
+  matching: boolean,
+  now: Date,
+): RolloutInstanceStatus {
   if (op) {
     const phase = op.status?.phase;
     const state: InstanceRunState =
@@ -116,8 +121,10 @@ function stateOf(entry: RolloutInstanceStatus, op: Operation | undefined, matchi
     return { name: entry.name, state, ...(finishedAt ? { finishedAt } : {}) };
   }
   if (entry.state === 'NotStarted') return matching ? entry : { name: entry.name, state: 'Removed' as const };
-  // Its Operation was deleted while it ran: stopped by a person, never started again.
-  if (entry.state === 'Running') return { name: entry.name, state: 'Cancelled' as const };
+  // Started, and no Operation: its create was refused (webhook, quota), or it was deleted while it ran.
+  // Its outcome is unknown, so it counts as a failure (the safe side: a refusal of every Operation halts
+  // the run instead of passing the whole fleet over), and it is never started again.
+  if (entry.state === 'Running') return { name: entry.name, state: 'Failed', finishedAt: formatTime(now) };
   return entry; // finished, its Operation pruned or deleted since: the recorded outcome stands
 }
 
@@ -151,7 +158,7 @@ export function stepRollout(input: RolloutStepInput): RolloutStep {
   if (!input.strategy) abandonedAt ??= formatTime(input.now);
 
   let instances: RolloutInstanceStatus[] = prev.instances.map((e) =>
-    stateOf(e, input.operations.get(e.name), input.matching.has(e.name)),
+    stateOf(e, input.operations.get(e.name), input.matching.has(e.name), input.now),
   );
   const ownRunning = instances.filter((i) => i.state === 'Running').length;
   const decision = decideRollout({
