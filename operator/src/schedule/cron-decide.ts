@@ -363,9 +363,10 @@ export function decideCron(
   const stepRun = (): void => {
     if (!rollout || !unfinished(rollout)) return;
     const run = runOf(rollout);
+    const opsByName = new Map(ops.map((o) => [o.metadata.name ?? '', o]));
     const byTarget = new Map(
       rollout.instances.flatMap((i) => {
-        const op = ops.find((o) => o.metadata.name === runOperationName(cron, run, i.name));
+        const op = opsByName.get(runOperationName(cron, run, i.name));
         return op ? [[i.name, op] as const] : [];
       }),
     );
@@ -408,7 +409,7 @@ export function decideCron(
   const beginRun = (run: CronRun): void => {
     const at = formatTime(run.time);
     if (unfinished(rollout)) {
-      const why = `the fleet run of ${rollout?.run.scheduledTime} is ${rollout?.phase} (spec.rollout); resume it (kubectl vws resume) or abandon it (kubectl vws abandon) first`;
+      const why = `the fleet run of ${rollout?.run.scheduledTime} is ${rollout?.phase} (spec.rollout); ${rollout?.phase === 'Halted' ? 'resume it (kubectl vws resume) or abandon it (kubectl vws abandon) first' : 'wait for it to end, or abandon it (kubectl vws abandon)'}`;
       if (run.reason === 'schedule') {
         recordMissed(at, 'RolloutInProgress');
         events.push({
