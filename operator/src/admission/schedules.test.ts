@@ -253,6 +253,88 @@ describe('fleet CronOperations (spec.targetSelector)', () => {
   });
 });
 
+describe('spec.rollout', () => {
+  const withRollout = (rollout: unknown, selector = true) => {
+    const c = aCronOperation({}, { targetRef: undefined });
+    return {
+      ...c,
+      spec: {
+        ...c.spec,
+        ...(selector ? { targetSelector: { matchLabels: { tier: 'prod' } } } : {}),
+        rollout,
+      },
+    };
+  };
+
+  it('admits waves, a budget and a pause', () => {
+    const req = aRequest(
+      withRollout({ waves: [1, '10%', '100%'], failureBudget: '10%', pauseBetweenWaves: '10m' }),
+    );
+    expect(decideScheduler('CronOperation', req, someFacts()).allowed).toBe(true);
+  });
+
+  it('denies each problem at its field', () => {
+    const res = decideScheduler(
+      'CronOperation',
+      aRequest(withRollout({ waves: [2, 1, '0%'], failureBudget: -1, pauseBetweenWaves: 'soon' })),
+      someFacts(),
+    );
+    expect(res.status?.code).toBe(422);
+    expect(causesOf(res)).toEqual([
+      { field: 'spec.rollout.waves[1]', message: expect.stringContaining('waves are cumulative') },
+      { field: 'spec.rollout.waves[2]', message: expect.stringContaining('from 1% to 100%') },
+      { field: 'spec.rollout.failureBudget', message: expect.stringContaining('0 or more') },
+      { field: 'spec.rollout.pauseBetweenWaves', message: expect.any(String) },
+    ]);
+  });
+
+  it('denies a rollout without spec.targetSelector, and one of the wrong shape', () => {
+    const one = aCronOperation();
+    const fixed = { ...one, spec: { ...one.spec, rollout: { waves: [1] } } };
+    expect(fieldsOf(decideScheduler('CronOperation', aRequest(fixed), someFacts()))).toEqual([
+      'spec.rollout',
+    ]);
+    const shape = decideScheduler('CronOperation', aRequest(withRollout({ waves: 'all' })), someFacts());
+    expect(causesOf(shape)).toEqual([
+      { field: 'spec.rollout', message: expect.stringContaining('set waves') },
+    ]);
+  });
+});
+
+describe('resume and abandon (ops.vworkspace.io/resume, /abandon on a CronOperation)', () => {
+  const fleet = (annotations: Record<string, string> = {}) => {
+    const c = aCronOperation({}, { targetRef: undefined });
+    return {
+      ...c,
+      metadata: { ...c.metadata, annotations },
+      spec: { ...c.spec, targetSelector: { matchLabels: { tier: 'prod' } }, rollout: { waves: [1] } },
+    };
+  };
+  const update = (key: string, value: string, old?: string) =>
+    aRequest(fleet({ [key]: value }), {
+      operation: 'UPDATE',
+      oldObject: fleet(old === undefined ? {} : { [key]: old }),
+    });
+
+  it.each([
+    ['ops.vworkspace.io/resume', 'starts the remaining waves'],
+    ['ops.vworkspace.io/abandon', 'ends the fleet run'],
+  ])('a new %s value needs the type verb on every instance, as running the fleet does', (key, why) => {
+    expect(schedulerNeeds('CronOperation', update(key, 't1'))).toEqual({ access: [{ verb: 'backup' }] });
+    const denied = decideScheduler(
+      'CronOperation',
+      update(key, 't1'),
+      someFacts({ allow: (c) => ({ ok: true, value: { allowed: c.verb !== 'backup' } }) }),
+    );
+    expect(denied.status?.code).toBe(403);
+    expect(causesOf(denied)).toEqual([
+      { field: `metadata.annotations[${key}]`, message: expect.stringContaining(why) },
+    ]);
+    expect(decideScheduler('CronOperation', update(key, 't1'), someFacts()).allowed).toBe(true);
+    expect(schedulerNeeds('CronOperation', update(key, 't1', 't1'))).toEqual({ access: [] });
+  });
+});
+
 describe('spec.parametersFromTrigger', () => {
   const watch = (subs: unknown, parameters: Record<string, unknown> = {}) => {
     const w = aWatchOperation({ type: 'Upgrade', engine: 'helm', parameters });

@@ -18,12 +18,20 @@
 // "true", on a CronOperation, only 5 (and the template's parametersFrom reads) is checked: asking for a
 // run now is running the template, and skipping a run changes what the schedule does as much as editing
 // it, so each needs the same verb as creating that Operation would; the run-as grants were judged for
-// the spec's editor (6). A run-now value longer than status.manualRun can record (256 characters) is
+// the spec's editor (6). Resuming a halted fleet run (ops.vworkspace.io/resume) starts its remaining waves
+// and is checked the same way; abandoning one (ops.vworkspace.io/abandon) stops runs as skip-next does, and
+// is too. spec.rollout is checked with validateRolloutStrategy, each problem at its field. A run-now value longer than status.manualRun can record (256 characters) is
 // refused at its annotation whenever it is set.
 
-import { ANNOTATION_RUN_NOW, ANNOTATION_SKIP_NEXT } from '../api/annotations.ts';
+import {
+  ANNOTATION_ABANDON,
+  ANNOTATION_RESUME,
+  ANNOTATION_RUN_NOW,
+  ANNOTATION_SKIP_NEXT,
+} from '../api/annotations.ts';
 import { MAX_RUN_NOW_LENGTH } from '../api/cronoperation.ts';
 import { matchTemplateTarget, type Template } from '../catalog/index.ts';
+import { type RolloutStrategy, validateRolloutStrategy } from '../schedule/rollout.ts';
 import { fromProblem, parameterProblem } from '../schedule/trigger-parameters.ts';
 import { validateSchedule } from '../time/cron.ts';
 import {
@@ -89,9 +97,14 @@ function newRunNow(kind: SchedulerKind, req: AdmissionRequest): string | undefin
 function controlRequests(kind: SchedulerKind, req: AdmissionRequest): string[] {
   if (kind !== 'CronOperation' || req.operation !== 'UPDATE') return [];
   const skip = (o: unknown) => annotationsOf(o)[ANNOTATION_SKIP_NEXT] === 'true';
+  const changed = (key: string) => {
+    const value = annotationsOf(req.object)[key];
+    return value !== undefined && value !== '' && value !== annotationsOf(req.oldObject)[key];
+  };
   return [
     ...(newRunNow(kind, req) !== undefined ? [ANNOTATION_RUN_NOW] : []),
     ...(skip(req.object) && !skip(req.oldObject) ? [ANNOTATION_SKIP_NEXT] : []),
+    ...[ANNOTATION_RESUME, ANNOTATION_ABANDON].filter(changed),
   ];
 }
 
@@ -159,7 +172,7 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   if (!isRecord(spec)) {
     return respond(req.uid, [invalid('spec', 'must be an object with operationTemplate')]);
   }
-  if (kind === 'CronOperation') problems.push(...checkSchedule(spec));
+  if (kind === 'CronOperation') problems.push(...checkSchedule(spec), ...checkRollout(spec));
 
   const op = spec.operationTemplate;
   if (!isRecord(op) || !isRecord(op.spec)) {
@@ -248,6 +261,8 @@ function schedulerAccess(
 const CONTROL_WHY: Record<string, string> = {
   [ANNOTATION_RUN_NOW]: 'runs the template now',
   [ANNOTATION_SKIP_NEXT]: "skips the schedule's next run, which is editing the schedule",
+  [ANNOTATION_RESUME]: 'starts the remaining waves of the halted fleet run',
+  [ANNOTATION_ABANDON]: 'ends the fleet run, which is editing what the schedule does',
 };
 
 /**
@@ -346,4 +361,36 @@ function checkSchedule(spec: Record<string, unknown>): Problem[] {
     problems.push(invalid(`spec.${v.field}`, `Invalid value: ${v.message}`));
   }
   return problems;
+}
+
+/** spec.rollout: each problem of validateRolloutStrategy at its field. */
+function checkRollout(spec: Record<string, unknown>): Problem[] {
+  const r = spec.rollout;
+  if (r === undefined) return [];
+  if (spec.targetSelector === undefined)
+    return [
+      invalid(
+        'spec.rollout',
+        'Forbidden: rollout splits a fleet run into waves: set spec.targetSelector, or remove spec.rollout',
+        'FieldValueForbidden',
+      ),
+    ];
+  const countOrPercent = (v: unknown) => typeof v === 'number' || typeof v === 'string';
+  if (
+    !isRecord(r) ||
+    !Array.isArray(r.waves) ||
+    !r.waves.every(countOrPercent) ||
+    (r.failureBudget !== undefined && !countOrPercent(r.failureBudget)) ||
+    (r.pauseBetweenWaves !== undefined && typeof r.pauseBetweenWaves !== 'string')
+  )
+    return [
+      invalid(
+        'spec.rollout',
+        'Invalid value: set waves (a list of counts or percentages), and optionally failureBudget (a count or a percentage) and pauseBetweenWaves (a duration such as 10m)',
+      ),
+    ];
+  return validateRolloutStrategy(r as unknown as RolloutStrategy).map((p) => {
+    const at = p.indexOf(': ');
+    return invalid(p.slice(0, at), `Invalid value: ${p.slice(at + 2)}`);
+  });
 }

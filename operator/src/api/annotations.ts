@@ -23,6 +23,16 @@ export const ANNOTATION_SKIP_NEXT = `${OPS_GROUP}/skip-next`;
  * `kubectl create job --from=cronjob/<name>`; status.manualRun records the value handled.
  */
 export const ANNOTATION_RUN_NOW = `${OPS_GROUP}/run-now`;
+/**
+ * On a CronOperation with spec.rollout: any new value (e.g. a timestamp) resumes its halted fleet run
+ * (`kubectl vws resume`); failures before it no longer count. status.rollout.resumeRequest records it.
+ */
+export const ANNOTATION_RESUME = `${OPS_GROUP}/resume`;
+/**
+ * On a CronOperation with spec.rollout: any new value ends its unfinished fleet run (`kubectl vws
+ * abandon`); nothing more of it starts. status.rollout.abandonRequest records it.
+ */
+export const ANNOTATION_ABANDON = `${OPS_GROUP}/abandon`;
 /** Any new value asks for an immediate reconcile of the object (e.g. a timestamp), like Flux's requestedAt. */
 export const ANNOTATION_RECONCILE = `${OPS_GROUP}/reconcile`;
 

@@ -13,6 +13,7 @@ import {
   oneTargetRule,
   parametersFromTriggerField,
 } from './operation-template.ts';
+import { RolloutSchema, RolloutStatusSchema, rolloutNeedsFleetRule } from './rollout.ts';
 import {
   Conditions,
   cel,
@@ -80,6 +81,7 @@ export const CronOperationSpecSchema = Type.Object(
         "the other targets of a run wait in status.queue and start, oldest run first and in name order, as running ones finish; the next slot replaces a slot's waiting targets, a run-now request's are kept until they run",
       ),
     ),
+    rollout: Type.Optional(RolloutSchema),
     parametersFromTrigger: Type.Optional(
       parametersFromTriggerField(
         "trigger.scheduledTime (the slot, RFC 3339 UTC; for a run-now request the time it was acted on), trigger.reason (schedule or manual), trigger.request (the run-now value), or object.<path> — a field of the targeted ApplicationInstance: object.metadata.name, object.metadata.labels['<key>'], object.metadata.annotations['<key>'] or object.spec.<field>.",
@@ -90,7 +92,7 @@ export const CronOperationSpecSchema = Type.Object(
   {
     description:
       'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only, or ops.vworkspace.io/run-now: <any new value> to run now.',
-    'x-kubernetes-validations': [oneTargetRule(), catchUpAllRule()],
+    'x-kubernetes-validations': [oneTargetRule(), catchUpAllRule(), rolloutNeedsFleetRule()],
   },
 );
 export type CronOperationSpec = Static<typeof CronOperationSpecSchema>;
@@ -114,6 +116,7 @@ export const MISSED_SLOT_REASONS = [
   'OperationRefused',
   'TargetPaused',
   'CatchUpSkipped',
+  'RolloutInProgress',
 ] as const;
 
 export const MissedSlotSchema = Type.Object(
@@ -123,7 +126,7 @@ export const MissedSlotSchema = Type.Object(
     reason: Type.Optional(
       StringEnum(MISSED_SLOT_REASONS, {
         description:
-          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late), ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running), TargetPaused (the target carried ops.vworkspace.io/paused: "true"), CatchUpSkipped (missed while the operator was down, and spec.catchUp did not pick it) or OperationRefused (the API server or the admission webhook refused to create the Operation; the Ready condition says why).',
+          'Why it was not run: StartingDeadlineExceeded (noticed more than startingDeadlineSeconds late), ConcurrencyForbidden (concurrencyPolicy Forbid while an earlier Operation was running), TargetPaused (the target carried ops.vworkspace.io/paused: "true"), CatchUpSkipped (missed while the operator was down, and spec.catchUp did not pick it), RolloutInProgress (spec.rollout: the previous fleet run was still rolling out or halted) or OperationRefused (the API server or the admission webhook refused to create the Operation; the Ready condition says why).',
       }),
     ),
   },
@@ -188,7 +191,7 @@ export const CronOperationStatusSchema = Type.Object(
     observedGeneration: Type.Optional(ObservedGeneration('CronOperation')),
     conditions: Type.Optional(
       Conditions(
-        'Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone, InvalidOperationTemplate or Suspended.',
+        "Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone, InvalidOperationTemplate or Suspended. Halted (with spec.rollout): True/FailureBudgetExceeded while the latest fleet run is halted, False with the rollout's reason otherwise.",
       ),
     ),
     active: Type.Optional(activeField()),
@@ -214,6 +217,7 @@ export const CronOperationStatusSchema = Type.Object(
         maxItems: 16,
       }),
     ),
+    rollout: Type.Optional(RolloutStatusSchema),
     missedSlots: Type.Optional(
       Type.Array(MissedSlotSchema, {
         description:

@@ -6,6 +6,8 @@ export const CONDITION_ACCEPTED = 'Accepted';
 export const CONDITION_BLOCKED = 'Blocked';
 export const CONDITION_RUNNING = 'Running';
 export const CONDITION_SUCCEEDED = 'Succeeded';
+/** CronOperation with spec.rollout: its latest fleet run is halted (the failure budget is spent). */
+export const CONDITION_HALTED = 'Halted';
 /** ApplicationInstance (from the Helm release record), CronOperation and WatchOperation. */
 export const CONDITION_READY = 'Ready';
 
@@ -17,7 +19,7 @@ export const OPERATION_CONDITION_TYPES = [
 ] as const;
 export type OperationConditionType = (typeof OPERATION_CONDITION_TYPES)[number];
 
-export type ReasonGroup = 'accepted' | 'blocked' | 'engine' | 'policy' | 'instance' | 'scheduler';
+export type ReasonGroup = 'accepted' | 'blocked' | 'engine' | 'policy' | 'instance' | 'scheduler' | 'rollout';
 
 export interface ReasonInfo {
   readonly condition: string;
@@ -68,6 +70,12 @@ const scheduler = (status: ConditionStatus, when: string): ReasonInfo => ({
   condition: CONDITION_READY,
   status,
   group: 'scheduler',
+  when,
+});
+const rollout = (status: ConditionStatus, when: string): ReasonInfo => ({
+  condition: CONDITION_HALTED,
+  status,
+  group: 'rollout',
   when,
 });
 
@@ -239,6 +247,20 @@ export const REASONS = {
     'False',
     '(added) the API server or the admission webhook refused the Operation a run or trigger would create; Warning Event with the refusal',
   ),
+  // CronOperation Halted (spec.rollout; docs/rollout.md)
+  WaveRunning: rollout('False', '(added) the fleet run rolls out; the message names the wave and the tally'),
+  PausedBetweenWaves: rollout('False', '(added) a wave finished; the next starts after pauseBetweenWaves'),
+  FailureBudgetExceeded: rollout(
+    'True',
+    '(added) more instances failed than spec.rollout.failureBudget; nothing more starts until kubectl vws resume or abandon',
+  ),
+  RolloutAbandoned: rollout('False', '(added) a person abandoned the run; nothing more of it starts'),
+  RolloutCompleted: rollout('False', '(added) every instance of the run finished, none failed'),
+  CompletedWithFailures: rollout(
+    'False',
+    '(added) every instance of the run finished, some failed (within the budget, or after a resume)',
+  ),
+  InvalidRollout: rollout('False', '(added) spec.rollout cannot be used (stored without the webhook)'),
 } as const satisfies Record<string, ReasonInfo>;
 
 export type Reason = keyof typeof REASONS;
@@ -256,6 +278,7 @@ export const ENGINE_REASONS = group('engine');
 export const POLICY_REASONS = group('policy');
 export const INSTANCE_REASONS = group('instance');
 export const SCHEDULER_REASONS = group('scheduler');
+export const ROLLOUT_REASONS = group('rollout');
 
 /** Typed access (`Reason.TargetNotReady`) that fails to compile on a misspelling. */
 export const Reason = Object.fromEntries(ALL_REASONS.map((r) => [r, r])) as { readonly [R in Reason]: R };

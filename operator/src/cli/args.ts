@@ -20,7 +20,8 @@ export type Command =
   | { cmd: 'cancel'; name: string }
   | { cmd: 'status'; ref: ObjectRef; watch: boolean }
   | { cmd: 'history'; ref?: ObjectRef; type?: string; limit: number }
-  | { cmd: 'backfill'; name: string; from: Date; to: Date };
+  | { cmd: 'backfill'; name: string; from: Date; to: Date }
+  | { cmd: 'resume' | 'abandon'; name: string };
 
 export type Parsed = { ok: true; globals: Globals; command: Command } | { ok: false; message: string };
 
@@ -37,6 +38,11 @@ Usage:
   kubectl vws backfill cronoperation/<name> --from <RFC 3339> --to <RFC 3339>
         create, as you, the Operations of the CronOperation's slots in [from, to] (at most 50), named as
         the scheduled runs are: a slot that already ran is reported and not run again
+  kubectl vws resume cronoperation/<name>
+        resume the halted fleet run (spec.rollout) once its cause is fixed: the remaining waves start,
+        failures before now no longer count (annotation ops.vworkspace.io/resume)
+  kubectl vws abandon cronoperation/<name>
+        end the unfinished fleet run: nothing more of it starts (annotation ops.vworkspace.io/abandon)
   kubectl vws approve <operation>         approve an Operation waiting for approval
   kubectl vws cancel <operation>          cancel an Operation (its engine child is stopped)
   kubectl vws status <operation> | cronoperation/<name> | watchoperation/<name> | applicationinstance/<name> [-w]
@@ -199,7 +205,11 @@ export function parseArgs(argv: readonly string[]): Parsed {
   }
   const [verb, first, ...more] = s.positional;
   // `backfill cronoperation <name>` as kubectl writes it, besides `backfill cronoperation/<name>`.
-  const spaced = verb === 'backfill' && first !== undefined && !first.includes('/') && more.length > 0;
+  const spaced =
+    (verb === 'backfill' || verb === 'resume' || verb === 'abandon') &&
+    first !== undefined &&
+    !first.includes('/') &&
+    more.length > 0;
   const object = spaced ? `${first}/${more[0]}` : first;
   const rest = spaced ? more.slice(1) : more;
   if (!verb) return { ok: true, globals, command: { cmd: 'help', text: USAGE } };
@@ -284,6 +294,17 @@ export function parseArgs(argv: readonly string[]): Parsed {
           follow: watch,
         },
       };
+    }
+    case 'resume':
+    case 'abandon': {
+      if (!object) return need('name cronoperation/<name>');
+      const ref = parseRef(object, 'cronoperation');
+      if (typeof ref === 'string') return need(ref);
+      if (ref.kind !== 'cronoperation')
+        return need(
+          `cannot ${verb} a ${ref.kind}: only a CronOperation's fleet run rolls out in waves (spec.rollout); name cronoperation/<name>`,
+        );
+      return { ok: true, globals, command: { cmd: verb, name: ref.name } };
     }
     case 'approve':
     case 'cancel': {

@@ -7,6 +7,7 @@ import {
   type ApplicationInstance,
   type CronOperation,
   type Operation,
+  type RolloutStatus,
   TERMINAL_PHASES,
   type WatchOperation,
 } from '../api/index.ts';
@@ -124,8 +125,36 @@ export function cronStatus(c: CronOperation): string {
       ],
       ['Missed', s.missedSlots?.map((m) => `${m.scheduledTime}${m.reason ? ` ${m.reason}` : ''}`).join(', ')],
     ]),
+    ...(s.rollout ? rolloutRows(s.rollout) : []),
     ...((s.conditions ?? []) as Cond[]).map((x) => `Condition: ${conditionLine(x)}`),
   ].join('\n');
+}
+
+/** "3: a, b, c", or "25: a, …, t and 5 more". */
+const nameList = (l: { count: number; names: string[] }) =>
+  l.count === 0
+    ? undefined
+    : `${l.count}: ${l.names.join(', ')}${l.count > l.names.length ? ` and ${l.count - l.names.length} more` : ''}`;
+
+function rolloutRows(r: RolloutStatus): string[] {
+  const run = r.run.reason === 'manual' ? `run-now ${r.run.request ?? ''}` : `slot ${r.run.scheduledTime}`;
+  return [
+    `Rollout (${run}, began ${r.startedAt}):`,
+    ...rows([
+      ['  Phase', `${r.phase} (${r.reason})${r.wave ? `, wave ${r.wave.index} of ${r.wave.of}` : ''}`],
+      [
+        '  Failures',
+        `${r.failures.counted} of a budget of ${r.failures.budget}${r.resumedAt ? ` since the resume at ${r.resumedAt}` : ''}`,
+      ],
+      ['  Failed', nameList(r.failed)],
+      ['  Running', nameList(r.running)],
+      ['  Succeeded', nameList(r.succeeded)],
+      ['  Not started', nameList(r.notStarted)],
+      ['  Cancelled', nameList(r.cancelled)],
+      ['  Removed', nameList(r.removed)],
+      ['  Abandoned', r.abandonedAt],
+    ]),
+  ];
 }
 
 export function watchStatus(w: WatchOperation): string {

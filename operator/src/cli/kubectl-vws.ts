@@ -15,6 +15,8 @@ import {
   resourcePath,
 } from '@vworkspace/runtime';
 import {
+  ANNOTATION_ABANDON,
+  ANNOTATION_RESUME,
   APPLICATION_INSTANCE,
   type ApplicationInstance,
   CRON_OPERATION,
@@ -45,6 +47,8 @@ import {
   manualRunPrefix,
   operationFromTemplate,
   restoreOperation,
+  rolloutControlProblem,
+  rolloutPatch,
   runNowPatch,
 } from './requests.ts';
 
@@ -278,6 +282,22 @@ async function history(
  * ran, or was backfilled) is reported and left alone; any other refusal is printed as the server says it,
  * and the rest still go. Exit 0 when every slot has its Operation.
  */
+/** Resume or abandon a CronOperation's fleet run: the annotation, patched as the user (the webhook checks it). */
+async function rolloutControl(s: Session, verb: 'resume' | 'abandon', name: string, io: Io): Promise<number> {
+  const cron = await s.get<CronOperation>(CRON_OPERATION, name);
+  const problem = rolloutControlProblem(cron, verb);
+  if (problem) {
+    io.err(`error: ${problem}`);
+    return 1;
+  }
+  const value = formatTime(Date.now());
+  await s.patch(CRON_OPERATION, name, rolloutPatch(verb, value));
+  io.out(
+    `cronoperation.ops.vworkspace.io/${name} ${verb} requested (${verb === 'resume' ? ANNOTATION_RESUME : ANNOTATION_ABANDON}=${value}); follow it with kubectl vws status cronoperation/${name}`,
+  );
+  return 0;
+}
+
 async function backfill(s: Session, c: Extract<Command, { cmd: 'backfill' }>, io: Io): Promise<number> {
   const cron = await s.get<CronOperation>(CRON_OPERATION, c.name);
   const planned = backfillSlots(cron, c.from, c.to, new Date());
@@ -363,6 +383,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return await history(s, c, parsed.globals.allNamespaces, io);
       case 'backfill':
         return await backfill(s, c, io);
+      case 'resume':
+      case 'abandon':
+        return await rolloutControl(s, c.cmd, c.name, io);
     }
   } catch (err) {
     // As kubectl says it: the API server's reason and message (a webhook denial names the field).

@@ -2,7 +2,9 @@
 // template, approval and cancellation; and which Operations a history asks for.
 
 import {
+  ANNOTATION_ABANDON,
   ANNOTATION_APPROVE,
+  ANNOTATION_RESUME,
   ANNOTATION_RUN_NOW,
   type CronOperation,
   ENGINES,
@@ -20,6 +22,21 @@ import type { ObjectRef } from './object-ref.ts';
 export const runNowPatch = (value: string) => ({
   metadata: { annotations: { [ANNOTATION_RUN_NOW]: value } },
 });
+/** Resume (or abandon) the halted fleet run; any new value acts once, so the CLI sends the time. */
+export const rolloutPatch = (verb: 'resume' | 'abandon', value: string) => ({
+  metadata: { annotations: { [verb === 'resume' ? ANNOTATION_RESUME : ANNOTATION_ABANDON]: value } },
+});
+/** Why `kubectl vws resume|abandon` has nothing to act on, or undefined when it has. */
+export function rolloutControlProblem(cron: CronOperation, verb: 'resume' | 'abandon'): string | undefined {
+  const name = `cronoperation/${cron.metadata.name}`;
+  const r = cron.status?.rollout;
+  if (!r) return `${name} has no fleet run rolled out in waves (spec.rollout) to ${verb}`;
+  if (verb === 'resume' && r.phase !== 'Halted')
+    return `${name}: the fleet run is ${r.phase} (${r.reason}), not Halted; there is nothing to resume`;
+  if (verb === 'abandon' && (r.phase === 'Completed' || r.phase === 'Abandoned'))
+    return `${name}: the fleet run is already ${r.phase}; there is nothing to abandon`;
+  return undefined;
+}
 export const approvePatch = { metadata: { annotations: { [ANNOTATION_APPROVE]: 'true' } } };
 export const cancelPatch = { spec: { cancel: true } };
 

@@ -54,10 +54,13 @@ import { CRON_EVENT, decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
 import { refuseCronRuns } from './refused.ts';
+import { unfinished } from './rollout-run.ts';
 import { ownerRequest, phaseChanged, ScheduleRuns } from './run-core.ts';
 import { cronTargets } from './targets.ts';
 
 export const CRON_CONTROLLER_NAME = 'cronoperation';
+/** How soon a rolled-out run with a refused Operation is looked at again. */
+const REFUSED_ROLLOUT_RECHECK_MS = 1000;
 
 /** What both schedulers are set up with (the cache, logger and metrics are the manager's). */
 export interface SchedulerDeps {
@@ -117,7 +120,20 @@ export class CronReconciler implements Reconciler {
     const decided = decideCron(cron, ops, now, instances, new Date(ctx.workersStartedAt));
     const { plan, deferred } = await this.#runs.execute(cron, decided, ops, ctx, {
       kind: 'CronOperation',
-      refuse: (p, refused) => refuseCronRuns(p, refused, cron.metadata.generation, now),
+      refuse: (p, refused) => {
+        const r = refuseCronRuns(p, refused, cron.metadata.generation, now);
+        // A refused Operation of a rolled-out run counts as its instance's failure (rollout-run.ts): look
+        // again at once, so the run says so and halts when the budget is spent.
+        return refused.length > 0 && unfinished(r.status.rollout)
+          ? {
+              ...r,
+              requeueAfterMs: Math.min(
+                r.requeueAfterMs ?? REFUSED_ROLLOUT_RECHECK_MS,
+                REFUSED_ROLLOUT_RECHECK_MS,
+              ),
+            }
+          : r;
+      },
       deferBookkeeping: RUN_EVENTS,
       created: (op) => this.#observeLag(op),
     });

@@ -14,7 +14,7 @@
 // request's are kept until its Operations exist (a request is never lost).
 
 import { createHash } from 'node:crypto';
-import { formatTime } from '@vworkspace/runtime';
+import { formatTime, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RUN_NOW,
@@ -28,11 +28,13 @@ import {
   LABEL_CRON_OPERATION,
   MAX_OPERATION_NAME_LENGTH,
   MAX_QUEUED_RUNS,
+  MAX_ROLLOUT_INSTANCES,
   MAX_RUN_NOW_LENGTH,
   type ManualRun,
   type MissedSlot,
   OPERATION,
   type Operation,
+  type RolloutStatus,
   type RunQueue,
 } from '../api/index.ts';
 import { isPaused } from '../api/paused.ts';
@@ -42,6 +44,15 @@ import { decideCatchUp } from './catch-up.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import { ROLLOUT_REASON } from './rollout.ts';
+import {
+  beginRollout,
+  haltedCondition,
+  ROLLOUT_EVENT,
+  type RolloutStarter,
+  stepRollout,
+  unfinished,
+} from './rollout-run.ts';
 import {
   type CronPlan,
   MAX_MISSED_SLOTS,
@@ -221,6 +232,11 @@ class RunPlanner {
     return this.#capacity <= 0;
   }
 
+  /** Free places under spec.maxConcurrent. */
+  room(): number {
+    return this.#capacity;
+  }
+
   /** Cancels what runs for `target` (Replace); the Operations still count until they end. */
   replace(target: string, except: string): string[] {
     const cancel = this.runningFor(target, except)
@@ -285,8 +301,11 @@ export function decideCron(
       missedSlots: prev.missedSlots?.length ? prev.missedSlots : undefined,
       manualRun: prev.manualRun,
       queue: prev.queue?.length ? prev.queue : undefined,
+      rollout: prev.rollout,
     });
-  plan.prune = operationsToPrune(ops, spec);
+  // An unfinished rollout decides on its Operations: none of them is pruned until it ends.
+  const rolling = unfinished(prev.rollout) ? rolloutOperationNames(cron, prev.rollout) : new Set<string>();
+  plan.prune = operationsToPrune(ops, spec).filter((n) => !rolling.has(n));
   const remaining = ops.filter((o) => !plan.prune.includes(o.metadata.name ?? ''));
 
   // Invalid schedule or zone, or a template past the parameters' bounds (the webhook refuses them, but
@@ -330,6 +349,8 @@ export function decideCron(
   let missed: MissedSlot[] = [...(prev.missedSlots ?? [])];
   let manualRun: ManualRun | undefined = prev.manualRun;
   let queue: RunQueue[] = [...(prev.queue ?? [])];
+  let rollout: RolloutStatus | undefined = prev.rollout;
+  let rolloutRequeue: Date | undefined;
   const recordMissed = (at: string, reason: MissedSlot['reason']) => {
     if (!missed.some((m) => m.scheduledTime === at))
       missed = [
@@ -338,8 +359,96 @@ export function decideCron(
       ].slice(-MAX_MISSED_SLOTS);
   };
 
+  /** Moves the unfinished rollout on (once per reconcile and run: it records what it starts). */
+  const stepRun = (): void => {
+    if (!rollout || !unfinished(rollout)) return;
+    const run = runOf(rollout);
+    const opsByName = new Map(ops.map((o) => [o.metadata.name ?? '', o]));
+    const byTarget = new Map(
+      rollout.instances.flatMap((i) => {
+        const op = opsByName.get(runOperationName(cron, run, i.name));
+        return op ? [[i.name, op] as const] : [];
+      }),
+    );
+    const starter: RolloutStarter = {
+      waits: (target) =>
+        spec.suspend === true ||
+        planner.paused(target) ||
+        (spec.concurrencyPolicy === 'Forbid' &&
+          planner.runningFor(target, runOperationName(cron, run, target)).length > 0),
+      room: () => planner.room(),
+      start: (target) => {
+        const cancel =
+          spec.concurrencyPolicy === 'Replace'
+            ? planner.replace(target, runOperationName(cron, run, target))
+            : [];
+        if (cancel.length > 0)
+          events.push({
+            type: 'Normal',
+            reason: CRON_EVENT.ReplacingOperation,
+            note: `concurrencyPolicy is Replace: cancelling ${cancel.join(', ')} for the rollout's Operation on ${target}`,
+          });
+        planner.create(run, target);
+      },
+    };
+    const step = stepRollout({
+      strategy: spec.rollout,
+      rollout,
+      operations: byTarget,
+      matching: new Set(planner.targets()),
+      annotations: cron.metadata.annotations,
+      now,
+      starter,
+    });
+    rollout = step.rollout;
+    events.push(...step.events);
+    rolloutRequeue = step.requeueAt;
+  };
+
+  /** Begins `run` as a rollout (spec.rollout), unless the previous one is unfinished. */
+  const beginRun = (run: CronRun): void => {
+    const at = formatTime(run.time);
+    if (unfinished(rollout)) {
+      const why = `the fleet run of ${rollout?.run.scheduledTime} is ${rollout?.phase} (spec.rollout); ${rollout?.phase === 'Halted' ? 'resume it (kubectl vws resume) or abandon it (kubectl vws abandon) first' : 'wait for it to end, or abandon it (kubectl vws abandon)'}`;
+      if (run.reason === 'schedule') {
+        recordMissed(at, 'RolloutInProgress');
+        events.push({
+          type: 'Warning',
+          reason: ROLLOUT_EVENT.RunSkippedRollout,
+          note: `the run scheduled for ${at} was skipped: ${why}`,
+        });
+      } else {
+        const message = `${ANNOTATION_RUN_NOW}=${run.request} was not run: ${why}, then set a new value`;
+        manualRun = { request: run.request ?? '', phase: 'Refused', time: at, message };
+        events.push({ type: 'Warning', reason: CRON_EVENT.RunNowRefused, note: message });
+      }
+      return;
+    }
+    const targets = planner.targets();
+    if (targets.length > MAX_ROLLOUT_INSTANCES) {
+      const message = `the ${run.reason === 'schedule' ? `run scheduled for ${at}` : `run requested by ${ANNOTATION_RUN_NOW}=${run.request}`} was not started: ${targets.length} instances match spec.targetSelector, more than the ${MAX_ROLLOUT_INSTANCES} one rolled-out run can hold; narrow spec.targetSelector into several CronOperations`;
+      events.push({ type: 'Warning', reason: ROLLOUT_REASON.InvalidRollout, note: message });
+      if (run.reason === 'manual')
+        manualRun = {
+          request: run.request ?? '',
+          phase: 'Refused',
+          time: at,
+          message: message.slice(0, 1024),
+        };
+      return;
+    }
+    const which = withoutUndefined({ reason: run.reason, scheduledTime: at, request: run.request });
+    rollout = beginRollout(which, targets, cron.metadata.annotations, now);
+    if (run.reason === 'manual') manualRun = { request: run.request ?? '', phase: 'Created', time: at };
+    stepRun();
+  };
+
   /** Starts `run`: each target is created, skipped (Forbid, paused) or queued. */
   const start = (run: CronRun): void => {
+    if (spec.rollout && spec.targetSelector) {
+      beginRun(run);
+      return;
+    }
     const targets = planner.targets();
     const at = formatTime(run.time);
     const waiting: string[] = [];
@@ -499,6 +608,7 @@ export function decideCron(
   }
 
   drain();
+  stepRun();
 
   if (spec.suspend) {
     // Slots that come due while suspended are passed over, so resuming never runs an old slot.
@@ -615,8 +725,38 @@ export function decideCron(
     active: active.length ? active : undefined,
     nextScheduleTime: upcoming ? formatTime(decision.next) : undefined,
     nextRuns: upcoming,
+    rollout,
   });
+  if (rollout)
+    plan.status.conditions = setCondition(
+      plan.status.conditions,
+      withGeneration(haltedCondition(rollout), generation),
+      now,
+    );
+  if (rolloutRequeue) {
+    const ms = Math.max(1, rolloutRequeue.getTime() - now.getTime());
+    plan.requeueAfterMs = Math.min(plan.requeueAfterMs ?? ms, ms);
+  }
   // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
   plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, plan.create.length > 0);
   return plan;
+}
+
+/** The run a rollout rolls out, as the Operation names know it. */
+function runOf(r: RolloutStatus): CronRun {
+  return withoutUndefined({
+    reason: r.run.reason,
+    time: parseTime(r.run.scheduledTime) ?? new Date(0),
+    request: r.run.request,
+  });
+}
+
+/** The names of the Operations of a rollout's run. */
+function rolloutOperationNames(cron: CronOperation, r: RolloutStatus): Set<string> {
+  const run = runOf(r);
+  return new Set(r.instances.map((i) => runOperationName(cron, run, i.name)));
+}
+
+function withGeneration<C extends object>(c: C, generation: number | undefined) {
+  return generation !== undefined ? { ...c, observedGeneration: generation } : c;
 }

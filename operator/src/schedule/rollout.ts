@@ -1,7 +1,7 @@
 // How a fleet run rolls out in waves, as a pure function of the strategy, the run's instances with
-// their states, a person's resume or abandon, and now (ADR 0043, docs/rollout.md). Not wired yet: the
-// coming spec.rollout of CronOperation and WatchOperation will call decideRollout once per reconcile and
-// create the Operations it names in `start`.
+// their states, a person's resume or abandon, and now (ADR 0043, docs/rollout.md). A CronOperation's
+// spec.rollout calls it once per reconcile of an unfinished run (rollout-run.ts, ADR 0046) and creates the
+// Operations it names in `start`.
 //
 // - Waves are cumulative, as Argo Rollouts' setWeight steps are: [1, "10%", "50%", "100%"] means "1
 //   instance done, then 10% of the fleet, then half, then all". A percentage is rounded up (a "10%"
