@@ -23,10 +23,7 @@ import { standardPreconditions, type Template } from '../../../operator/src/cata
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
 import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
-import {
-  createOperationController,
-  type TemplateSource,
-} from '../../../operator/src/operation/controller.ts';
+import { setupOperationController, type TemplateSource } from '../../../operator/src/operation/controller.ts';
 import { testClient } from '../../support/clients.ts';
 
 import { eventually } from '../runtime/support.ts';
@@ -68,8 +65,14 @@ export function startController(
   const client = testClient(kc);
   const mapper = new RestMapper(client);
   const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const ctl = createOperationController({
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
+    metrics,
+    cache: new InformerFactory({ kc, client, ...(opts.clock ? { clock: opts.clock } : {}) }),
+  });
+  const ctl = setupOperationController(manager, {
     kc,
     client,
     mapper,
@@ -85,9 +88,6 @@ export function startController(
     ...(opts.engineRecheckMs !== undefined ? { engineRecheckMs: opts.engineRecheckMs } : {}),
     ...(opts.helmImage ? { helmImage: opts.helmImage } : {}),
   });
-  for (const i of ctl.informers) manager.addInformer(i);
-  manager.addController(ctl.controller);
-  manager.add(ctl.runnable);
   const running = manager.start();
   return {
     manager,
