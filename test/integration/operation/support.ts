@@ -49,6 +49,20 @@ export interface RunningController {
   stop(): Promise<void>;
 }
 
+/** A Manager with leader election off, no ports, and a shared cache of its own. */
+function inProcessManager(kc: KubeConfig, clock?: Clock) {
+  const client = testClient(kc);
+  const metrics = new RuntimeMetrics();
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
+    metrics,
+    cache: new InformerFactory({ kc, client, ...(clock ? { clock } : {}) }),
+  });
+  return { client, metrics, manager };
+}
+
 export function startController(
   kc: KubeConfig,
   adapterFor: (e: Engine) => EngineAdapter | undefined,
@@ -62,16 +76,8 @@ export function startController(
     helmImage?: string;
   } = {},
 ): RunningController {
-  const client = testClient(kc);
+  const { client, metrics, manager } = inProcessManager(kc, opts.clock);
   const mapper = new RestMapper(client);
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({
-    leaderElection: false,
-    metricsPort: false,
-    probePort: false,
-    metrics,
-    cache: new InformerFactory({ kc, client, ...(opts.clock ? { clock: opts.clock } : {}) }),
-  });
   const ctl = setupOperationController(manager, {
     kc,
     client,
@@ -102,15 +108,7 @@ export function startController(
 
 /** The ApplicationInstance controller in this process (Ready and status.release from the real release records). */
 export function startInstanceController(kc: KubeConfig): { stop(): Promise<void>; metrics: RuntimeMetrics } {
-  const client = testClient(kc);
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({
-    leaderElection: false,
-    metricsPort: false,
-    probePort: false,
-    metrics,
-    cache: new InformerFactory({ kc, client }),
-  });
+  const { client, metrics, manager } = inProcessManager(kc);
   setupInstanceController(manager, {
     client,
     mapper: new RestMapper(client),
