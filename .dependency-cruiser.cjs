@@ -5,11 +5,14 @@
 // ADR 0044 how the last up-layer imports went).
 
 const SRC = '^operator/src/';
+// operator/src's unit tests, and where test seams must not be (test/support holds them).
+const UNIT_TESTS = `${SRC}.+[.]test[.]ts$`;
+const TEST_SEAMS = `${SRC}(testing|.*/testing)[.]ts$`;
 
 /**
  * The layers of operator/src, lowest first. `files` are regular expressions for paths under
  * operator/src/ (a folder, or a top-level file with its test). A file may import its own layer and the
- * layers in `mayImport`; tests and test seams follow the layer of the folder they are in.
+ * layers in `mayImport`; tests follow the layer of the folder they are in (their seams live in test/support).
  */
 const LAYERS = [
   {
@@ -144,10 +147,34 @@ module.exports = {
     {
       name: 'product-imports-no-tooling',
       comment:
-        'operator/src imports nothing under hack/, bench/ or test/ (tooling imports the product, never back)',
+        'operator/src imports nothing under hack/, bench/ or test/ (tooling imports the product, never back); only its unit tests may import test/support',
       severity: 'error',
-      from: { path: SRC },
+      from: { path: SRC, pathNot: UNIT_TESTS },
       to: { path: '^(hack|bench|test)/' },
+    },
+    {
+      name: 'unit-tests-import-only-test-support',
+      comment:
+        'a unit test in operator/src imports its test seams from test/support, nothing else under hack/, bench/ or test/',
+      severity: 'error',
+      from: { path: UNIT_TESTS },
+      to: { path: '^(hack|bench|test)/', pathNot: '^test/support/' },
+    },
+    {
+      name: 'no-test-seams-in-product',
+      comment:
+        "test seams (builders, fakes) live in test/support or a package's testing entry point, never as a testing.ts in operator/src",
+      severity: 'error',
+      from: { path: TEST_SEAMS },
+      to: {},
+    },
+    {
+      name: 'no-test-seams-in-product-orphan',
+      comment:
+        "test seams (builders, fakes) live in test/support or a package's testing entry point, never as a testing.ts in operator/src",
+      severity: 'error',
+      from: { path: TEST_SEAMS, orphan: true },
+      to: {},
     },
     {
       name: 'no-circular',

@@ -32,7 +32,7 @@ import { type ControllerName, loadConfig, type OperatorConfig } from './config.t
 import { adapterFor } from './engines/index.ts';
 import { SigningKeys } from './identity/signing-key.ts';
 import { setupInstanceController } from './instance/controller.ts';
-import { createOperationController } from './operation/controller.ts';
+import { setupOperationController } from './operation/controller.ts';
 import { setupCronController } from './schedule/cron-controller.ts';
 import { setupWatchController } from './schedule/watch-controller.ts';
 
@@ -106,7 +106,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const signingKeys = new SigningKeys(config.webhookCertDir);
   // Who the operator is: the webhook trusts its Operations for schedulers, the reconciler too.
   const self = operatorIdentity(clientFor('identity', 0));
-  const operations = createOperationController({
+  setupOperationController(manager, {
     ...controllerDeps('operation'),
     ...(config.requireAdmissionStamp ? { admission: { keys: signingKeys, self } } : {}),
     mapper,
@@ -115,8 +115,6 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     veleroNamespace: config.veleroNamespace,
     ...(config.helmImage ? { helmImage: config.helmImage } : {}),
   });
-  manager.addController(operations.controller);
-  manager.add(operations.runnable);
   setupCronController(manager, controllerDeps('cronoperation'));
   setupWatchController(manager, controllerDeps('watchoperation'));
   // The webhook reads targets from the same shared ApplicationInstance informer the controllers use.
@@ -129,7 +127,6 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     scopedTo(namespaces),
   );
   // Started on every replica; readiness waits for their first sync. Shared ones are added once.
-  for (const i of operations.informers) manager.addInformer(i);
   for (const i of informers.informers) manager.addInformer(i);
   // Admission answers for the API server, whose own request rate (and priority and fairness)
   // already bounds it: a client-side budget would only add queueing to every create.

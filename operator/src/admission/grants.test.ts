@@ -2,12 +2,20 @@
 // list only from a requester who could run pods as it themselves; ClusterWorkflowTemplates and
 // cluster-scoped restores only through templates that allow them.
 import { describe, expect, it } from 'vitest';
+import {
+  aCronOperation,
+  anOperation,
+  aRequest,
+  aTarget,
+  causesOf,
+  fieldsOf,
+  someFacts,
+} from '../../../test/support/builders/admission.ts';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
 import type { AccessCheck } from './decision.ts';
 import { decideOperation, operationNeeds } from './operation.ts';
 import { decideScheduler, schedulerNeeds } from './schedules.ts';
 import { runAsChecks } from './spec-checks.ts';
-import { aCronOperation, anOperation, aRequest, aTarget, causesOf, fieldsOf, someFacts } from './testing.ts';
 
 const runCommand = (parameters: Record<string, unknown>) =>
   anOperation(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { aRequest, causesOf, NS } from '../../../test/support/builders/admission.ts';
 import { decideInstance } from './instance.ts';
-import { aRequest, causesOf, NS } from './testing.ts';
 
 const anInstance = (release: Record<string, unknown>) => ({
   apiVersion: 'apps.vworkspace.io/v1alpha1',

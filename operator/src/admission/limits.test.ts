@@ -1,12 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import {
+  aCronOperation,
+  anOperation,
+  aRequest,
+  aWatchOperation,
+  causesOf,
+  someFacts,
+} from '../../../test/support/builders/admission.ts';
+import {
   checkParametersLimits,
   MAX_PARAMETERS_BYTES,
   MAX_PARAMETERS_DEPTH,
 } from '../catalog/parameters-limits.ts';
 import { decideOperation } from './operation.ts';
 import { decideScheduler } from './schedules.ts';
-import { aCronOperation, anOperation, aRequest, aWatchOperation, causesOf, someFacts } from './testing.ts';
 
 /** `{"deep": {"deep": … {}}}`, `levels` objects deep (built without recursion). */
 function nested(levels: number): Record<string, unknown> {

@@ -1,10 +1,17 @@
 // Metadata a tenant can write on an Operation that must not grant anything by itself: the reconcile
 // annotation (a re-run) and a controller ownerReference naming a CronOperation/WatchOperation.
 import { describe, expect, it } from 'vitest';
+import {
+  anOperation,
+  aRequest,
+  causesOf,
+  decodePatch,
+  fieldsOf,
+  someFacts,
+} from '../../../test/support/builders/admission.ts';
 import { ANNOTATION_RECONCILE, ANNOTATION_RECONCILE_REQUESTED_BY } from '../api/annotations.ts';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
 import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
-import { anOperation, aRequest, causesOf, decodePatch, fieldsOf, someFacts } from './testing.ts';
 
 const created = { [ANNOTATION_CREATED_BY]: 'alice' };
 const old = anOperation({}, created);

@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import {
+  anOperation,
+  aRequest,
+  aTarget,
+  causesOf,
+  decodePatch,
+  fieldsOf,
+  someFacts,
+} from '../../../test/support/builders/admission.ts';
+import { aTemplate } from '../../../test/support/builders/catalog.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
-import { aTemplate } from '../catalog/testing.ts';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
 import { decideOperation, MUTATING_OPERATION_WEBHOOK, mutateOperation, operationNeeds } from './operation.ts';
-import { anOperation, aRequest, aTarget, causesOf, decodePatch, fieldsOf, someFacts } from './testing.ts';
 
 const APPROVE = 'ops.vworkspace.io/approve';
 const APPROVED_BY = 'ops.vworkspace.io/approved-by';

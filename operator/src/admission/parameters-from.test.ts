@@ -1,8 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_CREATED_BY } from './approval.ts';
-import type { AccessCheck } from './decision.ts';
-import { decideOperation, operationNeeds } from './operation.ts';
-import { decideScheduler, schedulerNeeds } from './schedules.ts';
 import {
   aCronOperation,
   anOperation,
@@ -12,7 +8,11 @@ import {
   causesOf,
   fieldsOf,
   someFacts,
-} from './testing.ts';
+} from '../../../test/support/builders/admission.ts';
+import { ANNOTATION_CREATED_BY } from './approval.ts';
+import type { AccessCheck } from './decision.ts';
+import { decideOperation, operationNeeds } from './operation.ts';
+import { decideScheduler, schedulerNeeds } from './schedules.ts';
 
 const restoreTarget = {
   ok: true,

@@ -1,8 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_SCHEDULED_TIME, ANNOTATION_TRIGGER } from '../api/annotations.ts';
-import { ANNOTATION_CREATED_BY } from './approval.ts';
-import { decideOperation, operationNeeds } from './operation.ts';
-import { checkScheduledBy, ownerAuthority, schedulerClaim, trustScheduled } from './scheduled.ts';
 import {
   aCronOperation,
   anOperation,
@@ -11,7 +7,11 @@ import {
   aWatchOperation,
   causesOf,
   someFacts,
-} from './testing.ts';
+} from '../../../test/support/builders/admission.ts';
+import { ANNOTATION_SCHEDULED_TIME, ANNOTATION_TRIGGER } from '../api/annotations.ts';
+import { ANNOTATION_CREATED_BY } from './approval.ts';
+import { decideOperation, operationNeeds } from './operation.ts';
+import { checkScheduledBy, ownerAuthority, schedulerClaim, trustScheduled } from './scheduled.ts';
 
 const SELF = 'system:serviceaccount:operators:vworkspace-operator';
 const owned = (kind: string, uid = 'uid-cron', name = 'nightly') => ({

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { decideScheduler, schedulerNeeds } from './schedules.ts';
 import {
   aCronOperation,
   aRequest,
@@ -8,7 +7,8 @@ import {
   causesOf,
   fieldsOf,
   someFacts,
-} from './testing.ts';
+} from '../../../test/support/builders/admission.ts';
+import { decideScheduler, schedulerNeeds } from './schedules.ts';
 
 const T = 'spec.operationTemplate.spec';
 

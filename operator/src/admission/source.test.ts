@@ -1,11 +1,11 @@
 // spec.source at admission (source.ts): a Restore of the namespace's own backups needs only `restore` on
 // the target (which may be gone); another namespace's is a clone, for a requester with `clone` there.
 import { describe, expect, it } from 'vitest';
+import { anOperation, aRequest, causesOf, someFacts } from '../../../test/support/builders/admission.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
 import type { AccessCheck } from './decision.ts';
 import { decideOperation, operationNeeds } from './operation.ts';
-import { anOperation, aRequest, causesOf, someFacts } from './testing.ts';
 
 const restore = (source: string | undefined, spec: Record<string, unknown> = {}) =>
   anOperation(

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
+  aCronOperation,
+  anOperation,
+  aRequest,
+  decodePatch,
+  fieldsOf,
+  NS,
+  someFacts,
+} from '../../../test/support/builders/admission.ts';
+import {
   ANNOTATION_ACTS_FOR,
   ANNOTATION_ADMISSION,
   ANNOTATION_APPROVE,
@@ -17,7 +26,6 @@ import { verifyStamps } from '../identity/stamp.ts';
 import { decideOperation, mutateOperation } from './operation.ts';
 import type { JsonPatchOp } from './review.ts';
 import { schedulerStamps } from './stamps.ts';
-import { aCronOperation, anOperation, aRequest, decodePatch, fieldsOf, NS, someFacts } from './testing.ts';
 
 const key = deriveSigningKey(Buffer.from('serving key'));
 const keys = { current: () => key, find: (id: string) => (id === key.id ? key : undefined) };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { aTemplate, catalogConfigMap } from '../../../test/support/builders/catalog.ts';
 import { declaresOutput, parameterSources, suppliedParameters, withoutRequired } from './flow.ts';
 import { parseCatalog } from './parse.ts';
 import { BUILTIN_TEMPLATES } from './templates/index.ts';
-import { aTemplate, catalogConfigMap } from './testing.ts';
 
 const restore = BUILTIN_TEMPLATES.find((t) => t.name === 'velero-restore')!;
 const snapshot = BUILTIN_TEMPLATES.find((t) => t.name === 'snapshot-backup')!;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { aTemplate } from '../../../test/support/builders/catalog.ts';
 import { type Catalog, emptyCatalog } from './catalog-schema.ts';
 import { mergeTemplates } from './merge.ts';
 import { resolveTemplate } from './resolve.ts';
 import { BUILTIN_TEMPLATES } from './templates/index.ts';
-import { aTemplate } from './testing.ts';
 
 function catalogWith(...templates: Catalog['templates']): Catalog {
   return { ...emptyCatalog(), templates };

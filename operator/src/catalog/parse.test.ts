@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { aTemplate, catalogConfigMap } from '../../../test/support/builders/catalog.ts';
 import { parseCatalog } from './parse.ts';
-import { aTemplate, catalogConfigMap } from './testing.ts';
 
 const nextcloud = {
   capabilities: { backup: 'velero', restore: 'velero', upgrade: 'helm' },

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { aTemplate } from '../../../test/support/builders/catalog.ts';
 import { requiredObjects, validateParameters } from './parameters.ts';
 import { effectivePolicy, policyLoosening } from './policy.ts';
 import { matchesLabelSelector, matchTemplateTarget } from './selectors.ts';
 import { snapshotBackup, snapshotRestore, volsyncBackup } from './templates/index.ts';
-import { aTemplate } from './testing.ts';
 
 describe('matchesLabelSelector', () => {
   const labels = { tier: 'staging', team: 'a' };

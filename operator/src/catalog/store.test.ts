@@ -2,8 +2,8 @@ import { Informer } from '@vworkspace/runtime';
 import { MemoryResource } from '@vworkspace/runtime/testing';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { aTemplate, catalogConfigMap } from '../../../test/support/builders/catalog.ts';
 import { CATALOG_ENTRY_SKIPPED, type CatalogConfigMap, CatalogStore } from './store.ts';
-import { aTemplate, catalogConfigMap } from './testing.ts';
 
 function setup() {
   const api = new MemoryResource<CatalogConfigMap>();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { anInstance, cronOp } from '../../../test/support/builders/schedule.ts';
 import {
   ANNOTATION_ACTS_FOR,
   ANNOTATION_EDITED_BY,
@@ -6,7 +7,6 @@ import {
   LABEL_CRON_OPERATION,
 } from '../api/index.ts';
 import { operationForSlot } from '../schedule/cron-decide.ts';
-import { anInstance, cronOp } from '../schedule/testing.ts';
 import { parseArgs } from './args.ts';
 import { backfillOperation, backfillSlots, backfillTargets, MAX_BACKFILL_SLOTS } from './backfill.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { cronOp } from '../../../test/support/builders/schedule.ts';
 import { APPLICATION_INSTANCE, type Operation } from '../api/index.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
-import { cronOp } from '../schedule/testing.ts';
 import { historyTable, instanceStatus, progressLine, triggerOf } from './format.ts';
 import { historyQuery, manualRunPrefix, operationFromTemplate, restoreOperation } from './requests.ts';
 

@@ -1,6 +1,6 @@
 // kubectl vws resume|abandon and the rollout part of `kubectl vws status cronoperation/<name>`.
 import { describe, expect, it } from 'vitest';
-import { anInstance, CronWorld, cronOp, MIN } from '../schedule/testing.ts';
+import { anInstance, CronWorld, cronOp, MIN } from '../../../test/support/builders/schedule.ts';
 import { parseArgs } from './args.ts';
 import { cronStatus } from './format.ts';
 import { rolloutControlProblem, rolloutPatch } from './requests.ts';

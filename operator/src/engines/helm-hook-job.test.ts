@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import {
+  anInput,
+  builtinWith,
+  jobCondition,
+  materialized,
+  withStatus,
+} from '../../../test/support/builders/engines.ts';
 import { LABEL_OPERATION } from '../api/annotations.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
 import { helmHookJobAdapter } from './helm-hook-job.ts';
-import { anInput, builtinWith, jobCondition, materialized, withStatus } from './testing.ts';
 
 /** A Job as a chart renders it into ConfigMap <release>-vworkspace-migration. */
 function chartJob(podSecurity: Record<string, unknown> = {}, containerSecurity?: Record<string, unknown>) {

@@ -3,9 +3,6 @@
 // failure ends it).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_HELM_HOOK, ANNOTATION_HELM_HOOK_STEP } from '../api/annotations.ts';
-import type { ReleaseHook } from '../release/helm-release.ts';
-import { helmHookJobAdapter, hookJobsFor } from './helm-hook-job.ts';
 import {
   aHookJob,
   anInput,
@@ -14,7 +11,10 @@ import {
   jobCondition,
   materialized,
   withStatus,
-} from './testing.ts';
+} from '../../../test/support/builders/engines.ts';
+import { ANNOTATION_HELM_HOOK, ANNOTATION_HELM_HOOK_STEP } from '../api/annotations.ts';
+import type { ReleaseHook } from '../release/helm-release.ts';
+import { helmHookJobAdapter, hookJobsFor } from './helm-hook-job.ts';
 import type { ChildManifest, ReleaseHooks } from './types.ts';
 
 const input = (

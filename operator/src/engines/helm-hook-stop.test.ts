@@ -2,9 +2,9 @@
 // a stopped or failed Upgrade stops them before it ends (observe and cancel of the helm adapter).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { anInput, jobCondition, materialized, withStatus } from '../../../test/support/builders/engines.ts';
 import { helmAdapter } from './helm.ts';
 import { abandonedHookJobs } from './helm-hook-stop.ts';
-import { anInput, jobCondition, materialized, withStatus } from './testing.ts';
 import type { HelmReleaseState, ObserveInput } from './types.ts';
 
 const HELM =

@@ -2,8 +2,8 @@
 // release record means what, and what a stop does.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { anInput, jobCondition, materialized, withStatus } from '../../../test/support/builders/engines.ts';
 import { helmAdapter } from './helm.ts';
-import { anInput, jobCondition, materialized, withStatus } from './testing.ts';
 import type { HelmReleaseState, ObserveInput } from './types.ts';
 
 const HELM =

@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { ChartSource } from '../api/applicationinstance.ts';
-import { chartSourceAllowed, helmAdapter } from './helm.ts';
 import {
   anInput,
   builtinTemplate,
@@ -8,7 +6,9 @@ import {
   jobCondition,
   materialized,
   withStatus,
-} from './testing.ts';
+} from '../../../test/support/builders/engines.ts';
+import type { ChartSource } from '../api/applicationinstance.ts';
+import { chartSourceAllowed, helmAdapter } from './helm.ts';
 import type { HelmReleaseState } from './types.ts';
 
 const HELM =

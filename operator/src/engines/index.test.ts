@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { anInput } from '../../../test/support/builders/engines.ts';
 import { ENGINE_TYPES, ENGINES } from '../api/enums.ts';
 import { REASONS } from '../api/reasons.ts';
 import { ADAPTERS, adapterFor } from './index.ts';
-import { anInput } from './testing.ts';
 
 describe('adapterFor', () => {
   it.each(ENGINES)('%s has an adapter for exactly the types the engine can carry out', (engine) => {

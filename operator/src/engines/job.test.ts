@@ -1,8 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION_CREATED_BY } from '../api/annotations.ts';
-import type { EffectiveTemplate } from '../catalog/template.ts';
-import { RUNCOMMAND_IMAGES } from '../catalog/templates/job-runcommand.ts';
-import { jobAdapter } from './job.ts';
 import {
   anInput,
   aTemplateWithoutAllowlist,
@@ -10,7 +6,11 @@ import {
   jobCondition,
   materialized,
   withStatus,
-} from './testing.ts';
+} from '../../../test/support/builders/engines.ts';
+import { ANNOTATION_CREATED_BY } from '../api/annotations.ts';
+import type { EffectiveTemplate } from '../catalog/template.ts';
+import { RUNCOMMAND_IMAGES } from '../catalog/templates/job-runcommand.ts';
+import { jobAdapter } from './job.ts';
 
 const input = (
   o: {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { anOperation } from '../../../test/support/builders/engines.ts';
 import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import { MAX_OPERATION_NAME_LENGTH } from '../api/constants.ts';
 import {
@@ -9,7 +10,6 @@ import {
   NAME_LIMITS,
   operationOwnerReference,
 } from './names.ts';
-import { anOperation } from './testing.ts';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

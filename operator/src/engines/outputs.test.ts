@@ -2,10 +2,6 @@
 // (spec.parametersFrom may only read declared outputs, so a key missing here could never be read).
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { declaresOutput } from '../catalog/flow.ts';
-import { validateWithSchema } from '../catalog/schema-validation.ts';
-import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
-import { ADAPTERS } from './index.ts';
 import {
   aClaim,
   aHookJob,
@@ -17,7 +13,11 @@ import {
   jobCondition,
   materialized,
   withStatus,
-} from './testing.ts';
+} from '../../../test/support/builders/engines.ts';
+import { declaresOutput } from '../catalog/flow.ts';
+import { validateWithSchema } from '../catalog/schema-validation.ts';
+import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
+import { ADAPTERS } from './index.ts';
 import type { ChildManifest, EngineEnvironment, RestoreFacts } from './types.ts';
 
 const PARAMETERS: Record<string, Record<string, unknown>> = {

@@ -1,4 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import {
+  anInput,
+  aTerminatedPod,
+  jobCondition,
+  materialized,
+  withStatus,
+} from '../../../test/support/builders/engines.ts';
 import { jobAdapter, RUN_CONTAINER } from './job.ts';
 import {
   ANY_CONTAINER,
@@ -10,7 +17,6 @@ import {
   logTail,
   podOutcome,
 } from './runner-pod.ts';
-import { anInput, aTerminatedPod, jobCondition, materialized, withStatus } from './testing.ts';
 
 const runCommand = () =>
   anInput({ type: 'RunCommand', engine: 'job', parameters: { command: ['sh', '-c', 'echo hello'] } });

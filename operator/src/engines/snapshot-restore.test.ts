@@ -2,8 +2,6 @@
 // cluster as it is.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { snapshotAdapter } from './snapshot.ts';
-import { planOf, type RestorePlan } from './snapshot-restore.ts';
 import {
   aClaim,
   anInput,
@@ -12,7 +10,9 @@ import {
   aWorkload,
   materialized,
   withStatus,
-} from './testing.ts';
+} from '../../../test/support/builders/engines.ts';
+import { snapshotAdapter } from './snapshot.ts';
+import { planOf, type RestorePlan } from './snapshot-restore.ts';
 import type { ChildAction, MaterializeInput, RestoreFacts } from './types.ts';
 
 const CLAIM = 'data-db-0';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { anInput, materialized, withStatus } from '../../../test/support/builders/engines.ts';
 import { snapshotAdapter } from './snapshot.ts';
-import { anInput, materialized, withStatus } from './testing.ts';
 
 const input = (
   pvcs: string[] = ['data', 'db'],

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { aHookJob } from '../../../test/support/builders/engines.ts';
 import { checkParametersLimits } from '../catalog/parameters-limits.ts';
-import { aHookJob } from './testing.ts';
 import {
   MAX_MANIFEST_BYTES,
   MAX_MANIFEST_DEPTH,

@@ -1,8 +1,8 @@
 // A velero Restore from spec.source (velero-restore.ts): the namespace's own backups after it was
 // recreated, and another namespace's (a clone).
 import { describe, expect, it } from 'vitest';
+import { anInput, aVeleroBackup, builtinWith, materialized } from '../../../test/support/builders/engines.ts';
 import { ANNOTATION_CREATED_BY } from '../api/annotations.ts';
-import { anInput, aVeleroBackup, builtinWith, materialized } from './testing.ts';
 import type { EngineEnvironment, MaterializeInput } from './types.ts';
 import { veleroAdapter } from './velero.ts';
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
+  anInput,
+  aVeleroBackup,
+  builtinTemplate,
+  materialized,
+  withStatus,
+} from '../../../test/support/builders/engines.ts';
+import {
   LABEL_INSTANCE,
   LABEL_OPERATION,
   LABEL_OPERATION_NAMESPACE,
@@ -7,7 +14,6 @@ import {
   LABEL_RELEASE,
 } from '../api/annotations.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
-import { anInput, aVeleroBackup, builtinTemplate, materialized, withStatus } from './testing.ts';
 import type { EngineEnvironment } from './types.ts';
 import { QUIESCE_COMMAND, QUIESCE_POD_LABEL, UNQUIESCE_COMMAND, veleroAdapter } from './velero.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { anInput, materialized, withStatus } from '../../../test/support/builders/engines.ts';
 import { ANNOTATION_PVC, NAME_LIMITS } from './names.ts';
-import { anInput, materialized, withStatus } from './testing.ts';
 import { manualTrigger, volsyncAdapter } from './volsync.ts';
 
 const PVCS = ['nextcloud-data', 'nextcloud-db'];

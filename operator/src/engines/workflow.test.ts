@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import {
+  anInput,
+  builtinWith,
+  materialized,
+  withStatus,
+  workflowNode,
+} from '../../../test/support/builders/engines.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
-import { anInput, builtinWith, materialized, withStatus, workflowNode } from './testing.ts';
 import { workflowAdapter, workflowTemplateServiceAccounts } from './workflow.ts';
 
 const input = (

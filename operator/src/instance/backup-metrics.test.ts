@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { cronOp } from '../../../test/support/builders/schedule.ts';
 import {
   APPLICATION_INSTANCE,
   type ApplicationInstance,
@@ -7,7 +8,6 @@ import {
   type CronOperation,
   type CronOperationSpec,
 } from '../api/index.ts';
-import { cronOp } from '../schedule/testing.ts';
 import {
   BACKUP_METRICS,
   registerBackupMetrics,

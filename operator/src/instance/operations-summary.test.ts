@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { anInstance, cronOp } from '../../../test/support/builders/schedule.ts';
 import type { CronOperation, Operation, OperationPhase, OperationType } from '../api/index.ts';
-import { anInstance, cronOp } from '../schedule/testing.ts';
 import { nextScheduledRun, summarizeOperations } from './operations-summary.ts';
 
 function op(

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { instance, operation } from '../../../test/support/builders/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import type { AdmissionFacts } from './admitted.ts';
 import { evaluatePreconditions, type PreconditionFacts } from './preconditions.ts';
-import { instance, operation } from './testing.ts';
 
 const facts = (admission?: AdmissionFacts): PreconditionFacts => ({
   now: new Date('2025-01-01T12:00:00Z'),

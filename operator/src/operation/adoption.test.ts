@@ -1,8 +1,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { anOperation } from '../../../test/support/builders/engines.ts';
 import { LABEL_OPERATION_UID } from '../api/annotations.ts';
 import type { OperationStatus } from '../api/operation.ts';
-import { anOperation } from '../engines/testing.ts';
 import { childConflict, childConflictStatus, isChildOf } from './adoption.ts';
 
 const op = anOperation({ name: 'migrate', namespace: 'team-a' });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { operation, withPhase } from '../../../test/support/builders/operation.ts';
 import { OPERATION_TYPES } from '../api/enums.ts';
 import { findConflicts, typesConflict, waitingQueue } from './conflicts.ts';
-import { operation, withPhase } from './testing.ts';
 
 const at = (min: number) => `2025-01-01T00:${String(min).padStart(2, '0')}:00Z`;
 

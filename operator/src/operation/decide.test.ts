@@ -1,6 +1,13 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { FakeClock } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
+import {
+  fakeAdapter,
+  fakeChildName,
+  instance,
+  operation,
+  ran,
+} from '../../../test/support/builders/operation.ts';
 import { ANNOTATION_RECONCILE_REQUESTED_BY } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
@@ -15,7 +22,6 @@ import {
   retryBackoffMs,
 } from './decide.ts';
 import type { PreconditionFacts } from './preconditions.ts';
-import { fakeAdapter, fakeChildName, instance, operation, ran } from './testing.ts';
 
 const adapter = fakeAdapter('velero', ['Backup', 'Restore']);
 

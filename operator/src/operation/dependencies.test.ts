@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { operation, ran } from '../../../test/support/builders/operation.ts';
 import type { Template } from '../catalog/template.ts';
 import { checkDependencies } from './dependencies.ts';
-import { operation, ran } from './testing.ts';
 
 const NOW = new Date('2025-01-01T12:00:00Z');
 const template: Pick<Template, 'name' | 'dependencies'> = {

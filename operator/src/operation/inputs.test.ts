@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { operation, ran } from '../../../test/support/builders/operation.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { resolveInputs } from './inputs.ts';
-import { operation, ran } from './testing.ts';
 
 const NOW = new Date('2025-01-01T12:00:00Z');
 const restoreTemplate = BUILTIN_TEMPLATES.find((t) => t.name === 'velero-restore')!;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { instance, operation, ran, withPhase } from '../../../test/support/builders/operation.ts';
 import { PRECONDITIONS } from '../api/enums.ts';
 import type { Template } from '../catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
 import { evaluatePreconditions, type PreconditionFacts } from './preconditions.ts';
-import { instance, operation, ran, withPhase } from './testing.ts';
 
 const NOW = new Date('2025-01-01T12:00:00Z');
 const at = (iso: string) => new Date(iso);

@@ -1,7 +1,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { operation } from '../../../test/support/builders/operation.ts';
 import { newestBackup, recordedInstance } from './restore-source.ts';
-import { operation } from './testing.ts';
 
 const backup = (
   name: string,

@@ -9,7 +9,7 @@
 // Blocked Operation waits for, started while someone waits for them and stopped afterwards. Only existence
 // matters, so they list and watch metadata only (PartialObjectMetadata): Secret data is never sent.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { KubeConfigLike, ListerWatcher } from '@vworkspace/runtime';
+import type { KubeConfigLike } from '@vworkspace/runtime';
 import {
   type Clock,
   Informer,
@@ -19,7 +19,6 @@ import {
   kubeListerWatcher,
   kubeMetadataListerWatcher,
   type Logger,
-  metadataOnly,
   type RestMapper,
   realClock,
   scopedListerWatcher,
@@ -60,12 +59,6 @@ export interface WatcherDeps {
    * namespace-scoped install (WATCH_NAMESPACE) lists and watches only where it has Roles.
    */
   childNamespaces?: (apiVersion: string) => readonly string[];
-  /** Tests: list/watch sources instead of the API server. */
-  listerWatcher?: (resource: {
-    group: string;
-    version: string;
-    plural: string;
-  }) => ListerWatcher<KubernetesObject>;
 }
 
 export class ChildWatcher {
@@ -95,7 +88,7 @@ export class ChildWatcher {
     const resource = { ...gv, plural: kind.plural };
     inf = new Informer<KubernetesObject>({
       name: `children-${kind.plural}${gv.group ? `.${gv.group}` : ''}`,
-      listerWatcher: this.#deps.listerWatcher?.(resource) ?? this.#childLw(kind.apiVersion, resource),
+      listerWatcher: this.#childLw(kind.apiVersion, resource),
       labelSelector: LABEL_OPERATION,
       clock: this.#deps.clock ?? realClock,
       logger: this.#deps.logger ?? silentLogger,
@@ -189,12 +182,9 @@ export class NameWatcher {
     let inf = this.#informers.get(id);
     if (!inf) {
       const resource = { group: '', version: 'v1', plural: kind, namespace };
-      const test = this.#deps.listerWatcher?.(resource);
       inf = new Informer<KubernetesObject>({
         name: `wait-${id}`,
-        listerWatcher: test
-          ? metadataOnly(test)
-          : kubeMetadataListerWatcher(this.#deps.kc, resource, this.#deps.client),
+        listerWatcher: kubeMetadataListerWatcher(this.#deps.kc, resource, this.#deps.client),
         fieldSelector: `metadata.name=${name}`,
         clock: this.#deps.clock ?? realClock,
         logger: this.#deps.logger ?? silentLogger,
@@ -222,11 +212,6 @@ export class NameWatcher {
       this.#informers.delete(id);
       void inf.stop();
     }
-  }
-
-  /** Informers running now (tests). */
-  get watching(): string[] {
-    return [...this.#informers.keys()];
   }
 
   async stop(): Promise<void> {

@@ -3,13 +3,13 @@
 // definition (ADR 0047) to that list directly.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { HOUR, MIN } from '../../../test/support/builders/schedule.ts';
+import { referenceFirings, surveyZone } from '../../../test/support/dst-reference.ts';
 import type { CatchUpPolicy } from '../api/catch-up.ts';
 import { parseSchedule } from '../time/cron.ts';
-import { referenceFirings, surveyZone } from '../time/reference.ts';
 import { decideCatchUp } from './catch-up.ts';
 import { MAX_MISSED_SLOTS } from './run-plan.ts';
 import { MISSED_COUNT_CAP } from './slots.ts';
-import { HOUR, MIN } from './testing.ts';
 
 const DAY = 24 * HOUR;
 

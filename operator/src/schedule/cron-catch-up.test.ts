@@ -1,9 +1,9 @@
 // decideCron with spec.catchUp: which missed slots get Operations, what is recorded and said, and that
 // deciding again (a restart that lost the status write) adopts instead of creating twice.
 import { describe, expect, it } from 'vitest';
+import { CronWorld, cronOp, HOUR, MIN, slotName } from '../../../test/support/builders/schedule.ts';
 import { ANNOTATION_SCHEDULED_TIME, ANNOTATION_SKIP_NEXT } from '../api/index.ts';
 import { CRON_EVENT, decideCron } from './cron-decide.ts';
-import { CronWorld, cronOp, HOUR, MIN, slotName } from './testing.ts';
 
 /** Down from 00:30 to 05:50: the slots 01:00 … 05:00 were missed. */
 function afterDowntime(w: CronWorld, runningSince: string) {

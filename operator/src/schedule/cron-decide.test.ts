@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CronWorld, cronOp, HOUR, MIN, slotName } from '../../../test/support/builders/schedule.ts';
 import {
   ANNOTATION_APPROVE,
   ANNOTATION_APPROVED_BY,
@@ -9,7 +10,6 @@ import {
 } from '../api/index.ts';
 import { CRON_EVENT, operationForSlot } from './cron-decide.ts';
 import { MAX_MISSED_SLOTS } from './run-plan.ts';
-import { CronWorld, cronOp, HOUR, MIN, slotName } from './testing.ts';
 
 const at = (iso: string) => new Date(iso);
 

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { cronOp } from '../../../test/support/builders/schedule.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
-import { cronOp } from './testing.ts';
 
 describe('vworkspace_cronoperation_next_schedule_time_seconds', () => {
   it('is status.nextScheduleTime in unix seconds per CronOperation, absent while suspended or unplanned', async () => {

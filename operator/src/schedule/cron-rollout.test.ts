@@ -1,6 +1,7 @@
 // decideCron with spec.rollout: a fleet run created wave by wave from status.rollout, halted by a spent
 // failure budget, resumed or abandoned through the CronOperation's annotations.
 import { describe, expect, it } from 'vitest';
+import { anInstance, CronWorld, cronOp, MIN } from '../../../test/support/builders/schedule.ts';
 import {
   ANNOTATION_ABANDON,
   ANNOTATION_RESUME,
@@ -9,7 +10,6 @@ import {
   MAX_ROLLOUT_INSTANCES,
   type Operation,
 } from '../api/index.ts';
-import { anInstance, CronWorld, cronOp, MIN } from './testing.ts';
 
 const fleetSpec = (rollout: CronOperationSpec['rollout'], extra: Partial<CronOperationSpec> = {}) => ({
   targetSelector: { matchLabels: { tier: 'prod' } },

@@ -2,9 +2,16 @@
 // (spec.targetSelector), maxConcurrent and its queue, and parametersFromTrigger.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import {
+  anInstance,
+  CronWorld,
+  cronOp,
+  HOUR,
+  MIN,
+  slotName,
+} from '../../../test/support/builders/schedule.ts';
 import { ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ANNOTATION_TRIGGER } from '../api/index.ts';
 import { CRON_EVENT, runOperationName } from './cron-decide.ts';
-import { anInstance, CronWorld, cronOp, HOUR, MIN, slotName } from './testing.ts';
 
 const runNow = (w: CronWorld, value: string) => {
   w.cron.metadata.annotations = { ...w.cron.metadata.annotations, [ANNOTATION_RUN_NOW]: value };

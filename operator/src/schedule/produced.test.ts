@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { anInstance, cronOp } from '../../../test/support/builders/schedule.ts';
 import { ANNOTATION_SCHEDULED_TIME, ANNOTATION_TRIGGER } from '../api/annotations.ts';
 import type { ApplicationInstance, Operation, WatchOperation } from '../api/index.ts';
 import { type CronRun, operationForRun } from './cron-decide.ts';
 import { producedMismatch } from './produced.ts';
-import { anInstance, cronOp } from './testing.ts';
 import { operationForTrigger } from './watch-decide.ts';
 
 const withAnnotations = (i: ApplicationInstance, annotations: Record<string, string>) => ({

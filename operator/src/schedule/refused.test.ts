@@ -1,9 +1,9 @@
 import type { Condition } from '@vworkspace/runtime';
 import { KubeApiError, refusalOf } from '@vworkspace/runtime';
 import { describe, expect, it } from 'vitest';
+import { cronOp } from '../../../test/support/builders/schedule.ts';
 import { decideCron } from './cron-decide.ts';
 import { keepRefusal, OPERATION_REFUSED, refuseCronRuns } from './refused.ts';
-import { cronOp } from './testing.ts';
 
 const cron = () => cronOp({}, undefined, 2);
 

@@ -3,8 +3,8 @@
 
 import { CronExpressionParser } from 'cron-parser';
 import { describe, expect, it } from 'vitest';
+import { referenceFirings, surveyZone, type ZoneSurvey } from '../../../test/support/dst-reference.ts';
 import { parseSchedule } from './cron.ts';
-import { referenceFirings, surveyZone, type ZoneSurvey } from './reference.ts';
 
 const START = Date.UTC(2016, 0, 1);
 const END = Date.UTC(2026, 0, 1);

@@ -1,8 +1,8 @@
 import { CronExpressionParser } from 'cron-parser';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { refMatches, refParse, wallReader } from '../../../test/support/dst-reference.ts';
 import { nextFire, parseSchedule, ScheduleError, validateSchedule } from './cron.ts';
-import { refMatches, refParse, wallReader } from './reference.ts';
 
 const at = (iso: string) => new Date(iso);
 const iso = (d: Date) => d.toISOString();

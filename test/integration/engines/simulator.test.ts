@@ -9,13 +9,6 @@ import { OPERATION } from '../../../operator/src/api/constants.ts';
 import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
 import type { EffectiveTemplate } from '../../../operator/src/catalog/template.ts';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import {
-  anInput,
-  aReleaseHook,
-  aVeleroBackup,
-  builtinWith,
-  materialized,
-} from '../../../operator/src/engines/testing.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -23,6 +16,13 @@ import type {
   MaterializeInput,
   Observation,
 } from '../../../operator/src/engines/types.ts';
+import {
+  anInput,
+  aReleaseHook,
+  aVeleroBackup,
+  builtinWith,
+  materialized,
+} from '../../support/builders/engines.ts';
 import { testClient } from '../../support/clients.ts';
 import { ANNOTATION_OUTCOME, EngineSimulator, HOLD } from '../../support/simulator.ts';
 import { eventually } from '../runtime/support.ts';

@@ -1,7 +1,7 @@
 // The Operation controller on a real API server (admin identity, so every access review passes), with a
 // fake adapter whose child is a ConfigMap the test moves by hand.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
+import { fakeAdapter } from '../../support/builders/operation.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
 

@@ -10,7 +10,7 @@ import type { OperationSpec } from '../../../operator/src/api/operation.ts';
 import type { Template } from '../../../operator/src/catalog/template.ts';
 import { standardPreconditions } from '../../../operator/src/catalog/template.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
-import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
+import { fakeAdapter } from '../../support/builders/operation.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
 

@@ -1,9 +1,9 @@
 import { resourcePath } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
-import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
 import { profileClusterRole } from '../../../operator/src/rbac/clusterroles.ts';
 import { profileClusterRoleName, rbacProfile } from '../../../operator/src/rbac/profiles.ts';
+import { fakeAdapter } from '../../support/builders/operation.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { apply, grant, operatorIdentity } from './identity.ts';

@@ -23,10 +23,7 @@ import { standardPreconditions, type Template } from '../../../operator/src/cata
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
 import type { EngineAdapter } from '../../../operator/src/engines/types.ts';
 import { setupInstanceController } from '../../../operator/src/instance/controller.ts';
-import {
-  createOperationController,
-  type TemplateSource,
-} from '../../../operator/src/operation/controller.ts';
+import { setupOperationController, type TemplateSource } from '../../../operator/src/operation/controller.ts';
 import { testClient } from '../../support/clients.ts';
 
 import { eventually } from '../runtime/support.ts';
@@ -52,6 +49,20 @@ export interface RunningController {
   stop(): Promise<void>;
 }
 
+/** A Manager with leader election off, no ports, and a shared cache of its own. */
+function inProcessManager(kc: KubeConfig, clock?: Clock) {
+  const client = testClient(kc);
+  const metrics = new RuntimeMetrics();
+  const manager = new Manager({
+    leaderElection: false,
+    metricsPort: false,
+    probePort: false,
+    metrics,
+    cache: new InformerFactory({ kc, client, ...(clock ? { clock } : {}) }),
+  });
+  return { client, metrics, manager };
+}
+
 export function startController(
   kc: KubeConfig,
   adapterFor: (e: Engine) => EngineAdapter | undefined,
@@ -65,11 +76,9 @@ export function startController(
     helmImage?: string;
   } = {},
 ): RunningController {
-  const client = testClient(kc);
+  const { client, metrics, manager } = inProcessManager(kc, opts.clock);
   const mapper = new RestMapper(client);
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({ leaderElection: false, metricsPort: false, probePort: false, metrics });
-  const ctl = createOperationController({
+  const ctl = setupOperationController(manager, {
     kc,
     client,
     mapper,
@@ -85,9 +94,6 @@ export function startController(
     ...(opts.engineRecheckMs !== undefined ? { engineRecheckMs: opts.engineRecheckMs } : {}),
     ...(opts.helmImage ? { helmImage: opts.helmImage } : {}),
   });
-  for (const i of ctl.informers) manager.addInformer(i);
-  manager.addController(ctl.controller);
-  manager.add(ctl.runnable);
   const running = manager.start();
   return {
     manager,
@@ -102,15 +108,7 @@ export function startController(
 
 /** The ApplicationInstance controller in this process (Ready and status.release from the real release records). */
 export function startInstanceController(kc: KubeConfig): { stop(): Promise<void>; metrics: RuntimeMetrics } {
-  const client = testClient(kc);
-  const metrics = new RuntimeMetrics();
-  const manager = new Manager({
-    leaderElection: false,
-    metricsPort: false,
-    probePort: false,
-    metrics,
-    cache: new InformerFactory({ kc, client }),
-  });
+  const { client, metrics, manager } = inProcessManager(kc);
   setupInstanceController(manager, {
     client,
     mapper: new RestMapper(client),

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Catalog } from '../../../operator/src/catalog/catalog-schema.ts';
 import type { MaintenanceWindow, Template } from '../../../operator/src/catalog/template.ts';
 import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
-import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
+import { fakeAdapter } from '../../support/builders/operation.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { Api, cond, eventually, FAKE_TEMPLATES, type RunningController, startController } from './support.ts';
 

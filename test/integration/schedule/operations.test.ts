@@ -12,8 +12,8 @@ import {
   type WatchOperation,
 } from '../../../operator/src/api/index.ts';
 import { OPERATION_CONTROLLER_NAME } from '../../../operator/src/operation/controller.ts';
-import { fakeAdapter } from '../../../operator/src/operation/testing.ts';
 import { operationNameForSlot } from '../../../operator/src/schedule/slots.ts';
+import { fakeAdapter } from '../../support/builders/operation.ts';
 import { testClient } from '../../support/clients.ts';
 import { Api, cond, type RunningController, startController } from '../operation/support.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';

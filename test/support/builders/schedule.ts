@@ -10,9 +10,9 @@ import {
   type CronOperationSpec,
   type Operation,
   type OperationPhase,
-} from '../api/index.ts';
-import { decideCron } from './cron-decide.ts';
-import type { CronPlan } from './run-plan.ts';
+} from '../../../operator/src/api/index.ts';
+import { decideCron } from '../../../operator/src/schedule/cron-decide.ts';
+import type { CronPlan } from '../../../operator/src/schedule/run-plan.ts';
 
 export const MIN = 60_000;
 export const HOUR = 60 * MIN;

@@ -1,5 +1,5 @@
 // Test-object builders for admission tests: requests, Operations, schedulers and facts.
-import { BUILTIN_TEMPLATES, type Template } from '../catalog/index.ts';
+
 import {
   type AccessCheck,
   type AccessResult,
@@ -9,9 +9,14 @@ import {
   type Lookup,
   type SourceOperation,
   type TargetInstance,
-} from './decision.ts';
-import type { AdmissionRequest, AdmissionResponse, UserInfo } from './review.ts';
-import { type StampExpectation, schedulerStamps } from './stamps.ts';
+} from '../../../operator/src/admission/decision.ts';
+import type {
+  AdmissionRequest,
+  AdmissionResponse,
+  UserInfo,
+} from '../../../operator/src/admission/review.ts';
+import { type StampExpectation, schedulerStamps } from '../../../operator/src/admission/stamps.ts';
+import { BUILTIN_TEMPLATES, type Template } from '../../../operator/src/catalog/index.ts';
 
 export const NS = 'team-a';
 

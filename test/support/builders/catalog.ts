@@ -1,7 +1,7 @@
 // Test-object builders for catalog tests.
 import YAML from 'yaml';
-import type { ConfigMapLike } from './parse.ts';
-import type { Template } from './template.ts';
+import type { ConfigMapLike } from '../../../operator/src/catalog/parse.ts';
+import type { Template } from '../../../operator/src/catalog/template.ts';
 
 export function catalogConfigMap(
   name: string,

@@ -3,11 +3,11 @@
 // It lets the reconciler be tested end to end (also on a real API server) without any engine's CRDs.
 import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
-import type { Engine, OperationType } from '../api/enums.ts';
-import type { Operation, OperationSpec } from '../api/operation.ts';
-import type { EngineAdapter, Observation } from '../engines/types.ts';
+import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../../../operator/src/api/constants.ts';
+import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
+import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
+import type { EngineAdapter, Observation } from '../../../operator/src/engines/types.ts';
 
 export function operation(
   name: string,

@@ -2,16 +2,20 @@
 // the built-in templates, materialize inputs, and children with a given status.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
-import type { ApplicationInstance, ChartSource } from '../api/applicationinstance.ts';
-import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
-import type { Engine, OperationType } from '../api/enums.ts';
-import type { Operation, OperationSpec } from '../api/operation.ts';
-import { validateParameters } from '../catalog/parameters.ts';
-import type { EffectiveTemplate, Template } from '../catalog/template.ts';
-import { BUILTIN_TEMPLATES } from '../catalog/templates/index.ts';
-import type { ReleaseHook } from '../release/helm-release.ts';
-import type { ChildManifest, EngineEnvironment, MaterializeInput } from './types.ts';
+import { LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../../../operator/src/api/annotations.ts';
+import type { ApplicationInstance, ChartSource } from '../../../operator/src/api/applicationinstance.ts';
+import { APPLICATION_INSTANCE, OPERATION } from '../../../operator/src/api/constants.ts';
+import type { Engine, OperationType } from '../../../operator/src/api/enums.ts';
+import type { Operation, OperationSpec } from '../../../operator/src/api/operation.ts';
+import { validateParameters } from '../../../operator/src/catalog/parameters.ts';
+import type { EffectiveTemplate, Template } from '../../../operator/src/catalog/template.ts';
+import { BUILTIN_TEMPLATES } from '../../../operator/src/catalog/templates/index.ts';
+import type {
+  ChildManifest,
+  EngineEnvironment,
+  MaterializeInput,
+} from '../../../operator/src/engines/types.ts';
+import type { ReleaseHook } from '../../../operator/src/release/helm-release.ts';
 
 export interface OperationOptions {
   name?: string;
