@@ -6,9 +6,14 @@
 set -u
 parent=$1
 shift
+# The trap goes in before the command starts: a SIGTERM that came between the two used to end this
+# script by default and leave COMMAND running (seen under load in reaper.test.ts).
+child=
+term=0
+trap 'term=1; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM INT
 "$@" &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+[ "$term" = 1 ] && kill -TERM "$child" 2>/dev/null
 self=$$
 (
   while kill -0 "$parent" 2>/dev/null && kill -0 "$self" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done
