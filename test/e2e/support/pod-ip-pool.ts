@@ -22,6 +22,18 @@ export async function warmPodIpPool(client: KubeClient): Promise<string> {
   });
   const node = nodes.items[0]?.metadata.name;
   if (!node) throw new Error('the kwok cluster has no node to run the pod-IP warm-up Pod on');
+  // The API server refuses a Pod whose ServiceAccount does not exist, and kube-controller-manager makes
+  // the namespace's "default" one a moment after the cluster is up.
+  await eventually(
+    'ServiceAccount default/default (made by kube-controller-manager)',
+    () =>
+      client.request({
+        method: 'GET',
+        path: resourcePath({ ...PODS, plural: 'serviceaccounts' }, 'default'),
+      }),
+    60_000,
+    200,
+  );
   await client.request({
     method: 'POST',
     path: resourcePath(PODS),
