@@ -213,6 +213,9 @@ deb_unpack() {
   take_lock "$tool-$key"
   if [ ! -f "$out/.complete" ]; then
     rm -rf "$out" && mkdir -p "$out/dl" "$out/root"
+    # apt allows one process on its package lists at a time, and hack/test.sh builds two tool groups at
+    # once: the lists' update and the downloads happen under one lock (fd 8, beside the entry's on fd 9).
+    exec 8>"$CACHE/locks/apt.lock" && flock 8
     # A machine whose package lists were never fetched knows no candidate: fetch them (root), or say how.
     if ! apt-cache policy "${1%%=*}" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
       if [ "$(id -u)" = 0 ]; then log "$tool" "no package lists: apt-get update"; apt-get update -qq >&2
@@ -220,6 +223,7 @@ deb_unpack() {
     fi
     log "$tool" "apt-get download $*"
     for spec in "$@"; do (cd "$out/dl" && deb_fetch "$tool" "${spec%%=*}" "${spec#*=}"); done
+    flock -u 8 && exec 8>&-
     for d in "$out"/dl/*.deb; do dpkg-deb -x "$d" "$out/root"; done
     rm -rf "$out/dl"
     touch "$out/.complete"

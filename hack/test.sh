@@ -26,6 +26,22 @@ check() { # check NAME CMD...: a static check counted as one test
   if "$@"; then checks_passed=$((checks_passed + 1)); else checks_failed=$((checks_failed + 1)); failed_stages+=("$name"); fi
 }
 
+# The real engines' tools (hack/tools/*.sh: Velero, MinIO, Argo, VolSync, CSI, ...) are needed only by the
+# real node's engine and production journeys, the last thing a run waits for. On a cold machine their
+# build starts first, in the background, beside the static checks and the other tools' build: a cold Go
+# build does not keep both cores busy (module downloads, single-threaded links), and the tests that start
+# after the tools stage mostly wait on API servers and pods, so the two builds overlap where the machine has
+# room, and the engine journeys no longer wait for a build that began only after every other tool. Warm,
+# the tools are copies. The node's journeys that need them wait for the exit code this writes
+# (VWS_ENGINES_BUILD_RC, hack/lib/engines/built.ts).
+ENGINES_LOG="$OUT/engines-build.log"
+ENGINES_RC="$OUT/engines-build.rc"
+(
+  hack/build-tools.sh engines >"$ENGINES_LOG" 2>&1
+  echo $? >"$ENGINES_RC.tmp" && mv "$ENGINES_RC.tmp" "$ENGINES_RC"
+) &
+engines_build=$!
+
 check "lint (biome, warnings are errors)" biome check --error-on-warnings .
 check "typecheck (tsc --noEmit)" tsc -p tsconfig.json
 check "imports go down the layers (dependency-cruiser)" npm run --silent check:imports
@@ -42,17 +58,6 @@ if ! { hack/build-tools.sh e2e images node && hack/fetch-crds.sh; }; then
   echo "FATAL: building the test tools failed (see above)" >&2
   failed_stages+=("tools")
 fi
-# The real engines' tools (hack/tools/*.sh: Velero, MinIO, Argo, VolSync, CSI, ...) are needed only by the
-# real node's engine and production journeys: on a cold machine they build in the background while the
-# other tests run (those wait on API servers far more than they compute); warm, they are copies. The node's
-# journeys that need them wait for the exit code this writes (VWS_ENGINES_BUILD_RC, hack/lib/engines/built.ts).
-ENGINES_LOG="$OUT/engines-build.log"
-ENGINES_RC="$OUT/engines-build.rc"
-(
-  hack/build-tools.sh engines >"$ENGINES_LOG" 2>&1
-  echo $? >"$ENGINES_RC.tmp" && mv "$ENGINES_RC.tmp" "$ENGINES_RC"
-) &
-engines_build=$!
 
 run_vitest() { # run_vitest NAME [VITEST ARGS...]: one vitest run, its JSON report as NAME.json
   local name=$1

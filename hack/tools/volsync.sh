@@ -64,14 +64,23 @@ tool_volsync_restic() {
   log volsync-restic "ready in bin/: volsync-restic/ (entry.sh of VolSync $VOLSYNC_VERSION, $("$BIN/volsync-restic/bin/bash" --version | head -1))"
 }
 
-# Copied from the module at build time, never committed.
+# Copied from the module at build time, never committed. Both the e2e group and the engines' build copy it,
+# and hack/test.sh runs those two builds at once: one copies under a lock per checkout, the other finds the
+# stamp of the version it wants and leaves the directory alone (the kwok journeys may be reading it).
 tool_volsync_bundle() {
-  local volsync
-  volsync=$(go mod download -json "github.com/backube/volsync@$VOLSYNC_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-  rm -rf "$BIN/volsync-bundle.tmp" && mkdir -p "$BIN/volsync-bundle.tmp"
-  cp -r "$volsync/bundle/manifests" "$volsync/bundle/metadata" "$BIN/volsync-bundle.tmp/"
-  chmod -R u+w,a+r "$BIN/volsync-bundle.tmp"
-  rm -rf "$BIN/volsync-bundle" && mv "$BIN/volsync-bundle.tmp" "$BIN/volsync-bundle"
+  local volsync tmp
+  take_lock "volsync-bundle-$(printf '%s' "$BIN" | sha256sum | cut -c1-16)"
+  if [ "$(cat "$BIN/volsync-bundle.version" 2>/dev/null)" != "$VOLSYNC_VERSION" ] || [ ! -d "$BIN/volsync-bundle" ]; then
+    volsync=$(go mod download -json "github.com/backube/volsync@$VOLSYNC_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    tmp="$BIN/volsync-bundle.tmp"
+    rm -rf "$tmp" && mkdir -p "$tmp"
+    cp -r "$volsync/bundle/manifests" "$volsync/bundle/metadata" "$tmp/"
+    chmod -R u+w,a+r "$tmp"
+    rm -f "$BIN/volsync-bundle.version"
+    rm -rf "$BIN/volsync-bundle" && mv "$tmp" "$BIN/volsync-bundle"
+    echo "$VOLSYNC_VERSION" >"$BIN/volsync-bundle.version"
+  fi
+  release_lock
   log volsync-bundle "ready in bin/: volsync-bundle/ (VolSync $VOLSYNC_VERSION's OLM bundle)"
 }
 
