@@ -8,6 +8,9 @@ const SRC = '^operator/src/';
 // operator/src's unit tests, and where test seams must not be (test/support holds them).
 const UNIT_TESTS = `${SRC}.+[.]test[.]ts$`;
 const TEST_SEAMS = `${SRC}(testing|.*/testing)[.]ts$`;
+// The operator package's entry points (operator/package.json `exports`): all that hack/ and bench/ may
+// import of it (ADR 0052).
+const OPERATOR_ENTRY_POINTS = `${SRC}public/(index|api|packaging|cli)[.]ts$`;
 
 /**
  * The layers of operator/src, lowest first. `files` are regular expressions for paths under
@@ -95,6 +98,12 @@ const LAYERS = [
     holds: 'main, configuration, kubectl-vws',
     mayImport: ['*'],
   },
+  {
+    name: 'public',
+    files: ['public/'],
+    holds: "the package's entry points (operator/package.json exports), for tooling",
+    mayImport: ['*'],
+  },
 ];
 
 const byName = new Map(LAYERS.map((l) => [l.name, l]));
@@ -143,6 +152,40 @@ module.exports = {
       severity: 'error',
       from: { path: '^packages/runtime/' },
       to: { path: '^(operator|hack|bench|test)/' },
+    },
+    {
+      name: 'entry-points-are-for-outside',
+      comment:
+        'operator/src/public/ re-exports for hack/ and bench/; the product imports the file that holds a thing, never an entry point',
+      severity: 'error',
+      from: { path: SRC, pathNot: `${SRC}public/` },
+      to: { path: `${SRC}public/` },
+    },
+    {
+      name: 'tooling-imports-operator-entry-points',
+      comment:
+        'hack/ and bench/ import the operator only as @vworkspace/operator, /api, /packaging or /cli (operator/package.json exports): export what is missing from operator/src/public/',
+      severity: 'error',
+      from: { path: '^(hack|bench)/' },
+      to: { path: '^operator/', pathNot: OPERATOR_ENTRY_POINTS },
+    },
+    {
+      name: 'tooling-imports-operator-as-a-package',
+      comment:
+        'hack/ and bench/ import the operator by its package name (@vworkspace/operator/…), never by a relative path, not even to an entry point',
+      severity: 'error',
+      from: { path: '^(hack|bench)/' },
+      // A relative import is `local` alone; one through the package is also `aliased` (from the root
+      // package: `aliased-workspace` and `local` as well), so `aliased` tells them apart.
+      to: { path: '^operator/', dependencyTypes: ['local'], dependencyTypesNot: ['aliased'] },
+    },
+    {
+      name: 'tooling-imports-no-tests',
+      comment:
+        'hack/ imports nothing under test/: what the tooling shares with the tests (eventually, helm, the engine simulator) lives in hack/lib, and test/support takes it from there',
+      severity: 'error',
+      from: { path: '^hack/' },
+      to: { path: '^test/' },
     },
     {
       name: 'product-imports-no-tooling',

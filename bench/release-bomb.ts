@@ -19,11 +19,13 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { RestClient } from '@vworkspace/runtime';
 import { ROOT, startControlPlane } from '../hack/lib/controlplane.ts';
-import { eventually } from '../test/support/eventually.ts';
-import { tinyInstance } from '../test/support/helm.ts';
+import { eventually } from '../hack/lib/eventually.ts';
+import { tinyInstance } from '../hack/lib/helm.ts';
 import { OperatorProcess } from '../test/support/operator-process.ts';
 import { releaseBomb, releaseSecret } from '../test/support/release-bomb.ts';
+import { exitOnStopSignals } from './lib/stop-signals.ts';
 
+exitOnStopSignals();
 const { values } = parseArgs({
   options: {
     root: { type: 'string', default: ROOT },

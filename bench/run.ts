@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '../hack/lib/controlplane.ts';
 import { markdown, plain, resultsJson, type ScenarioResult } from './lib/result.ts';
+import { exitOnStopSignals } from './lib/stop-signals.ts';
 import { ecdfPlot, type Panel } from './lib/svg.ts';
 import type { OperatorVariant } from './lib/world.ts';
 import { admission } from './scenarios/admission.ts';
@@ -34,6 +35,7 @@ import { cronLag } from './scenarios/cron.ts';
 import { footprint } from './scenarios/footprint.ts';
 import { operations } from './scenarios/operations.ts';
 
+exitOnStopSignals();
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },

@@ -20,9 +20,11 @@ import { gzipSync } from 'node:zlib';
 import { KubeConfig } from '@kubernetes/client-node';
 import { RestClient } from '@vworkspace/runtime';
 import { ROOT, startControlPlane } from '../hack/lib/controlplane.ts';
-import { eventually } from '../test/support/eventually.ts';
+import { eventually } from '../hack/lib/eventually.ts';
 import { OperatorProcess } from '../test/support/operator-process.ts';
+import { exitOnStopSignals } from './lib/stop-signals.ts';
 
+exitOnStopSignals();
 const { values } = parseArgs({
   options: {
     root: { type: 'string', default: ROOT },

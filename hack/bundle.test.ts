@@ -4,12 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { operatorNodeArgs } from '@vworkspace/operator';
+import {
+  OPERATOR_CLUSTER_RULES,
+  OPERATOR_NAMESPACE_RULES,
+  profileClusterRole,
+  RBAC_PROFILE_LIST,
+} from '@vworkspace/operator/packaging';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { operatorNodeArgs } from '../operator/src/node-flags.ts';
-import { profileClusterRole } from '../operator/src/rbac/clusterroles.ts';
-import { OPERATOR_CLUSTER_RULES, OPERATOR_NAMESPACE_RULES } from '../operator/src/rbac/operator.ts';
-import { RBAC_PROFILE_LIST } from '../operator/src/rbac/profiles.ts';
 import {
   bundleFiles,
   CSV_PATH,

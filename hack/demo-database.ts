@@ -6,14 +6,14 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isNotFound, type KubeClient } from '@vworkspace/runtime';
-import { eventually } from '../test/support/eventually.ts';
-import { helm } from '../test/support/helm.ts';
 import { postgresImage } from './images/apps/postgres.ts';
 import { pushBuilt } from './images/build.ts';
 import { Database, showState } from './lib/apps/postgres.ts';
 import { POSTGRES_CHART_DIR, RUNNER_SERVICE_ACCOUNT } from './lib/engines/helm.ts';
 import { ensureStorage } from './lib/engines/storage.ts';
 import { ensureVelero } from './lib/engines/velero.ts';
+import { eventually } from './lib/eventually.ts';
+import { helm } from './lib/helm.ts';
 import type { RealNode } from './lib/real-node.ts';
 
 const NS = 'shop';

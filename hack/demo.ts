@@ -17,15 +17,16 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { operatorNodeArgs } from '@vworkspace/operator';
 import { type KubeStatus, RestClient, statusCode } from '@vworkspace/runtime';
-import { operatorNodeArgs } from '../operator/src/node-flags.ts';
-import { eventually } from '../test/support/eventually.ts';
-import { helm, TINY_CHART, tinyInstance } from '../test/support/helm.ts';
-import { EngineSimulator } from '../test/support/simulator.ts';
 import { databaseStory } from './demo-database.ts';
 import { makeServingCert } from './lib/certs.ts';
-import { defaultCrdFiles, freePort, ROOT } from './lib/controlplane.ts';
+import { defaultCrdFiles, ROOT } from './lib/controlplane.ts';
+import { EngineSimulator } from './lib/engine-simulator.ts';
+import { eventually } from './lib/eventually.ts';
+import { helm, TINY_CHART, tinyInstance } from './lib/helm.ts';
 import { startKwokCluster } from './lib/kwok-cluster.ts';
+import { loggedField } from './lib/operator-log.ts';
 import { type RealNode, startRealNode } from './lib/real-node.ts';
 import { applyWebhookConfigurations, csvWebhookDefinitions, webhookConfigurations } from './lib/webhooks.ts';
 
@@ -85,29 +86,41 @@ try {
   }
 
   const certs = makeServingCert(join(dir, 'serving-certs'));
-  const [metricsPort, probePort, webhookPort] = [await freePort(), await freePort(), await freePort()];
   say('starting the operator (node operator/src/main.ts, settings from the environment, as in its pod) ...');
   operator = spawn(process.execPath, operatorNodeArgs(join(ROOT, 'operator/src/main.ts')), {
     env: {
       ...process.env,
       KUBECONFIG: cluster.kubeconfigPath,
       OPERATOR_NAMESPACE: 'vworkspace-system',
-      METRICS_PORT: String(metricsPort),
-      PROBE_PORT: String(probePort),
-      WEBHOOK_PORT: String(webhookPort),
+      // Port 0: the operator binds what the kernel gives and logs it (read back below); a free port
+      // picked here could be taken before the operator binds it.
+      METRICS_PORT: '0',
+      PROBE_PORT: '0',
+      WEBHOOK_PORT: '0',
       WEBHOOK_CERT_DIR: certs.dir,
       LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const keep = (d: Buffer) => opLog.push(...String(d).split('\n').filter(Boolean));
-  operator.stdout?.on('data', keep);
-  operator.stderr?.on('data', keep);
+  // Whole lines only (a chunk may end inside one): the ports are read from the JSON lines.
+  const keep = () => {
+    let partial = '';
+    return (d: Buffer) => {
+      const lines = (partial + String(d)).split('\n');
+      partial = lines.pop() ?? '';
+      opLog.push(...lines.filter(Boolean));
+    };
+  };
+  operator.stdout?.on('data', keep());
+  operator.stderr?.on('data', keep());
   const exited = new Promise<number | null>((ok) => operator?.on('exit', (code) => ok(code)));
   await eventually(
     'operator readiness (/readyz)',
-    async () =>
-      (await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined))?.ok ? true : undefined,
+    async () => {
+      const probes = loggedField<{ probes: number }>(opLog.join('\n'), 'manager starting', 'ports')?.probes;
+      if (probes === undefined) return undefined;
+      return (await fetch(`http://127.0.0.1:${probes}/readyz`).catch(() => undefined))?.ok ? true : undefined;
+    },
     WAIT,
   );
   const lease = await eventually(
@@ -123,6 +136,10 @@ try {
   );
   say(`operator ready (/readyz 200) and leading (Lease held by ${lease})`);
 
+  // Logged before /readyz answered: readiness includes the webhook serving.
+  const webhookPort = loggedField<number>(opLog.join('\n'), 'admission webhook serving', 'port');
+  if (webhookPort === undefined)
+    throw new Error('the operator is ready but logged no "admission webhook serving"');
   const defs = csvWebhookDefinitions();
   await applyWebhookConfigurations(
     api,

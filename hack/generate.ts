@@ -10,13 +10,21 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { crdFileName, renderCrdYaml } from '../operator/src/api/crd.ts';
-import { ALL_KINDS } from '../operator/src/api/index.ts';
-import { docFileName, spliceGenerated, spliceReference } from '../operator/src/api/reference.ts';
-import { renderTemplatesReference } from '../operator/src/catalog/reference.ts';
-import { BUILTIN_TEMPLATES } from '../operator/src/catalog/templates/index.ts';
-import { profileClusterRoleFileName, renderProfileClusterRole } from '../operator/src/rbac/clusterroles.ts';
-import { RBAC_PROFILE_LIST } from '../operator/src/rbac/profiles.ts';
+import {
+  ALL_KINDS,
+  crdFileName,
+  docFileName,
+  renderCrdYaml,
+  spliceGenerated,
+  spliceReference,
+} from '@vworkspace/operator/api';
+import {
+  BUILTIN_TEMPLATES,
+  profileClusterRoleFileName,
+  RBAC_PROFILE_LIST,
+  renderProfileClusterRole,
+  renderTemplatesReference,
+} from '@vworkspace/operator/packaging';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 

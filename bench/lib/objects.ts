@@ -2,7 +2,7 @@
 // same work: a RunCommand Operation's child Job and a raw Job run the same container; a CronOperation
 // and a CronJob fire on the same schedule. Pure.
 import { gzipSync } from 'node:zlib';
-import { TINY_APP_REF } from '../../test/support/helm.ts';
+import { TINY_APP_REF } from '../../hack/lib/helm.ts';
 
 export const IMAGE = 'docker.io/library/busybox:1.37.0';
 const COMMAND = ['sh', '-c', 'true'];

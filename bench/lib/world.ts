@@ -8,10 +8,10 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
+import { OPERATOR_NODE_FLAGS } from '@vworkspace/operator';
 import { isAlreadyExists, RestClient } from '@vworkspace/runtime';
-import { freePort, ROOT } from '../../hack/lib/controlplane.ts';
+import { ROOT } from '../../hack/lib/controlplane.ts';
 import { type KwokCluster, startKwokCluster } from '../../hack/lib/kwok-cluster.ts';
-import { OPERATOR_NODE_FLAGS } from '../../operator/src/node-flags.ts';
 import { OperatorProcess } from '../../test/support/operator-process.ts';
 
 export const OPERATOR_NAMESPACE = 'vworkspace-system';
@@ -222,12 +222,11 @@ export const STOP_GRACE_MS = 120_000;
 export interface OperatorRun {
   proc: OperatorProcess;
   startedAt: number;
-  webhookPort?: number;
 }
 
 export interface OperatorOptions {
   env?: Record<string, string>;
-  /** Webhook serving certificates (tls.crt, tls.key): the webhook is served on a free port. */
+  /** Webhook serving certificates (tls.crt, tls.key): the webhook is served on a port it picks (webhookUrl). */
   certDir?: string;
   /** Node flags, e.g. ['--cpu-prof', '--cpu-prof-dir', dir]. */
   nodeArgs?: string[];
@@ -247,7 +246,6 @@ export async function startOperator(
   label: string,
   opts: OperatorOptions = {},
 ): Promise<OperatorRun> {
-  const webhookPort = opts.certDir ? await freePort() : undefined;
   const startedAt = Date.now();
   const proc = await OperatorProcess.start(
     {
@@ -258,7 +256,9 @@ export async function startOperator(
         // Without webhooks no Operation carries a signed admission record: the scenarios that measure the
         // controllers alone run them anyway (ADR 0029's development switch).
         ...(opts.certDir
-          ? { WEBHOOK_CERT_DIR: opts.certDir, WEBHOOK_PORT: String(webhookPort), WEBHOOK_HOST: '127.0.0.1' }
+          ? // Port 0: the operator binds what the kernel gives and logs it; a free port picked here could
+            // be taken before the operator binds it.
+            { WEBHOOK_CERT_DIR: opts.certDir, WEBHOOK_PORT: '0', WEBHOOK_HOST: '127.0.0.1' }
           : { REQUIRE_ADMISSION_STAMP: 'false' }),
         ...opts.env,
       },
@@ -274,7 +274,17 @@ export async function startOperator(
     },
     label,
   );
-  return { proc, startedAt, ...(webhookPort ? { webhookPort } : {}) };
+  return { proc, startedAt };
+}
+
+/** The webhook's base URL, from the port the operator logged once serving (it is, once waitReady resolved). */
+export function webhookUrl(op: OperatorRun): string {
+  const port = op.proc.webhookPort;
+  if (port === undefined)
+    throw new Error(
+      `operator ${op.proc.logPath} logged no "admission webhook serving" (await waitReady first)`,
+    );
+  return `https://127.0.0.1:${port}`;
 }
 
 /** Prometheus text → samples by series (`name{labels}` exactly as exposed, `name` alone without labels). */

@@ -23,6 +23,7 @@ import {
   startOperator,
   startWorld,
   type World,
+  webhookUrl,
 } from '../lib/world.ts';
 
 export interface AdmissionOptions {
@@ -112,7 +113,7 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     const bare = await measure();
     await applyWebhookConfigurations(
       world.api,
-      webhookConfigurations(csvWebhookDefinitions(), `https://127.0.0.1:${op.webhookPort}`, certs.caPem),
+      webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem),
     );
     // Prove the webhook is in the path now: an Operation without its target is denied.
     const denied = await world.api

@@ -45,6 +45,7 @@ import {
   startWorld,
   type World,
   waitQuiet,
+  webhookUrl,
 } from '../lib/world.ts';
 import { captureTemplate, floorOne, removeFloor } from './operations-floor.ts';
 
@@ -168,7 +169,7 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
     await op.proc.waitLeader(60_000);
     await applyWebhookConfigurations(
       world.api,
-      webhookConfigurations(csvWebhookDefinitions(), `https://127.0.0.1:${op.webhookPort}`, certs.caPem),
+      webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem),
     );
     // Who spends the two cores while each phase is timed: the cluster's processes, the operator, the bench.
     const pids = clusterPids(world);

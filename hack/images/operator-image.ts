@@ -6,7 +6,7 @@
 // order and to its destination, and the config the Dockerfile's instructions give on top of the base's.
 // hack/images/same-image.test.ts parses the Dockerfile and fails when the two differ.
 import { join } from 'node:path';
-import { operatorNodeArgs } from '../../operator/src/node-flags.ts';
+import { operatorNodeArgs } from '@vworkspace/operator';
 import { PACKAGE_NAME } from '../packaging/csv.ts';
 import {
   CA_BUNDLE,

@@ -209,6 +209,19 @@ describe('the daemonless operator image is the Dockerfile image', () => {
     });
   });
 
+  it('carries the operator package and none of the tooling (hack/ or the link to it)', () => {
+    const paths = plan.layers.slice(1).flatMap((l) => canonicalEntries(l.entries));
+    const at = (p: string) => paths.find((e) => e.path === p);
+    expect(
+      paths.filter((e) => /^app\/(hack(\/|$)|node_modules\/@vworkspace\/tooling$)/.test(e.path)),
+    ).toEqual([]);
+    expect(at('app/operator/package.json')?.type).toBe('file');
+    expect(at('app/node_modules/@vworkspace/operator')).toMatchObject({
+      type: 'symlink',
+      linkname: '../../operator',
+    });
+  });
+
   it('has a base layer that only stands in for distroless, and gives what the config relies on', () => {
     const base = canonicalEntries(plan.layers[0]!.entries);
     const unexplained = base

@@ -1,7 +1,7 @@
 // Checks of a bundle that neither opm nor operator-sdk make, as pure functions of parsed manifests:
 // each returns the problems it finds (empty = fine), so tests can feed them broken fixtures too.
 import { gzipSync } from 'node:zlib';
-import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
+import { WEBHOOK_PATHS } from '@vworkspace/operator/packaging';
 
 type Obj = Record<string, unknown>;
 

@@ -2,15 +2,15 @@
 // own tables: owned kinds (operator/src/api), webhook paths (operator/src/admission/handlers.ts) and the
 // operator's permissions (operator/src/rbac/operator.ts). Nothing here reads files or the clock, so the
 // same inputs always give the same bytes (the staleness check depends on it).
-import { WEBHOOK_PATHS } from '../../operator/src/admission/handlers.ts';
-import { MUTATING_OPERATION_WEBHOOK } from '../../operator/src/admission/operation.ts';
-import { MUTATING_SCHEDULE_WEBHOOK } from '../../operator/src/admission/stamps.ts';
-import { ALL_KINDS, APPS_GROUP, OPS_GROUP, VERSION_V1ALPHA1 } from '../../operator/src/api/index.ts';
+import { ALL_KINDS, APPS_GROUP, OPS_GROUP, VERSION_V1ALPHA1 } from '@vworkspace/operator/api';
 import {
+  MUTATING_OPERATION_WEBHOOK,
+  MUTATING_SCHEDULE_WEBHOOK,
   OPERATOR_CLUSTER_RULES,
   OPERATOR_NAMESPACE_RULES,
   type PolicyRule,
-} from '../../operator/src/rbac/operator.ts';
+  WEBHOOK_PATHS,
+} from '@vworkspace/operator/packaging';
 import type { Edges } from './template.ts';
 
 export const PACKAGE_NAME = 'vworkspace-operator';

@@ -1,12 +1,10 @@
 // The shipped alerts only name metrics the operator really exports, each has what an on-call person needs
 // (summary, description, a runbook section that exists), and the expressions are well-formed.
 
+import { OperationMetrics, registerBackupMetrics, registerCronMetrics } from '@vworkspace/operator/packaging';
 import { RuntimeMetrics } from '@vworkspace/runtime';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { registerBackupMetrics } from '../../operator/src/instance/backup-metrics.ts';
-import { OperationMetrics } from '../../operator/src/operation/metrics.ts';
-import { registerCronMetrics } from '../../operator/src/schedule/cron-metrics.ts';
 import { readRepoFile } from '../bundle.ts';
 import { ALERTS, prometheusRule } from './prometheus-rule.ts';
 

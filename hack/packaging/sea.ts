@@ -31,7 +31,7 @@ export async function bundlePluginCjs(): Promise<Buffer> {
   const r = await build({
     stdin: {
       contents: [
-        "import { main } from './operator/src/cli/kubectl-vws.ts';",
+        "import { main } from '@vworkspace/operator/cli';",
         "const io = { out: (l) => process.stdout.write(l + '\\n'), err: (l) => process.stderr.write(l + '\\n') };",
         "process.on('SIGINT', () => process.exit(130));",
         'void main(process.argv.slice(2), io).then((code) => process.exit(code));',

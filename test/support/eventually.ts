@@ -1,29 +1,3 @@
-// The one polling helper of the integration tests and the demo: waits for a condition with a
-// generous limit (this 2-core box is shared and slow; a timing assertion would be a defect), and
-// says what it waited for and the last error when it gives up.
-import { setTimeout as sleep } from 'node:timers/promises';
-
-/** Polls `check` until it returns a truthy value (returned); a throw counts as "not yet". */
-export async function eventually<T>(
-  what: string,
-  check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-  timeoutMs = 60_000,
-  intervalMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-      last = undefined;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const why = last instanceof Error ? last.message : last === undefined ? '' : String(last);
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why ? `: ${why}` : ''}`);
-    }
-    await sleep(intervalMs);
-  }
-}
+// The polling helper lives in the tooling (hack/lib/eventually.ts), which the demo shares with the tests;
+// tooling never imports test/ (docs/adr/0052), so the tests take it from there.
+export * from '../../hack/lib/eventually.ts';

@@ -6,8 +6,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { operatorNodeArgs } from '@vworkspace/operator';
 import { ROOT } from '../../hack/lib/controlplane.ts';
-import { operatorNodeArgs } from '../../operator/src/node-flags.ts';
+import { loggedField } from '../../hack/lib/operator-log.ts';
 
 export interface OperatorSettings {
   kubeconfigPath: string;
@@ -89,12 +90,12 @@ export class OperatorProcess {
 
   /** The webhook's port as the process logged it once serving (WEBHOOK_PORT=0 lets it choose). */
   get webhookPort(): number | undefined {
-    this.#webhookPort ??= loggedField<number>(this.logPath, 'admission webhook serving', 'port');
+    this.#webhookPort ??= loggedFieldOf<number>(this.logPath, 'admission webhook serving', 'port');
     return this.#webhookPort;
   }
 
   #bound(): { metrics: number; probes: number } {
-    this.#ports ??= loggedField(this.logPath, 'manager starting', 'ports');
+    this.#ports ??= loggedFieldOf(this.logPath, 'manager starting', 'ports');
     if (!this.#ports)
       throw new Error(`operator ${this.logPath} has not bound its ports yet (await waitReady)`);
     return this.#ports;
@@ -118,7 +119,7 @@ export class OperatorProcess {
     while (Date.now() < deadline) {
       const exited = this.#exitedError('ready');
       if (exited) throw exited;
-      this.#ports ??= loggedField(this.logPath, 'manager starting', 'ports');
+      this.#ports ??= loggedFieldOf(this.logPath, 'manager starting', 'ports');
       const res = this.#ports
         ? await fetch(`http://127.0.0.1:${this.#ports.probes}/readyz`, {
             signal: AbortSignal.timeout(2000),
@@ -195,23 +196,12 @@ export class OperatorProcess {
 }
 
 /** A field of the first JSON log line with this message, if the log has one yet. */
-function loggedField<T>(path: string, msg: string, field: string): T | undefined {
-  let text: string;
+function loggedFieldOf<T>(path: string, msg: string, field: string): T | undefined {
   try {
-    text = readFileSync(path, 'utf8');
+    return loggedField<T>(readFileSync(path, 'utf8'), msg, field);
   } catch {
-    return undefined;
+    return undefined; // no log yet
   }
-  for (const line of text.split('\n')) {
-    if (!line.includes(msg)) continue;
-    try {
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      if (entry.msg === msg && entry[field] !== undefined) return entry[field] as T;
-    } catch {
-      // a line of other output that mentions the message
-    }
-  }
-  return undefined;
 }
 
 export function tail(path: string, lines: number): string {

@@ -5,7 +5,7 @@
 import { PassThrough } from 'node:stream';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import type { KubeClient } from '@vworkspace/runtime';
-import { eventually } from '../../../test/support/eventually.ts';
+import { eventually } from '../eventually.ts';
 
 /** The pod and container the chart runs (test/fixtures/charts/postgres): one StatefulSet replica. */
 export const podOf = (release: string) => `${release}-postgres-0`;

@@ -8,11 +8,11 @@
 // The manifests are builders (pure, unit-tested); installArgo applies them and waits.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { eventually } from '../../../test/support/eventually.ts';
 import { pushBuilt } from '../../images/build.ts';
 import { argoImages } from '../../images/engines/argo.ts';
 import { BIN } from '../controlplane.ts';
 import { installCrds } from '../crds.ts';
+import { eventually } from '../eventually.ts';
 import { apply, type RealNode } from '../real-node.ts';
 import { perNode } from './workloads.ts';
 

@@ -19,6 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { operatorNodeArgs } from '@vworkspace/operator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { readTar } from '../../../hack/images/archive.ts';
@@ -39,7 +40,6 @@ import { startProcess, stopProcess, tailFile } from '../../../hack/lib/process.t
 import { type Registry, startRegistry } from '../../../hack/lib/registry.ts';
 import { PACKAGE_NAME } from '../../../hack/packaging/csv.ts';
 import { parseFbc } from '../../../hack/packaging/fbc.ts';
-import { operatorNodeArgs } from '../../../operator/src/node-flags.ts';
 import { extractImage, inImage, runInImage } from '../../support/image-rootfs.ts';
 import { OperatorProcess } from '../../support/operator-process.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
@@ -226,7 +226,17 @@ describe('images built without a daemon', () => {
     expect(devOnly).toContain('vitest');
     expect(paths.has('app/node_modules/node')).toBe(false);
     expect([...paths].filter((p) => p.startsWith('app/operator/') && p.endsWith('.test.ts'))).toEqual([]);
-    for (const p of ['app/operator/src/main.ts', 'app/package.json', 'nodejs/bin/node', 'etc/passwd'])
+    // the tooling (hack/, @vworkspace/tooling) never: ADR 0052
+    expect(
+      [...paths].filter((p) => /^app\/(hack(\/|$)|node_modules\/@vworkspace\/tooling$)/.test(p)),
+    ).toEqual([]);
+    for (const p of [
+      'app/operator/src/main.ts',
+      'app/operator/package.json',
+      'app/package.json',
+      'nodejs/bin/node',
+      'etc/passwd',
+    ])
       expect(paths.has(p), p).toBe(true);
   });
 
