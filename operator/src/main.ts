@@ -115,7 +115,10 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     veleroNamespace: config.veleroNamespace,
     ...(config.helmImage ? { helmImage: config.helmImage } : {}),
   });
-  setupCronController(manager, controllerDeps('cronoperation'));
+  setupCronController(manager, {
+    ...controllerDeps('cronoperation'),
+    veleroNamespace: config.veleroNamespace,
+  });
   setupWatchController(manager, controllerDeps('watchoperation'));
   // The webhook reads targets from the same shared ApplicationInstance informer the controllers use.
   const instanceCache = informers.informer(
@@ -150,6 +153,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
             self,
             watchNamespaces: namespaces,
             signingKeys,
+            veleroNamespace: config.veleroNamespace,
           }),
           log,
           observe: (path, code, seconds) => metrics.observeWebhook(path, code, seconds),

@@ -27,9 +27,11 @@ export interface AccessCheck {
   name?: string;
   /**
    * Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom);
-   * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount).
+   * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount);
+   * `deletebackuprequests` (velero.io) / `volumesnapshots` (snapshot.storage.k8s.io): whether the requester
+   * could delete the backups a CronOperation's spec.retention deletes (retention.ts).
    */
-  resource?: 'operations' | 'pods' | 'serviceaccounts';
+  resource?: 'operations' | 'pods' | 'serviceaccounts' | 'deletebackuprequests' | 'volumesnapshots';
   /** Unset: the request's namespace. A clone's check is in the namespace its backups come from. */
   namespace?: string;
 }
@@ -76,6 +78,8 @@ export interface Facts {
   sources?: Readonly<Record<string, Lookup<SourceOperation | undefined>>>;
   /** The key the admission record is signed with (unset: none is written or checked; stamps.ts). */
   signingKeys?: SigningKeySource;
+  /** Where velero.io Backups live (a velero CronOperation's spec.retention is checked there); default velero. */
+  veleroNamespace?: string;
 }
 
 export function accessKey(c: AccessCheck): string {

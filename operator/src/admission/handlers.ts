@@ -68,6 +68,8 @@ export interface AdmissionDeps {
   accessCache?: AccessCache;
   /** Signs the admission record of Operations (stamps.ts); unset: no record is written or checked. */
   signingKeys?: SigningKeySource;
+  /** VELERO_NAMESPACE: where a velero CronOperation's spec.retention deletes (retention.ts). */
+  veleroNamespace?: string;
 }
 
 /**
@@ -185,6 +187,7 @@ export async function gatherFacts(deps: AdmissionDeps, req: AdmissionRequest, ne
   });
   return {
     ...(deps.signingKeys ? { signingKeys: deps.signingKeys } : {}),
+    ...(deps.veleroNamespace ? { veleroNamespace: deps.veleroNamespace } : {}),
     templates: deps.templates.lookupTemplates(),
     ...(target !== undefined ? { target } : {}),
     access: byKey,
@@ -211,7 +214,10 @@ async function readScheduler(
   }
 }
 
-const templatesOf = (deps: AdmissionDeps) => ({ templates: deps.templates.lookupTemplates() });
+const templatesOf = (deps: AdmissionDeps) => ({
+  templates: deps.templates.lookupTemplates(),
+  ...(deps.veleroNamespace ? { veleroNamespace: deps.veleroNamespace } : {}),
+});
 
 /** operationNeeds, with the operator's own creates for a CronOperation/WatchOperation (scheduled.ts). */
 async function operationNeedsOf(deps: AdmissionDeps, req: AdmissionRequest): Promise<Needs> {

@@ -33,6 +33,9 @@ export interface SubjectAccessReview {
 /** The group and resource a check is about. */
 export function accessResource(check: AccessCheck): { group: string; resource: string } {
   if (check.resource === 'operations') return { group: OPERATION.group, resource: OPERATION.plural };
+  if (check.resource === 'deletebackuprequests') return { group: 'velero.io', resource: check.resource };
+  if (check.resource === 'volumesnapshots')
+    return { group: 'snapshot.storage.k8s.io', resource: check.resource };
   if (check.resource) return { group: '', resource: check.resource };
   return { group: APPS_GROUP, resource: PLURAL_APPLICATION_INSTANCES };
 }

@@ -14,6 +14,9 @@
 //      Restore through the operator's identity.
 //   6. the parameters ask for nothing the template does not grant, judged for the requester (who is the
 //      authority behind every Operation the scheduler creates)
+//   7. CronOperation spec.retention: the policy at its fields, and the requester may delete those backups
+//      themselves (create deletebackuprequests in Velero's namespace, delete volumesnapshots here): the
+//      operator deletes them with its own identity (retention.ts, ADR 0053)
 // On UPDATE that sets a new ops.vworkspace.io/run-now value, or sets ops.vworkspace.io/skip-next to
 // "true", on a CronOperation, only 5 (and the template's parametersFrom reads) is checked: asking for a
 // run now is running the template, and skipping a run changes what the schedule does as much as editing
@@ -46,6 +49,7 @@ import {
   respond,
 } from './decision.ts';
 import { sourceAccess } from './parameters-from.ts';
+import { checkRetentionAccess, retentionAccess, retentionProblems } from './retention.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
   checkAccess,
@@ -129,6 +133,17 @@ function isFleet(kind: SchedulerKind, spec: unknown): boolean {
 export function schedulerNeeds(
   kind: SchedulerKind,
   req: AdmissionRequest,
+  facts?: Pick<Facts, 'templates' | 'veleroNamespace'>,
+): Needs {
+  const needs = typeAndTargetNeeds(kind, req, facts);
+  // 7. spec.retention: the requester may delete what the operator will delete for them (retention.ts).
+  if (kind !== 'CronOperation' || !needsCheck(req)) return needs;
+  return { ...needs, access: [...needs.access, ...retentionAccess(specOf(req.object), facts ?? {})] };
+}
+
+function typeAndTargetNeeds(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
   templates?: Pick<Facts, 'templates'>,
 ): Needs {
   const runNowOnly = !needsCheck(req) && controlRequests(kind, req).length > 0;
@@ -172,7 +187,8 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   if (!isRecord(spec)) {
     return respond(req.uid, [invalid('spec', 'must be an object with operationTemplate')]);
   }
-  if (kind === 'CronOperation') problems.push(...checkSchedule(spec), ...checkRollout(spec));
+  if (kind === 'CronOperation')
+    problems.push(...checkSchedule(spec), ...checkRollout(spec), ...retentionProblems(spec));
 
   const op = spec.operationTemplate;
   if (!isRecord(op) || !isRecord(op.spec)) {
@@ -232,6 +248,8 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
     }
   }
   problems.push(...schedulerAccess(kind, req, view.type, fixed ? view.targetName : undefined, !fixed, facts));
+  if (kind === 'CronOperation')
+    problems.push(...checkRetentionAccess(spec, req.userInfo?.username ?? '', namespace, facts));
   return respond(req.uid, problems, warnings);
 }
 

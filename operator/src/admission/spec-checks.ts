@@ -286,21 +286,24 @@ export function checkAccess(
   const r = facts.access[accessKey(check)];
   const what = accessResource(check);
   const resource = `${what.resource}.${what.group}${check.name ? `/${check.name}` : ''}`;
+  const where = check.namespace ?? namespace;
   if (!r || !r.ok) {
     return [
       retry(
         field,
-        `could not check whether ${user} may ${check.verb} ${resource} in ${namespace}${r && !r.ok ? `: ${r.message}` : ''}`,
+        `could not check whether ${user} may ${check.verb} ${resource} in ${where}${r && !r.ok ? `: ${r.message}` : ''}`,
       ),
     ];
   }
   if (r.value.allowed) return [];
+  // The engine's own kinds (spec.retention) are not about an instance or an Operation.
+  const engineKind = check.resource === 'deletebackuprequests' || check.resource === 'volumesnapshots';
   const kind = check.resource === 'operations' ? 'Operation' : 'ApplicationInstance';
-  const target = check.name ? `the ${kind} ${check.name}` : `every ${kind}`;
+  const target = engineKind ? '' : ` for ${check.name ? `the ${kind} ${check.name}` : `every ${kind}`}`;
   return [
     forbidden(
       field,
-      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${namespace}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group}) for ${target}: ask the namespace admin for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
+      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${where}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group})${target}: ask ${engineKind && check.namespace ? `an admin of namespace ${where}` : 'the namespace admin'} for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
     ),
   ];
 }

@@ -66,3 +66,6 @@ export const WATCH_OPERATION: ResourceId = {
  */
 export const MAX_OPERATION_NAME_LENGTH = 56;
 export const MAX_SCHEDULER_NAME_LENGTH = 47;
+
+/** Where velero.io Backups and Restores live unless VELERO_NAMESPACE says otherwise (Velero's own default). */
+export const DEFAULT_VELERO_NAMESPACE = 'velero';

@@ -13,6 +13,7 @@ import {
   oneTargetRule,
   parametersFromTriggerField,
 } from './operation-template.ts';
+import { RetentionSpecSchema, RetentionStatusSchema, retentionRules } from './retention.ts';
 import { RolloutSchema, RolloutStatusSchema, rolloutNeedsFleetRule } from './rollout.ts';
 import {
   Conditions,
@@ -82,6 +83,7 @@ export const CronOperationSpecSchema = Type.Object(
       ),
     ),
     rollout: Type.Optional(RolloutSchema),
+    retention: Type.Optional(RetentionSpecSchema),
     parametersFromTrigger: Type.Optional(
       parametersFromTriggerField(
         "trigger.scheduledTime (the slot, RFC 3339 UTC; for a run-now request the time it was acted on), trigger.reason (schedule or manual), trigger.request (the run-now value), or object.<path> — a field of the targeted ApplicationInstance: object.metadata.name, object.metadata.labels['<key>'], object.metadata.annotations['<key>'] or object.spec.<field>.",
@@ -92,7 +94,12 @@ export const CronOperationSpecSchema = Type.Object(
   {
     description:
       'The schedule and the Operation to create. Annotate ops.vworkspace.io/skip-next: "true" to skip the next run only, or ops.vworkspace.io/run-now: <any new value> to run now.',
-    'x-kubernetes-validations': [oneTargetRule(), catchUpAllRule(), rolloutNeedsFleetRule()],
+    'x-kubernetes-validations': [
+      oneTargetRule(),
+      catchUpAllRule(),
+      rolloutNeedsFleetRule(),
+      ...retentionRules(),
+    ],
   },
 );
 export type CronOperationSpec = Static<typeof CronOperationSpecSchema>;
@@ -191,7 +198,7 @@ export const CronOperationStatusSchema = Type.Object(
     observedGeneration: Type.Optional(ObservedGeneration('CronOperation')),
     conditions: Type.Optional(
       Conditions(
-        "Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone, InvalidOperationTemplate or Suspended. Halted (with spec.rollout): True/FailureBudgetExceeded while the latest fleet run is halted, False with the rollout's reason otherwise.",
+        "Ready: True/ScheduleActive when schedule and time zone are valid; False with InvalidSchedule, InvalidTimeZone, InvalidOperationTemplate or Suspended. Halted (with spec.rollout): True/FailureBudgetExceeded while the latest fleet run is halted, False with the rollout's reason otherwise. Retention (with spec.retention): True/RetentionApplied after a pass, False/RetentionBlocked when the operator may not list or delete the backups (the message says which permission to grant).",
       ),
     ),
     active: Type.Optional(activeField()),
@@ -218,6 +225,7 @@ export const CronOperationStatusSchema = Type.Object(
       }),
     ),
     rollout: Type.Optional(RolloutStatusSchema),
+    retention: Type.Optional(RetentionStatusSchema),
     missedSlots: Type.Optional(
       Type.Array(MissedSlotSchema, {
         description:

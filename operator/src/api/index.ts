@@ -15,6 +15,7 @@ export * from './operation.ts';
 export * from './operation-template.ts';
 export * from './parameters-from.ts';
 export * from './reasons.ts';
+export * from './retention.ts';
 export * from './rollout.ts';
 export type { Condition } from './schema-helpers.ts';
 export * from './watchoperation.ts';

@@ -8,6 +8,8 @@ export const CONDITION_RUNNING = 'Running';
 export const CONDITION_SUCCEEDED = 'Succeeded';
 /** CronOperation with spec.rollout: its latest fleet run is halted (the failure budget is spent). */
 export const CONDITION_HALTED = 'Halted';
+/** CronOperation with spec.retention: whether its last retention pass could run. */
+export const CONDITION_RETENTION = 'Retention';
 /** ApplicationInstance (from the Helm release record), CronOperation and WatchOperation. */
 export const CONDITION_READY = 'Ready';
 
@@ -19,7 +21,15 @@ export const OPERATION_CONDITION_TYPES = [
 ] as const;
 export type OperationConditionType = (typeof OPERATION_CONDITION_TYPES)[number];
 
-export type ReasonGroup = 'accepted' | 'blocked' | 'engine' | 'policy' | 'instance' | 'scheduler' | 'rollout';
+export type ReasonGroup =
+  | 'accepted'
+  | 'blocked'
+  | 'engine'
+  | 'policy'
+  | 'instance'
+  | 'scheduler'
+  | 'rollout'
+  | 'retention';
 
 export interface ReasonInfo {
   readonly condition: string;
@@ -76,6 +86,12 @@ const rollout = (status: ConditionStatus, when: string): ReasonInfo => ({
   condition: CONDITION_HALTED,
   status,
   group: 'rollout',
+  when,
+});
+const retention = (status: ConditionStatus, when: string): ReasonInfo => ({
+  condition: CONDITION_RETENTION,
+  status,
+  group: 'retention',
   when,
 });
 
@@ -261,6 +277,15 @@ export const REASONS = {
     '(added) every instance of the run finished, some failed (within the budget, or after a resume)',
   ),
   InvalidRollout: rollout('False', '(added) spec.rollout cannot be used (stored without the webhook)'),
+  // CronOperation Retention (spec.retention; docs/retention.md)
+  RetentionApplied: retention(
+    'True',
+    '(added) the last retention pass listed the backups and asked the engine to delete those the policy does not keep',
+  ),
+  RetentionBlocked: retention(
+    'False',
+    '(added) the pass could not list or delete the backups (the operator lacks a rule of its RBAC profile, or the policy cannot be used); nothing was deleted, the message says what to grant or fix',
+  ),
 } as const satisfies Record<string, ReasonInfo>;
 
 export type Reason = keyof typeof REASONS;
@@ -279,6 +304,7 @@ export const POLICY_REASONS = group('policy');
 export const INSTANCE_REASONS = group('instance');
 export const SCHEDULER_REASONS = group('scheduler');
 export const ROLLOUT_REASONS = group('rollout');
+export const RETENTION_REASONS = group('retention');
 
 /** Typed access (`Reason.TargetNotReady`) that fails to compile on a misspelling. */
 export const Reason = Object.fromEntries(ALL_REASONS.map((r) => [r, r])) as { readonly [R in Reason]: R };

@@ -3,8 +3,15 @@
 // restarts mid-way re-derives the same name and finds (or adopts) what it already created.
 import { createHash } from 'node:crypto';
 import { ANNOTATION_ATTEMPT, ANNOTATION_PVC, LABEL_MANAGED_BY, MANAGED_BY } from '../api/annotations.ts';
-import { LABEL_OPERATION, LABEL_OPERATION_NAMESPACE, LABEL_OPERATION_UID, OPERATION } from '../api/index.ts';
+import {
+  LABEL_CRON_OPERATION,
+  LABEL_OPERATION,
+  LABEL_OPERATION_NAMESPACE,
+  LABEL_OPERATION_UID,
+  OPERATION,
+} from '../api/index.ts';
 import type { Operation } from '../api/operation.ts';
+import { schedulerOwner } from '../api/scheduler-owner.ts';
 import type { ChildManifest } from './types.ts';
 export { ANNOTATION_ATTEMPT, ANNOTATION_PVC, LABEL_MANAGED_BY, MANAGED_BY };
 
@@ -113,6 +120,16 @@ export function childMetadata(
     annotations: { ...o.annotations, [ANNOTATION_ATTEMPT]: String(attempt(o.attempt)) },
     ...(owner ? { ownerReferences: [owner] } : {}),
   };
+}
+
+/**
+ * On a backup (velero Backup, VolumeSnapshot) an Operation of a CronOperation makes: that CronOperation's
+ * name, from the Operation's controller ownerReference (which only the operator writes), never from its
+ * labels. Its spec.retention judges exactly the backups that carry it (docs/retention.md).
+ */
+export function cronOperationLabel(op: Operation): Record<string, string> {
+  const owner = schedulerOwner(op, 'CronOperation');
+  return owner ? { [LABEL_CRON_OPERATION]: owner.name } : {};
 }
 
 function attempt(n: number): number {

@@ -18,6 +18,25 @@ const released = (...statuses: Record<string, unknown>[]) =>
   });
 
 describe('snapshot materialize', () => {
+  it("labels the snapshots of a CronOperation's run with it, from the owner reference, for its retention", () => {
+    const scheduled = input();
+    scheduled.op.metadata.ownerReferences = [
+      {
+        apiVersion: 'ops.vworkspace.io/v1alpha1',
+        kind: 'CronOperation',
+        name: 'nightly',
+        uid: 'c1',
+        controller: true,
+      },
+    ];
+    // A label on the Operation is the tenant's to write: it is not what the backup is labelled from.
+    scheduled.op.metadata.labels = { 'ops.vworkspace.io/cron-operation': 'forged' };
+    for (const c of materialized(snapshotAdapter.materialize(scheduled)))
+      expect(c.metadata.labels?.['ops.vworkspace.io/cron-operation']).toBe('nightly');
+    for (const c of materialized(snapshotAdapter.materialize(input())))
+      expect(c.metadata.labels).not.toHaveProperty(['ops.vworkspace.io/cron-operation']);
+  });
+
   it('creates one VolumeSnapshot per PVC, with the class from the parameters', () => {
     const children = materialized(snapshotAdapter.materialize(input()));
     expect(children.map((c) => (c.spec as { source: unknown }).source)).toEqual([

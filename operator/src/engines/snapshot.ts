@@ -10,7 +10,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { LABEL_INSTANCE, LABEL_OPERATION_UID } from '../api/annotations.ts';
 import { OPERATION } from '../api/constants.ts';
-import { ANNOTATION_PVC, childMetadata, childName, NAME_LIMITS } from './names.ts';
+import { ANNOTATION_PVC, childMetadata, childName, cronOperationLabel, NAME_LIMITS } from './names.ts';
 import { asManifest, at, nameOf, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import { releasePvcs } from './pvcs.ts';
@@ -42,6 +42,7 @@ function materialize(input: MaterializeInput): MaterializeResult {
       labels: {
         [LABEL_INSTANCE]: input.target.metadata.name ?? '',
         ...(op.metadata.uid ? { [LABEL_OPERATION_UID]: op.metadata.uid } : {}),
+        ...cronOperationLabel(op),
       },
       annotations: { [ANNOTATION_PVC]: pvc },
     }),

@@ -104,6 +104,25 @@ describe('velero materialize', () => {
     expect(b?.spec).not.toHaveProperty('defaultVolumesToFsBackup');
   });
 
+  it("labels a CronOperation's Backup with the CronOperation that owns its Operation, not with a label", () => {
+    const scheduled = backupInput();
+    scheduled.op.metadata.ownerReferences = [
+      {
+        apiVersion: 'ops.vworkspace.io/v1alpha1',
+        kind: 'CronOperation',
+        name: 'nightly',
+        uid: 'c1',
+        controller: true,
+      },
+    ];
+    const [b] = materialized(veleroAdapter.materialize(scheduled));
+    expect(b?.metadata.labels?.['ops.vworkspace.io/cron-operation']).toBe('nightly');
+    const labelled = backupInput();
+    labelled.op.metadata.labels = { 'ops.vworkspace.io/cron-operation': 'nightly' };
+    const [plain] = materialized(veleroAdapter.materialize(labelled));
+    expect(plain?.metadata.labels).not.toHaveProperty(['ops.vworkspace.io/cron-operation']);
+  });
+
   it('labels the instance first, so the Backup selects it; not again once it carries the label', () => {
     const r = veleroAdapter.materialize(backupInput());
     expect(r).toMatchObject({

@@ -35,7 +35,7 @@ export { instanceLabelPatch, NEVER_BACKED_UP, releaseSelectors, VELERO_API_VERSI
  * and the second afterwards (a failure only warns: the data is already safe).
  */
 import { LABEL_QUIESCE as QUIESCE_POD_LABEL } from '../api/annotations.ts';
-import { childMetadata, childName, NAME_LIMITS, releaseOf } from './names.ts';
+import { childMetadata, childName, cronOperationLabel, NAME_LIMITS, releaseOf } from './names.ts';
 import { arr, asManifest, at, type Json, num, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import type {
@@ -70,7 +70,11 @@ function materialize(input: MaterializeInput): MaterializeResult {
     attempt,
     ...(op.spec.type === 'Backup'
       ? {
-          labels: { [LABEL_INSTANCE]: target.metadata.name ?? '', [LABEL_RELEASE]: release.name },
+          labels: {
+            [LABEL_INSTANCE]: target.metadata.name ?? '',
+            [LABEL_RELEASE]: release.name,
+            ...cronOperationLabel(op),
+          },
           // What a Restore of the instance, once it is gone, is judged on (operation/restore-source.ts).
           ...(restoreCapability
             ? { annotations: { [capabilityAnnotation('restore')]: restoreCapability } }

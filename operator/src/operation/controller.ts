@@ -36,7 +36,7 @@ import {
   type WatchSource,
 } from '@vworkspace/runtime';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
-import { APPLICATION_INSTANCE, OPERATION } from '../api/constants.ts';
+import { APPLICATION_INSTANCE, DEFAULT_VELERO_NAMESPACE, OPERATION } from '../api/constants.ts';
 import type { Engine } from '../api/enums.ts';
 import type { Operation } from '../api/operation.ts';
 import { CONDITION_ACCEPTED } from '../api/reasons.ts';
@@ -64,7 +64,7 @@ import { OperationReconciler } from './reconciler.ts';
 import { ChildWatcher, NameWatcher } from './watchers.ts';
 
 export const OPERATION_CONTROLLER_NAME = 'operation';
-export const DEFAULT_VELERO_NAMESPACE = 'velero';
+export { DEFAULT_VELERO_NAMESPACE };
 
 /** Where templates and catalog applications come from (CatalogStore fits). */
 export interface TemplateSource {

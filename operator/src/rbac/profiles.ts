@@ -50,10 +50,11 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
   'backup.velero': {
     id: 'backup.velero',
     description:
-      'Create and follow velero.io Backups in the Velero namespace; on cancel, delete a Backup with a DeleteBackupRequest.',
+      "Create and follow velero.io Backups in the Velero namespace; on cancel, and for a CronOperation's spec.retention, delete a Backup with a DeleteBackupRequest.",
     rules: [
       rule('velero.io', 'backups', WRITE, 'velero'),
-      // cancel files a DeleteBackupRequest by server-side apply (patch, and create when it is new).
+      // cancel files a DeleteBackupRequest by server-side apply (patch, and create when it is new);
+      // retention creates one and reads it back (get) when it exists already.
       rule('velero.io', 'deletebackuprequests', ['get', 'create', 'patch'], 'velero'),
     ],
   },
@@ -98,7 +99,7 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
   'backup.snapshot': {
     id: 'backup.snapshot',
     description:
-      "Create CSI VolumeSnapshots of the release's PersistentVolumeClaims; release them from the Operation once complete (patch).",
+      "Create CSI VolumeSnapshots of the release's PersistentVolumeClaims; release them from the Operation once complete (patch); delete those a CronOperation's spec.retention lets go.",
     rules: [rule('snapshot.storage.k8s.io', 'volumesnapshots', WRITE), PVC_READ],
   },
   'restore.snapshot': {

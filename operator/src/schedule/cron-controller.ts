@@ -16,9 +16,12 @@
 // recorded in status.manualRun the same way, and its Operation's name derives from the value, so a
 // restart adopts it instead of running it twice.
 //
+// After the bookkeeping, a CronOperation with spec.retention runs its retention pass (retention-pass.ts)
+// on every reconcile: after a run, when one of its Backups finishes (a phase change), on a resync.
+//
 // RBAC: cronoperations get/list/watch/patch, cronoperations/status patch, applicationinstances
 // get/list/watch, operations get/list/watch/create/patch/delete in the namespaces of CronOperations,
-// events create/patch.
+// events create/patch; for spec.retention, the backup.velero or backup.snapshot profile (retention-pass.ts).
 
 import {
   anyOf,
@@ -45,6 +48,7 @@ import {
   type ApplicationInstance,
   CRON_OPERATION,
   type CronOperation,
+  DEFAULT_VELERO_NAMESPACE,
   OPERATION,
   type Operation,
 } from '../api/index.ts';
@@ -54,6 +58,7 @@ import { CRON_EVENT, decideCron } from './cron-decide.ts';
 import { registerCronMetrics } from './cron-metrics.ts';
 import { ScheduleMetrics } from './metrics.ts';
 import { refuseCronRuns } from './refused.ts';
+import { RetentionPass } from './retention-pass.ts';
 import { unfinished } from './rollout-run.ts';
 import { ownerRequest, phaseChanged, ScheduleRuns } from './run-core.ts';
 import { cronTargets } from './targets.ts';
@@ -72,6 +77,8 @@ export interface SchedulerDeps {
   clock?: Clock;
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /** Where velero.io Backups live (retention of velero CronOperations); default DEFAULT_VELERO_NAMESPACE. */
+  veleroNamespace?: string;
 }
 
 /**
@@ -91,6 +98,7 @@ export class CronReconciler implements Reconciler {
   readonly #clock: Clock;
   readonly #metrics: ScheduleMetrics;
   readonly #requeue: (key: string) => void;
+  readonly #retention: RetentionPass | undefined;
 
   constructor(opts: {
     client: Client;
@@ -99,12 +107,15 @@ export class CronReconciler implements Reconciler {
     metrics: ScheduleMetrics;
     /** Queues a key behind the keys queued now (the deferred bookkeeping pass). */
     requeue: (key: string) => void;
+    /** spec.retention's pass; unset: retention is not applied (unit tests of the schedule alone). */
+    retention?: RetentionPass;
   }) {
     this.#client = opts.client;
     this.#runs = new ScheduleRuns(opts.client, opts.events);
     this.#clock = opts.clock;
     this.#metrics = opts.metrics;
     this.#requeue = opts.requeue;
+    this.#retention = opts.retention;
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
@@ -143,6 +154,13 @@ export class CronReconciler implements Reconciler {
       return {};
     }
     this.#countMissed(plan.skippedSlots, plan.events);
+    // On the status just written (read back from this client's own writes).
+    await this.#retention?.run(
+      this.#client.get<CronOperation>(CRON_OPERATION, req) ?? cron,
+      now,
+      ctx.log,
+      ctx.signal,
+    );
     return plan.requeueAfterMs !== undefined ? { requeueAfter: Math.max(1, plan.requeueAfterMs) } : {};
   }
 
@@ -175,6 +193,12 @@ export function setupCronController(mgr: Manager, deps: SchedulerDeps): Controll
     clock,
     metrics: new ScheduleMetrics(mgr.metrics.registry),
     requeue: (key) => controller?.enqueue(key),
+    retention: new RetentionPass({
+      client,
+      kube: deps.client,
+      events: deps.events,
+      veleroNamespace: deps.veleroNamespace ?? DEFAULT_VELERO_NAMESPACE,
+    }),
   });
   // Status-only updates (our own writes) do not reconcile: the requeue and our own writes cover them.
   const b = controllerFor<CronOperation>(mgr, CRON_OPERATION, {

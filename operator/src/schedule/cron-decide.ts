@@ -302,6 +302,8 @@ export function decideCron(
       manualRun: prev.manualRun,
       queue: prev.queue?.length ? prev.queue : undefined,
       rollout: prev.rollout,
+      // The retention pass's (retention-pass.ts), written after this status: carried over unchanged.
+      retention: prev.retention,
     });
   // An unfinished rollout decides on its Operations: none of them is pruned until it ends.
   const rolling = unfinished(prev.rollout) ? rolloutOperationNames(cron, prev.rollout) : new Set<string>();

@@ -3,11 +3,11 @@
 // (kopia) from PVCs of the local-path provisioner. The Operation controller runs in this process with
 // the built-in templates and the real velero adapter. Every claim is checked by its effect: the files
 // in the bucket, the objects and the volume's bytes back after they were deleted, the backup and its
-// files gone after a cancel.
+// files gone after a cancel, and after a CronOperation's retention let the Backup go.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { isNotFound } from '@vworkspace/runtime';
+import { FakeClock, isNotFound } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureStorage } from '../../../hack/lib/engines/storage.ts';
 import { ensureVelero, type Velero } from '../../../hack/lib/engines/velero.ts';
@@ -21,6 +21,7 @@ import {
   startController,
   startInstanceController,
 } from '../../integration/operation/support.ts';
+import { startSchedulers } from '../../integration/schedule/support.ts';
 import { createNamespace } from '../../integration/support/kube.ts';
 import { eventually } from '../../support/eventually.ts';
 import { helm, TINY_CHART, tinyInstance } from '../../support/helm.ts';
@@ -379,6 +380,77 @@ export function veleroJourney(theNode: () => RealNode, say: (m: string) => void)
       );
       expect(st).toMatchObject({ namespace: to, info: { status: 'deployed' } });
       expect(await runWithVolume(node, to, PVC, READ)).toBe(before.replace('not-quiesced', 'quiesced'));
+    });
+
+    it("retention: a CronOperation's keepLast files a DeleteBackupRequest, and Velero removes the older Backup's files from the bucket", async () => {
+      expect(backupName).not.toBe('');
+      const gone = (name: string) =>
+        getBackup(name).then(
+          () => false,
+          (err: unknown) => {
+            if (isNotFound(err)) return true;
+            throw err;
+          },
+        );
+      // backup-1 as if the schedule had made it (its engine labels it so), and a newer, small one of the
+      // same instance made by the schedule too: the configmaps only, so it takes seconds.
+      const labels = {
+        'ops.vworkspace.io/cron-operation': 'nightly',
+        'ops.vworkspace.io/operation-namespace': ns,
+      };
+      await api.client.request({
+        method: 'PATCH',
+        path: veleroPath('backups', backupName),
+        contentType: 'application/merge-patch+json',
+        body: { metadata: { labels } },
+      });
+      const newer = `retention-${randomBytes(3).toString('hex')}`;
+      await api.client.request({
+        method: 'POST',
+        path: veleroPath('backups'),
+        body: {
+          apiVersion: 'velero.io/v1',
+          kind: 'Backup',
+          metadata: { name: newer, labels: { ...labels, 'ops.vworkspace.io/instance': RELEASE } },
+          spec: { includedNamespaces: [ns], includedResources: ['configmaps'], snapshotVolumes: false },
+        },
+      });
+      await eventually(
+        `Backup ${newer} Completed`,
+        async () => (await getBackup(newer)).status?.phase === 'Completed',
+        120_000,
+        500,
+      );
+      await api.client.request({
+        method: 'POST',
+        path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${ns}/cronoperations`,
+        body: {
+          apiVersion: 'ops.vworkspace.io/v1alpha1',
+          kind: 'CronOperation',
+          metadata: { name: 'nightly' },
+          spec: {
+            schedule: '0 3 1 1 *',
+            retention: { keepLast: 1 },
+            operationTemplate: { spec: { type: 'Backup', engine: 'velero', targetRef: { name: RELEASE } } },
+          },
+        },
+      });
+      const schedulers = startSchedulers(node.kc, new FakeClock(Date.now()), {
+        veleroNamespace: velero.namespace,
+      });
+      try {
+        await eventually(`Backup ${backupName} deleted by Velero`, () => gone(backupName), 120_000, 500);
+      } finally {
+        await schedulers.stop();
+      }
+      expect(await velero.store.list(velero.bucket, `backups/${backupName}/`)).toEqual([]);
+      expect((await getBackup(newer)).status?.phase).toBe('Completed');
+      expect(await velero.store.list(velero.bucket, `backups/${newer}/`)).toContain(
+        `backups/${newer}/velero-backup.json`,
+      );
+      say(
+        `velero: retention keepLast 1 kept ${newer}; Velero deleted ${backupName} and its files (DeleteBackupRequest ${backupName}-retention)`,
+      );
     });
   });
 }

@@ -128,7 +128,14 @@ export interface Schedulers {
 export function startSchedulers(
   kc: KubeConfig,
   clock: FakeClock,
-  opts: { cron?: boolean; watch?: boolean; client?: KubeClient; leaderElection?: LeaderElectionOptions } = {},
+  opts: {
+    cron?: boolean;
+    watch?: boolean;
+    client?: KubeClient;
+    leaderElection?: LeaderElectionOptions;
+    /** Where velero.io Backups live for spec.retention (retention.test.ts). */
+    veleroNamespace?: string;
+  } = {},
 ): Schedulers {
   const raw = testClient(kc);
   const client = opts.client ?? raw;
@@ -142,7 +149,13 @@ export function startSchedulers(
     logger: silentLogger,
     cache: new InformerFactory({ kc, client: raw }),
   });
-  const deps = { client, mapper: new RestMapper(raw), events: new EventRecorder({ client: raw }), clock };
+  const deps = {
+    client,
+    mapper: new RestMapper(raw),
+    events: new EventRecorder({ client: raw }),
+    clock,
+    ...(opts.veleroNamespace ? { veleroNamespace: opts.veleroNamespace } : {}),
+  };
   if (opts.cron !== false) setupCronController(manager, deps);
   if (opts.watch) setupWatchController(manager, deps);
   const running = manager.start();
