@@ -175,7 +175,7 @@ export const REASONS = {
   ),
   VerifyRestoreFailed: done(
     'False',
-    '(added) Verify: the restore into the scratch namespace Failed or PartiallyFailed (e.g. damaged backup data); the message has what Velero said',
+    "(added) Verify: the restore into the scratch namespace Failed or PartiallyFailed (e.g. damaged backup data); the message has the Restore's phase, error count and failure reason",
   ),
   WorkflowRunning: progress('argoproj.io Workflow Pending or Running'),
   WorkflowSucceeded: done('True', 'argoproj.io Workflow Succeeded'),

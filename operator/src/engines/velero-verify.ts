@@ -198,7 +198,7 @@ function finishedAt(job: KubernetesObject): string | undefined {
 
 /**
  * The drill's state. `restored` is the velero adapter's observation of the Restore child (velero.ts), so
- * Velero's words about a damaged backup reach the message unchanged.
+ * what Velero's Restore status says of a damaged backup (phase, error count, failureReason) reaches the message.
  */
 export function observeVerify(
   children: readonly KubernetesObject[],
