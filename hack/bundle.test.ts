@@ -328,16 +328,20 @@ describe('RBAC', () => {
       resources: ['clusterroles'],
       verbs: ['escalate'],
     });
+    // Namespaces beyond create and delete (the scratch namespace's): patch would relabel anyone's.
+    rules.push({ apiGroups: [''], resources: ['namespaces'], verbs: ['patch'] });
     expect(rbacProblems('clusterPermissions', rules, OPERATOR_CLUSTER_RULES)).toEqual([
       'clusterPermissions: get secrets. is not in the declared list',
       'clusterPermissions: wildcard resource *.batch',
       'clusterPermissions: create *.batch is not in the declared list',
       'clusterPermissions: verb escalate on clusterroles.rbac.authorization.k8s.io',
+      'clusterPermissions: patch namespaces. is not in the declared list',
     ]);
     expect(clusterWriteProblems(rules, ['apps.vworkspace.io', 'ops.vworkspace.io'])).toEqual([
       'cluster-wide get secrets',
       'cluster-wide create on *.batch',
       'cluster-wide escalate on clusterroles.rbac.authorization.k8s.io',
+      'cluster-wide patch on namespaces.',
     ]);
   });
 

@@ -165,7 +165,24 @@ export function rbacProblems(where: string, actual: readonly Rule[], allowed: re
   return problems;
 }
 
-/** The cluster-wide rules may write only the operator's own kinds, Events and access reviews. */
+/**
+ * The one cluster-wide write outside the operator's own groups: a Verify's scratch namespace, created and
+ * deleted by its recorded uid (docs/adr/0054-restore-drills.md). Exactly this rule; nothing broader.
+ */
+function isScratchNamespaceRule(r: Rule, writes: readonly string[]): boolean {
+  return (
+    r.apiGroups.length === 1 &&
+    r.apiGroups[0] === '' &&
+    r.resources.length === 1 &&
+    r.resources[0] === 'namespaces' &&
+    writes.every((v) => v === 'create' || v === 'delete')
+  );
+}
+
+/**
+ * The cluster-wide rules may write only the operator's own kinds, Events and access reviews, and create and
+ * delete namespaces (a Verify's scratch namespace).
+ */
 export function clusterWriteProblems(rules: readonly Rule[], ownGroups: readonly string[]): string[] {
   const writable = new Set([...ownGroups, 'events.k8s.io', 'authorization.k8s.io']);
   const problems: string[] = [];
@@ -174,6 +191,7 @@ export function clusterWriteProblems(rules: readonly Rule[], ownGroups: readonly
     if (r.apiGroups.includes('') && r.resources.includes('secrets') && r.verbs.includes('get'))
       problems.push('cluster-wide get secrets');
     const writes = r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v));
+    if (isScratchNamespaceRule(r, writes)) continue;
     for (const g of writes.length > 0 ? r.apiGroups : []) {
       if (!writable.has(g))
         problems.push(`cluster-wide ${writes.join(',')} on ${r.resources.join(',')}.${g}`);

@@ -10,6 +10,7 @@ import {
   engineSupportsType,
   OPERATION_TYPES,
   type OperationType,
+  typeAccessVerb,
 } from '../api/enums.ts';
 import { DNS1123_LABEL } from '../api/schema-helpers.ts';
 import {
@@ -269,9 +270,9 @@ export function checkTarget(
   return m.ok ? [] : [invalid(field, `${m.reason}: ${m.message}`)];
 }
 
-/** The SubjectAccessReview verb for an Operation type: its name in lower case. */
+/** The SubjectAccessReview verb for an Operation type: its name in lower case (Verify: restore). */
 export function typeVerb(type: OperationType): string {
-  return type.toLowerCase();
+  return typeAccessVerb(type);
 }
 
 /** The requester passed the SubjectAccessReview `check`, or the problem saying what they lack. */

@@ -157,3 +157,10 @@ export const ANNOTATION_RUN_NOW_BY = `${OPS_GROUP}/run-now-by`;
  * operator holds). The reconciler runs nothing without a valid one (docs/adr/0029-signed-admission-stamps.md).
  */
 export const ANNOTATION_ADMISSION = `${OPS_GROUP}/admission`;
+
+/** On a Verify's scratch namespace (ADR 0054): the namespace of the Operation it was made for. */
+export const LABEL_SCRATCH_FOR = `${OPS_GROUP}/scratch-for`;
+/** On a Verify's velero Restore: when the Backup it restores completed (the drill's RPO starts there). */
+export const ANNOTATION_BACKUP_COMPLETED_AT = `${OPS_GROUP}/backup-completed-at`;
+/** On a Verify Operation while its scratch namespace may exist: removed once it is gone. */
+export const FINALIZER_SCRATCH_NAMESPACE = `${OPS_GROUP}/scratch-namespace`;

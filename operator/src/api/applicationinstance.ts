@@ -226,7 +226,7 @@ export const LastVerifiedBackupSchema = Type.Object(
   },
   {
     description:
-      'The newest backup a restore drill proved: restored into a scratch namespace and the probe passed. Set by the Verify drill (issue 23; not built yet, so nothing sets it today). Exported as vworkspace_instance_last_verified_backup_timestamp_seconds and vworkspace_instance_last_drill_rto_seconds (docs/monitoring.md).',
+      'The newest backup a restore drill proved: restored into a scratch namespace and the probe passed. Derived by the operator from the Verify Operations (restore drills) on this instance; kept when they are pruned. Exported as vworkspace_instance_last_verified_backup_timestamp_seconds and vworkspace_instance_last_drill_rto_seconds (docs/monitoring.md).',
   },
 );
 export type LastVerifiedBackup = Static<typeof LastVerifiedBackupSchema>;
@@ -245,7 +245,7 @@ export const LastDrillSchema = Type.Object(
   },
   {
     description:
-      'The last restore drill on this instance, passed or failed. Set by the Verify drill (issue 23; not built yet, so nothing sets it today). Exported as vworkspace_instance_last_drill_succeeded (1 or 0; docs/monitoring.md).',
+      'The last restore drill on this instance, passed or failed. Derived by the operator from the Verify Operations (restore drills) on this instance; kept when they are pruned. Exported as vworkspace_instance_last_drill_succeeded (1 or 0; docs/monitoring.md).',
   },
 );
 export type LastDrill = Static<typeof LastDrillSchema>;

@@ -8,6 +8,7 @@ export const OPERATION_TYPES = [
   'Migration',
   'RunCommand',
   'Runbook',
+  'Verify',
 ] as const;
 export type OperationType = (typeof OPERATION_TYPES)[number];
 
@@ -66,7 +67,17 @@ export const TYPE_CAPABILITY_VERB: Readonly<Record<OperationType, CapabilityVerb
   Migration: 'migration',
   RunCommand: 'runcommand',
   Runbook: 'runbook',
+  // A restore drill restores: an instance that may be restored by an engine may be drilled by it.
+  Verify: 'restore',
 };
+
+/**
+ * The SubjectAccessReview verb on the target an Operation type needs (DESIGN §6): the type in lower case,
+ * except Verify, which needs `restore` (ADR 0054: a drill reads the same backups a Restore does).
+ */
+export function typeAccessVerb(type: OperationType): string {
+  return type === 'Verify' ? 'restore' : type.toLowerCase();
+}
 
 /**
  * The Operation types each engine can physically carry out (the child it creates decides): Velero and
@@ -74,10 +85,16 @@ export const TYPE_CAPABILITY_VERB: Readonly<Record<OperationType, CapabilityVerb
  * migrates. Argo Workflows and plain Jobs run arbitrary steps, so catalog templates may use them for any
  * type. Enforced by CEL on Operation, CronOperation and WatchOperation, and by the catalog loader.
  */
+/**
+ * What a catalog template may run on the step engines (workflow, job): every type but Verify, whose scratch
+ * namespace, clean-up and measured outputs only the operator's own drill provides (ADR 0054).
+ */
+const STEP_TYPES: readonly OperationType[] = OPERATION_TYPES.filter((t) => t !== 'Verify');
+
 export const ENGINE_TYPES: Readonly<Record<Engine, readonly OperationType[]>> = {
-  velero: ['Backup', 'Restore'],
-  workflow: OPERATION_TYPES,
-  job: OPERATION_TYPES,
+  velero: ['Backup', 'Restore', 'Verify'],
+  workflow: STEP_TYPES,
+  job: STEP_TYPES,
   helm: ['Upgrade'],
   helmHookJob: ['Migration'],
   volsync: ['Backup', 'Restore'],
@@ -127,5 +144,6 @@ export const RBAC_PROFILES = [
   'restore.volsync',
   'backup.snapshot',
   'restore.snapshot',
+  'verify.velero',
 ] as const;
 export type BuiltinRbacProfile = (typeof RBAC_PROFILES)[number];

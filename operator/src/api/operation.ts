@@ -24,7 +24,7 @@ import {
 
 export const OperationTypeField = StringEnum(OPERATION_TYPES, {
   description:
-    'The day-2 action: Backup, Restore, Upgrade, Migration, RunCommand or Runbook. The target must advertise the matching capability annotation (ops.vworkspace.io/<type in lowercase>: <engine>).',
+    'The day-2 action: Backup, Restore, Upgrade, Migration, RunCommand, Runbook or Verify (a restore drill: a backup restored into a scratch namespace and probed). The target must advertise the matching capability annotation (ops.vworkspace.io/<type in lowercase>: <engine>; Verify: ops.vworkspace.io/restore).',
 });
 
 export const EngineField = StringEnum(ENGINES, {
@@ -179,7 +179,7 @@ export function engineTypeRule(): CelRule {
   // rule sits inside operationTemplate.
   const message = `this engine cannot run this type: ${restricted
     .map(([engine, types]) => `${engine} runs ${types.join(', ')}`)
-    .join('; ')}; ${open.join(' and ')} run every type`;
+    .join('; ')}${open.length > 0 ? `; ${open.join(' and ')} run every type` : ''}`;
   return cel(`!(self.engine in ${map}) || self.type in ${map}[self.engine]`, message, {
     fieldPath: '.engine',
     reason: 'FieldValueInvalid',
@@ -242,7 +242,8 @@ export const ChildRefSchema = Type.Object(
     kind: Type.String({ description: 'Kind of the child, e.g. Backup, Workflow, Job.', maxLength: 63 }),
     name: Type.String({ description: 'Name of the child.', maxLength: 253 }),
     namespace: Type.String({
-      description: "Namespace of the child (the Velero namespace for Velero children, else the Operation's).",
+      description:
+        "Namespace of the child (the Velero namespace for Velero children, empty for a Verify's scratch Namespace, else the Operation's).",
       maxLength: 63,
     }),
     uid: Type.Optional(Type.String({ description: 'UID of the child when it was created.', maxLength: 64 })),
@@ -320,7 +321,7 @@ export type OperationStatus = Static<typeof OperationStatusSchema>;
 
 export const OperationSchema = RootSchema({
   description:
-    'Operation requests one day-2 action (Backup, Restore, Upgrade, Migration, RunCommand, Runbook) on an ApplicationInstance in the same namespace, carried out by one engine. The operator validates it against a template, evaluates the preconditions, creates exactly one engine child and reports its progress through conditions.',
+    'Operation requests one day-2 action (Backup, Restore, Upgrade, Migration, RunCommand, Runbook, Verify) on an ApplicationInstance in the same namespace, carried out by one engine. The operator validates it against a template, evaluates the preconditions, creates exactly one engine child and reports its progress through conditions.',
   spec: OperationSpecSchema,
   status: OperationStatusSchema,
   rules: [

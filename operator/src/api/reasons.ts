@@ -180,6 +180,19 @@ export const REASONS = {
   VeleroRestoreCompleted: done('True', 'velero.io Restore Completed'),
   VeleroRestorePartiallyFailed: done('False', 'velero.io Restore PartiallyFailed'),
   VeleroRestoreFailed: done('False', 'velero.io Restore Failed or FailedValidation'),
+  VerifyRestoreInProgress: progress(
+    '(added) Verify: the backup is being restored into the scratch namespace (velero.io Restore New or InProgress)',
+  ),
+  VerifyProbeRunning: progress('(added) Verify: the restore completed; the probe Job runs against the copy'),
+  VerifyPassed: done('True', '(added) Verify: the probe passed on the restored copy; RTO and RPO in outputs'),
+  VerifyProbeFailed: done(
+    'False',
+    '(added) Verify: the probe Job failed on the restored copy; the message has its last lines',
+  ),
+  VerifyRestoreFailed: done(
+    'False',
+    "(added) Verify: the restore into the scratch namespace Failed or PartiallyFailed (e.g. damaged backup data); the message has the Restore's phase, error count and failure reason",
+  ),
   WorkflowRunning: progress('argoproj.io Workflow Pending or Running'),
   WorkflowSucceeded: done('True', 'argoproj.io Workflow Succeeded'),
   WorkflowNodeFailed: done('False', 'argoproj.io Workflow Failed: a node failed'),

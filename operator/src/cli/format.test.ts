@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cronOp } from '../../../test/support/builders/schedule.ts';
 import { APPLICATION_INSTANCE, type Operation } from '../api/index.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
+import { parseArgs } from './args.ts';
 import { historyTable, instanceStatus, progressLine, triggerOf } from './format.ts';
 import { historyQuery, manualRunPrefix, operationFromTemplate, restoreOperation } from './requests.ts';
 
@@ -101,6 +102,33 @@ describe('kubectl vws requests', () => {
         BUILTIN_TEMPLATES,
       ),
     ).toEqual({ ok: false, message: expect.stringContaining('--engine tar: use one of velero') });
+  });
+
+  it('builds a restore drill from `run template/velero-verify` with the probe as a JSON -p value', () => {
+    const parsed = parseArgs([
+      'run',
+      'template/velero-verify',
+      '--target',
+      'shop',
+      '-p',
+      'command=["sh","-c","pg_isready -h db.$VWS_SCRATCH_NAMESPACE.svc"]',
+      '-n',
+      'shop',
+    ]);
+    if (!parsed.ok || parsed.command.cmd !== 'run-template') throw new Error(JSON.stringify(parsed));
+    const { cmd: _c, follow: _f, ...run } = parsed.command;
+    expect(operationFromTemplate(run, 'shop', BUILTIN_TEMPLATES)).toMatchObject({
+      ok: true,
+      op: {
+        spec: {
+          type: 'Verify',
+          engine: 'velero',
+          template: 'velero-verify',
+          targetRef: { name: 'shop' },
+          parameters: { command: ['sh', '-c', 'pg_isready -h db.$VWS_SCRATCH_NAMESPACE.svc'] },
+        },
+      },
+    });
   });
 
   it("builds a Restore from a namespace's backups: the instance may be gone; another namespace is a clone", () => {

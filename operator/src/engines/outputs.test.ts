@@ -24,6 +24,7 @@ const PARAMETERS: Record<string, Record<string, unknown>> = {
   'velero-restore': { backupName: 'nightly-abcde' },
   'helm-upgrade': { version: '6.7.0' },
   'job-runcommand': { command: ['true'] },
+  'velero-verify': { command: ['true'] },
   'workflow-runbook': { workflowTemplateRef: { name: 'db-maintenance' } },
   'volsync-backup': { repository: { data: 'restic-data', db: 'restic-db' } },
   'volsync-restore': { repository: { data: 'restic-data', db: 'restic-db' } },
@@ -57,6 +58,8 @@ function succeededStatus(c: ChildManifest): Record<string, unknown> {
       return { readyToUse: true };
     case 'ConfigMap': // a snapshot Restore's plan: its progress shows on the claims (AFTER)
       return {};
+    case 'Namespace': // a Verify's scratch namespace
+      return { phase: 'Active' };
     default:
       return { lastManualSync: (c.spec as { trigger: { manual: string } }).trigger.manual };
   }

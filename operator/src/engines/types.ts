@@ -49,7 +49,14 @@ export interface EngineEnvironment {
    * Restore: the velero.io Backup parameters.backupName names, else (spec.source) the newest Completed one
    * of the instance made for the source namespace, as read from the Velero namespace; absent when none.
    */
-  veleroBackup?: { name: string; labels: Record<string, string>; annotations?: Record<string, string> };
+  veleroBackup?: {
+    name: string;
+    labels: Record<string, string>;
+    annotations?: Record<string, string>;
+    /** Its status.phase and status.completionTimestamp (a Verify checks and measures them). */
+    phase?: string;
+    completedAt?: string;
+  };
   /**
    * helm Upgrade: the target's release as Helm's record says now (the labels of its release Secrets, read
    * as metadata only on every reconcile of a running Upgrade); undefined when it has no record.
@@ -223,4 +230,13 @@ export interface EngineAdapter {
    * passes to observe as `pods`. ANY_CONTAINER ('*'): the one that exited non-zero, else the first.
    */
   podOutcomeContainer?: string;
+  /**
+   * Pure: what must go once the Operation has ended or is being deleted, whatever the outcome (a Verify's
+   * scratch namespace), and the patch that takes the Operation's finalizer off once nothing is left.
+   * `pending`: something is still going away (look again later; no event says when it is gone).
+   */
+  cleanup?(
+    children: readonly KubernetesObject[],
+    op: Operation,
+  ): { actions: CancelAction[]; pending: boolean };
 }

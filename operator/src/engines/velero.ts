@@ -25,6 +25,13 @@ import {
   releaseSelectors,
   VELERO_API_VERSION,
 } from './velero-scope.ts';
+import {
+  cancelVerify,
+  cleanupVerify,
+  materializeVerify,
+  observeVerify,
+  PROBE_CONTAINER,
+} from './velero-verify.ts';
 
 export { instanceLabelPatch, NEVER_BACKED_UP, releaseSelectors, VELERO_API_VERSION };
 
@@ -44,6 +51,8 @@ import type {
   EngineAdapter,
   MaterializeInput,
   MaterializeResult,
+  Observation,
+  ObserveInput,
 } from './types.ts';
 export { QUIESCE_POD_LABEL };
 export const QUIESCE_COMMAND = ['/vworkspace/hooks/quiesce'];
@@ -83,11 +92,12 @@ function materialize(input: MaterializeInput): MaterializeResult {
       : {}),
   });
   if (op.spec.type === 'Restore') return materializeRestore(input, metadata, release.name);
+  if (op.spec.type === 'Verify') return materializeVerify(input, metadata, release.name);
   if (op.spec.type !== 'Backup') {
     return {
       ok: false,
       reason: 'TemplateNotFound',
-      message: `the velero engine runs Backup and Restore, not ${op.spec.type}`,
+      message: `the velero engine runs Backup, Restore and Verify, not ${op.spec.type}`,
     };
   }
   const spec: Json = {
@@ -180,11 +190,16 @@ function progress(child: KubernetesObject): string {
   return done !== undefined && total !== undefined ? ` (${done}/${total} items)` : '';
 }
 
-function observe(
+function observe(children: readonly KubernetesObject[], input: ObserveInput): Observation {
+  if (input.op.spec.type === 'Verify') return observeVerify(children, input, observeChild(children, input));
+  return observeChild(children, input);
+}
+
+function observeChild(
   children: readonly KubernetesObject[],
   input: Pick<MaterializeInput, 'op'>,
-): ReturnType<EngineAdapter['observe']> {
-  const kind: Kind = input.op.spec.type === 'Restore' ? 'Restore' : 'Backup';
+): Observation {
+  const kind: Kind = input.op.spec.type === 'Backup' ? 'Backup' : 'Restore';
   const r = reasonsFor(kind);
   const child = ofKind(children, kind)[0];
   if (!child) return running(r.progress, `waiting for the velero.io ${kind} to appear`);
@@ -264,7 +279,8 @@ function observe(
  * volume snapshots). The Operation ends Cancelled when the Backup is gone. A Restore is deleted (Velero
  * stops tracking it; objects already restored stay).
  */
-function cancel(children: readonly KubernetesObject[]): CancelAction[] {
+function cancel(children: readonly KubernetesObject[], input?: ObserveInput): CancelAction[] {
+  if (input?.op.spec.type === 'Verify') return cancelVerify(children, input.op);
   const actions: CancelAction[] = [];
   for (const b of ofKind(children, 'Backup')) {
     const name = b.metadata?.name ?? '';
@@ -306,12 +322,17 @@ function cancel(children: readonly KubernetesObject[]): CancelAction[] {
 
 export const veleroAdapter: EngineAdapter = {
   engine: 'velero',
-  types: ['Backup', 'Restore'],
+  types: ['Backup', 'Restore', 'Verify'],
+  // A Verify's scratch Namespace is a child too, read by name (no informer: namespaces are cluster-wide).
   childKinds: [
     { apiVersion: VELERO_API_VERSION, kind: 'Backup', plural: 'backups' },
     { apiVersion: VELERO_API_VERSION, kind: 'Restore', plural: 'restores' },
+    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
   ],
   materialize,
   observe,
   cancel,
+  podOutcomeContainer: PROBE_CONTAINER,
+  cleanup: (children, op) =>
+    op.spec.type === 'Verify' ? cleanupVerify(children, op) : { actions: [], pending: false },
 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OPERATION, type Operation, type OperationPhase, type OperationType } from '../api/index.ts';
-import { backupRecord, lastSuccessfulBackup } from './backup-record.ts';
+import { backupRecord, lastDrill, lastSuccessfulBackup, lastVerifiedBackup } from './backup-record.ts';
 
 function op(
   name: string,
@@ -79,8 +79,94 @@ describe('lastSuccessfulBackup', () => {
   });
 });
 
+/** A finished Verify drill with the outputs the velero adapter writes. */
+function drill(
+  name: string,
+  phase: OperationPhase,
+  finishedAt: string,
+  outputs: Record<string, string> = {},
+  reason = phase === 'Succeeded' ? 'VerifyPassed' : 'VerifyProbeFailed',
+): Operation {
+  const o = op(name, { type: 'Verify', phase, finishedAt });
+  o.status = {
+    ...o.status,
+    outputs,
+    conditions: [
+      {
+        type: 'Succeeded',
+        status: phase === 'Succeeded' ? 'True' : 'False',
+        reason,
+        message: 'm',
+        lastTransitionTime: finishedAt,
+      },
+    ],
+  } as Operation['status'];
+  return o;
+}
+
+const PASSED = {
+  verifiedBackup: 'nightly-7',
+  rtoSeconds: '125',
+  rpoSeconds: '7325',
+  verifiedAt: '2026-01-02T00:00:00Z',
+};
+
+describe('the drill fields from Verify Operations', () => {
+  it('lastVerifiedBackup: the newest passed drill, with the backup, RTO and RPO it measured', () => {
+    const ops = [
+      drill('v1', 'Succeeded', '2026-01-01T00:00:00Z', {
+        ...PASSED,
+        verifiedAt: '2026-01-01T00:00:00Z',
+        verifiedBackup: 'old',
+      }),
+      drill('v2', 'Succeeded', '2026-01-02T00:00:03Z', PASSED),
+      drill('v3', 'Failed', '2026-01-03T00:00:00Z'),
+      op('b', { finishedAt: '2026-01-04T00:00:00Z' }),
+    ];
+    expect(lastVerifiedBackup('shop', ops, undefined)).toEqual({
+      time: '2026-01-02T00:00:00Z',
+      operation: 'v2',
+      backup: 'nightly-7',
+      rtoSeconds: 125,
+      rpoSeconds: 7325,
+    });
+  });
+
+  it('lastDrill: the newest drill that passed or failed, with its reason; a cancelled one is no result', () => {
+    const ops = [
+      drill('v1', 'Succeeded', '2026-01-01T00:00:00Z', PASSED),
+      drill('v2', 'Failed', '2026-01-02T00:00:00Z', {}, 'VerifyRestoreFailed'),
+      drill('v3', 'Cancelled', '2026-01-03T00:00:00Z'),
+    ];
+    expect(lastDrill('shop', ops, undefined)).toEqual({
+      time: '2026-01-02T00:00:00Z',
+      operation: 'v2',
+      result: 'Failed',
+      reason: 'VerifyRestoreFailed',
+    });
+    expect(lastDrill('blog', ops, undefined)).toBeUndefined();
+  });
+
+  it('a passed drill without a measured RTO verifies nothing', () => {
+    expect(
+      lastVerifiedBackup('shop', [drill('v', 'Succeeded', '2026-01-01T00:00:00Z', {})], undefined),
+    ).toBeUndefined();
+  });
+
+  it('both only move forward: a pruned drill takes nothing away', () => {
+    const record = backupRecord(
+      'shop',
+      [drill('v2', 'Succeeded', '2026-01-02T00:00:03Z', PASSED)],
+      undefined,
+    );
+    const later = backupRecord('shop', [], record);
+    expect(later).toEqual(record);
+    expect(later.lastDrill).toMatchObject({ operation: 'v2', result: 'Succeeded' });
+  });
+});
+
 describe('backupRecord', () => {
-  it('carries the drill fields over unchanged (the Verify drill writes them) and leaves out what is unknown', () => {
+  it('carries the drill fields over when no drill is newer, and leaves out what is unknown', () => {
     const lastVerifiedBackup = {
       time: '2026-01-02T00:00:00Z',
       operation: 'verify-1',

@@ -62,7 +62,8 @@ export class OperationChildren {
       const child = await this.#watcher.get(ref, kind, signal);
       if (!child) continue;
       conflict ??= childConflict(op, { ...child, apiVersion: ref.apiVersion, kind: ref.kind }, ref);
-      out.push(child);
+      // Items of a List arrive without kind; an adapter with children of several kinds needs it.
+      out.push({ ...child, apiVersion: child.apiVersion ?? ref.apiVersion, kind: child.kind ?? ref.kind });
     }
     return { children: out, ...(conflict ? { conflict } : {}) };
   }
@@ -175,7 +176,12 @@ export class OperationChildren {
       if (ref.apiVersion.startsWith('velero.io/') && ref.kind === 'Backup') continue;
       const path = () =>
         this.#mapper.pathFor({ ...ref, metadata: { name: ref.name, namespace: ref.namespace } });
-      await this.#delete(path, { propagationPolicy: 'Background' }, signal);
+      // By uid: a scratch namespace of a Verify, or a Restore, made since under the name is not ours.
+      await this.#delete(
+        path,
+        { propagationPolicy: 'Background', ...(ref.uid ? { preconditions: { uid: ref.uid } } : {}) },
+        signal,
+      );
     }
     const path = resourcePath(
       {
@@ -193,12 +199,12 @@ export class OperationChildren {
     );
   }
 
-  /** DELETE; NotFound means done. */
+  /** DELETE; NotFound, or a uid precondition that no longer holds (409), means done. */
   async #delete(path: () => Promise<string>, body: unknown, signal: AbortSignal): Promise<void> {
     try {
       await this.#client.request({ method: 'DELETE', path: await path(), body, signal });
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (!isNotFound(err) && statusCode(err) !== 409) throw err;
     }
   }
 

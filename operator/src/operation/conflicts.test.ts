@@ -6,7 +6,7 @@ import { findConflicts, typesConflict, waitingQueue } from './conflicts.ts';
 const at = (min: number) => `2025-01-01T00:${String(min).padStart(2, '0')}:00Z`;
 
 describe('typesConflict', () => {
-  it('destructive verbs conflict with everything, Backup with Backup, RunCommand/Runbook only with destructive', () => {
+  it('destructive verbs conflict with everything, Backup with Backup, RunCommand/Runbook/Verify only with destructive', () => {
     const table = Object.fromEntries(
       OPERATION_TYPES.map((a) => [a, OPERATION_TYPES.filter((b) => typesConflict(a, b))]),
     );
@@ -17,6 +17,8 @@ describe('typesConflict', () => {
       Migration: [...OPERATION_TYPES],
       RunCommand: ['Restore', 'Upgrade', 'Migration'],
       Runbook: ['Restore', 'Upgrade', 'Migration'],
+      // A drill reads a backup into a namespace of its own: only what changes the instance holds it back.
+      Verify: ['Restore', 'Upgrade', 'Migration'],
     });
   });
 

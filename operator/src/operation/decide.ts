@@ -288,6 +288,26 @@ function blockedReason(op: Operation): string | undefined {
 // ---- the state machine ------------------------------------------------------------------------------
 
 export function decide<T extends Template>(input: DecideInput<T>): Decision {
+  return withCleanup(input, decideStep(input));
+}
+
+/**
+ * An Operation that has ended (or ends now) gets the engine's clean-up (EngineAdapter.cleanup: a Verify's
+ * scratch namespace goes whatever the outcome), looked at again while something is still going away.
+ */
+function withCleanup(input: DecideInput, d: Decision): Decision {
+  const adapter = input.adapter;
+  if (!adapter?.cleanup || !isTerminalPhase(d.status.phase)) return d;
+  const { actions, pending } = adapter.cleanup(input.children, input.op);
+  const out: Decision = actions.length > 0 ? { ...d, actions: [...(d.actions ?? []), ...actions] } : d;
+  if (!pending || out.deleteOperation) return out;
+  return { ...out, requeueAfterMs: Math.min(out.requeueAfterMs ?? CLEANUP_RECHECK_MS, CLEANUP_RECHECK_MS) };
+}
+
+/** How often clean-up that no watch event reports (a namespace going away) is looked at again. */
+export const CLEANUP_RECHECK_MS = 10_000;
+
+function decideStep<T extends Template>(input: DecideInput<T>): Decision {
   const { op } = input;
   const before = op.status?.phase;
   const request = pendingReconcileRequest(op);

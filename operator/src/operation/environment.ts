@@ -123,7 +123,7 @@ export class EnvironmentReader {
   /**
    * A velero Restore's Backup: the one parameters.backupName names (resolved only for this engine: it scans
    * the namespace's Operations), else for spec.source the newest Completed Backup of the instance made for
-   * the source namespace, listed in Velero's namespace (restore-source.ts).
+   * the source namespace (a Verify: its own), listed in Velero's namespace (restore-source.ts).
    */
   async restoreBackup(op: Operation, signal: AbortSignal): Promise<RestoreBackup | undefined> {
     const backups = { group: 'velero.io', version: 'v1', plural: 'backups', namespace: this.veleroNamespace };
@@ -132,7 +132,8 @@ export class EnvironmentReader {
       const backup = await this.#readOptional<KubernetesObject>(resourcePath(backups, backupName), signal);
       return backup && asRestoreBackup(backup);
     }
-    if (!op.spec.source) return undefined;
+    // A Verify drills the newest backup of the instance made for its own namespace (ADR 0054).
+    if (!op.spec.source && op.spec.type !== 'Verify') return undefined;
     const source = sourceNamespace(op);
     const list = await this.#client.request<{ items?: KubernetesObject[] }>({
       method: 'GET',

@@ -4,6 +4,7 @@
 // with its re-reviewed requester and approver. Reads and reviews only; preconditions.ts judges.
 import type { ReconcileContext } from '@vworkspace/runtime';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
+import { typeAccessVerb } from '../api/enums.ts';
 import type { Operation } from '../api/operation.ts';
 import { schedulerOwner } from '../api/scheduler-owner.ts';
 import type { Catalog } from '../catalog/catalog-schema.ts';
@@ -159,7 +160,7 @@ export class PreconditionReader {
 
 /** The type verb an Operation's requester needs on its target (as the webhook asks it). */
 function typeVerb(op: Operation): string {
-  return op.spec.type.toLowerCase();
+  return typeAccessVerb(op.spec.type);
 }
 
 /**

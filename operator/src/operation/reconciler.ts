@@ -37,6 +37,7 @@ import { childConflictStatus } from './adoption.ts';
 import { isInvalid, type OperationChildren } from './children.ts';
 import {
   ANNOTATION_RECONCILE_HANDLED,
+  CLEANUP_RECHECK_MS,
   type Decision,
   decide,
   isTerminalPhase,
@@ -110,7 +111,7 @@ export class OperationReconciler implements Reconciler {
     const op = this.#o.operations.getByKey(ctx.key);
     if (!op || op.metadata.deletionTimestamp) {
       this.#o.names.release(ctx.key);
-      return {};
+      return op ? this.#finalize(op, ctx) : {};
     }
     const seen = await this.#observe(op, ctx);
     const { status, decision } = await this.#materialize(op, seen, this.#decide(op, seen), ctx);
@@ -134,6 +135,19 @@ export class OperationReconciler implements Reconciler {
     return decision.requeueAfterMs !== undefined ? { requeueAfter: decision.requeueAfterMs } : {};
   }
 
+  /**
+   * A deleted Operation that holds the engine's finalizer (a Verify's scratch namespace): delete what the
+   * engine's clean-up names, and take the finalizer off once it is gone.
+   */
+  async #finalize(op: Operation, ctx: ReconcileContext): Promise<Result> {
+    const adapter = this.#o.adapterFor(op.spec.engine);
+    if (!adapter?.cleanup || !op.metadata.finalizers?.length) return {};
+    const { children } = await this.#o.children.read(op, adapter, ctx.signal);
+    const { actions, pending } = adapter.cleanup(children, op);
+    await this.#o.children.perform(actions, ctx.signal);
+    return pending ? { requeueAfter: CLEANUP_RECHECK_MS } : {};
+  }
+
   /** The target, the precondition facts, the children, their pods and the engine's environment. */
   async #observe(op: Operation, ctx: ReconcileContext): Promise<Observed> {
     const o = this.#o;
@@ -145,7 +159,10 @@ export class OperationReconciler implements Reconciler {
     const waits = needsPreconditions(op) && !paused;
     // A velero Restore's Backup; for one from spec.source whose instance is gone, the instance it recorded.
     const backup =
-      op.spec.engine === 'velero' && op.spec.type === 'Restore' && !ended && !paused
+      op.spec.engine === 'velero' &&
+      (op.spec.type === 'Restore' || op.spec.type === 'Verify') &&
+      !ended &&
+      !paused
         ? await o.environment.restoreBackup(op, ctx.signal)
         : undefined;
     const absent = !target && op.spec.source && waits ? recordedInstance(op, backup) : undefined;
@@ -203,7 +220,12 @@ export class OperationReconciler implements Reconciler {
         decision: { status, events: [{ type: 'Warning', reason: Reason.ChildConflict, note: message }] },
       };
     };
-    if (seen.replaced && !isTerminalPhase(op.status?.phase)) return conflicted(seen.replaced);
+    if (seen.replaced && !isTerminalPhase(op.status?.phase)) {
+      // The conflict drops the recorded children: what the engine must not leave behind goes first.
+      const cleanup = seen.adapter?.cleanup?.(seen.children, op);
+      if (cleanup?.actions.length) await this.#o.children.perform(cleanup.actions, ctx.signal);
+      return conflicted(seen.replaced);
+    }
     if (!d.create || !seen.adapter) return { status: d.status, decision: d };
     if (d.prepare) await this.#o.children.perform(d.prepare, ctx.signal);
     try {

@@ -47,11 +47,17 @@ export function newestBackup(
   return newest && asRestoreBackup(newest);
 }
 
+const phaseOf = (b: KubernetesObject) => (b as { status?: { phase?: string } }).status?.phase;
+const completedAt = (b: KubernetesObject) =>
+  (b as { status?: { completionTimestamp?: string } }).status?.completionTimestamp;
+
 export function asRestoreBackup(b: KubernetesObject): RestoreBackup {
   return {
     name: b.metadata?.name ?? '',
     labels: { ...b.metadata?.labels },
     ...(b.metadata?.annotations ? { annotations: { ...b.metadata.annotations } } : {}),
+    ...(phaseOf(b) ? { phase: phaseOf(b) } : {}),
+    ...(completedAt(b) ? { completedAt: completedAt(b) } : {}),
   };
 }
 

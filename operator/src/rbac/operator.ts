@@ -43,6 +43,12 @@ export const OPERATOR_CLUSTER_RULES: readonly PolicyRule[] = [
     verbs: READ,
     why: 'follow engine children',
   },
+  {
+    apiGroups: [''],
+    resources: ['namespaces'],
+    verbs: ['get', 'create', 'delete'],
+    why: "a Verify's scratch namespace (ADR 0054): created for the drill under a name derived from the Operation's uid, labelled with it, deleted by that uid when the drill ends; never a namespace it did not create",
+  },
 ];
 
 /**

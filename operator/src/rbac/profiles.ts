@@ -63,6 +63,17 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
     description: 'Create and follow velero.io Restores (from existing Backups) in the Velero namespace.',
     rules: [rule('velero.io', 'restores', WRITE, 'velero'), rule('velero.io', 'backups', READ, 'velero')],
   },
+  'verify.velero': {
+    id: 'verify.velero',
+    description:
+      "Restore drills: create and follow velero.io Restores into the drill's scratch namespace (read the Backups in the Velero namespace); run the probe Job in the namespace and read its pod's exit code and log tail. Creating and deleting the scratch namespace is the operator's own cluster permission.",
+    rules: [
+      rule('velero.io', 'restores', WRITE, 'velero'),
+      rule('velero.io', 'backups', READ, 'velero'),
+      rule('batch', 'jobs', WRITE),
+      ...POD_OUTCOME,
+    ],
+  },
   'upgrade.helm': {
     id: 'upgrade.helm',
     description:

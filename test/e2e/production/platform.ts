@@ -25,7 +25,7 @@ import { type Olm, OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
 import { apply, type RealNode } from '../../../hack/lib/real-node.ts';
 import { csvName, DEPLOYMENT_NAME, SERVICE_ACCOUNT } from '../../../hack/packaging/csv.ts';
 import { RBAC_PROFILES } from '../../../operator/src/api/enums.ts';
-import { profileClusterRoleName } from '../../../operator/src/rbac/profiles.ts';
+import { profileClusterRoleName, RBAC_PROFILE_DEFINITIONS } from '../../../operator/src/rbac/profiles.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
   catalogPodRunning,
@@ -38,8 +38,11 @@ import { CURRENT_VERSION, SUBSCRIPTION, waitCsvSucceeded, waitInstallPlanFor } f
 import { subscriptionsPath } from '../support/olm-api.ts';
 
 /** The profiles bound in an application namespace (the Velero ones go to the Velero namespace). */
-export const VELERO_PROFILES = RBAC_PROFILES.filter((p) => p.endsWith('.velero'));
-export const NAMESPACE_PROFILES = RBAC_PROFILES.filter((p) => !p.endsWith('.velero'));
+const scoped = (scope: 'target' | 'velero') =>
+  RBAC_PROFILES.filter((p) => RBAC_PROFILE_DEFINITIONS[p].rules.some((r) => r.scope === scope));
+export const VELERO_PROFILES = scoped('velero');
+/** verify.velero is in both: its Restores live in Velero's namespace, its probe Job beside the instance. */
+export const NAMESPACE_PROFILES = scoped('target');
 
 /** What a user installs from: the current release's images as `make images` builds them, on the node. */
 export interface ReleaseImages {

@@ -13,6 +13,7 @@ import { Database, type DbState, pvcOf, showState } from '../../../hack/lib/apps
 import { STORAGE_CLASS as CSI_STORAGE_CLASS } from '../../../hack/lib/engines/csi.ts';
 import { POSTGRES_VERSIONS, RUNNER_SERVICE_ACCOUNT } from '../../../hack/lib/engines/helm.ts';
 import type { RealNode } from '../../../hack/lib/real-node.ts';
+import { eventually } from '../../support/eventually.ts';
 import { keepInTestResults } from '../../support/kept.ts';
 import { runWithVolume } from '../engines/pods.ts';
 import { refusal } from '../support/app.ts';
@@ -25,6 +26,14 @@ import {
   scaleDatabase,
   serveSnapshot,
 } from './day-two.ts';
+import {
+  allowProbeImage,
+  damageBackupArchive,
+  databasePassword,
+  instanceWithDrill,
+  noScratchLeft,
+  rowsProbe,
+} from './drill.ts';
 import { Journey } from './journey.ts';
 import { installPlatform, type Platform, prepareNamespace } from './platform.ts';
 
@@ -475,6 +484,48 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
         await expect(j.helmStatusText(CLONE, RELEASE)).rejects.toThrow(/not found/);
         const ready = await j.instanceReadyReason(CLONE, RELEASE, 'ReleaseNotFound');
         say(`d: the clone's instance: Ready=${ready.status}/${ready.reason}: ${ready.message}`);
+      },
+    );
+
+    step(
+      'v: restore drills: the velero backup restored into a scratch namespace passes a psql row count and checksum; with its files damaged in the bucket the drill fails with what Velero said; no scratch namespace is left',
+      async () => {
+        await allowProbeImage(j, j.postgresImage);
+        const probe = rowsProbe(RELEASE, await databasePassword(j, NAMESPACE, RELEASE));
+        const drill = (name: string) =>
+          eventually(`Verify ${name} to be admitted (the catalog entry loaded)`, () =>
+            j.api
+              .createOperation(NAMESPACE, name, {
+                type: 'Verify',
+                engine: 'velero',
+                targetRef: { name: RELEASE },
+                parameters: { backupName: j.veleroBackup, image: j.postgresImage, command: probe },
+              })
+              .then(() => true),
+          ).then(() => j.api.finished(NAMESPACE, name, 600_000));
+        const passed = await drill('drill');
+        const outputs = (passed.status?.outputs ?? {}) as Record<string, string>;
+        say(
+          `v: ${passed.status?.phase} ${passed.status?.conditions?.find((c) => c.type === 'Succeeded')?.message}`,
+        );
+        await j.expectSucceeded(passed, 'VerifyPassed');
+        expect(outputs.verifiedBackup).toBe(j.veleroBackup);
+        expect(outputs.probeOutput).toBe(`${before.accounts} ${before.accountsMd5}`);
+        expect(Number(outputs.rtoSeconds)).toBeGreaterThan(0);
+        const instance = await instanceWithDrill(j, NAMESPACE, RELEASE, 'drill');
+        say(`v: the instance: lastVerifiedBackup ${JSON.stringify(instance.lastVerifiedBackup)}`);
+        expect(instance.lastVerifiedBackup).toMatchObject({ backup: j.veleroBackup, operation: 'drill' });
+
+        const damaged = await damageBackupArchive(j, j.veleroBackup);
+        say(`v: overwrote ${damaged} in the bucket with bytes that are no gzip`);
+        const failed = await drill('drill-damaged');
+        const c = failed.status?.conditions?.find((x) => x.type === 'Succeeded');
+        say(`v: ${failed.status?.phase} ${c?.reason}: ${c?.message}`);
+        await j.expectReconciledByThePod(failed, 'Failed', 'VerifyRestoreFailed');
+        const after = await instanceWithDrill(j, NAMESPACE, RELEASE, 'drill-damaged');
+        expect(after.lastDrill).toMatchObject({ result: 'Failed', reason: 'VerifyRestoreFailed' });
+        expect(after.lastVerifiedBackup).toMatchObject({ operation: 'drill' });
+        await noScratchLeft(j, NAMESPACE);
       },
     );
   });

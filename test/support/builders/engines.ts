@@ -192,7 +192,11 @@ export function aTerminatedPod(
 
 /** The velero.io Backup a Restore names, as the reconciler reads it: made for `namespace` by a Backup Operation there. */
 export function aVeleroBackup(name: string, namespace = 'team-a'): EngineEnvironment['veleroBackup'] {
-  return { name, labels: { [LABEL_OPERATION_NAMESPACE]: namespace, [LABEL_INSTANCE]: 'nextcloud' } };
+  return {
+    name,
+    labels: { [LABEL_OPERATION_NAMESPACE]: namespace, [LABEL_INSTANCE]: 'nextcloud' },
+    phase: 'Completed',
+  };
 }
 
 /** The built-in template for (type, engine) with template fields of a platform admin's catalog entry. */

@@ -7,6 +7,7 @@ import { snapshotBackup } from './snapshot-backup.ts';
 import { snapshotRestore } from './snapshot-restore.ts';
 import { veleroBackup } from './velero-backup.ts';
 import { veleroRestore } from './velero-restore.ts';
+import { veleroVerify } from './velero-verify.ts';
 import { volsyncBackup } from './volsync-backup.ts';
 import { volsyncRestore } from './volsync-restore.ts';
 import { workflowRunbook } from './workflow-runbook.ts';
@@ -17,6 +18,7 @@ export { RUNCOMMAND_IMAGES } from './job-runcommand.ts';
 export const BUILTIN_TEMPLATES: readonly Template[] = [
   veleroBackup,
   veleroRestore,
+  veleroVerify,
   helmUpgrade,
   helmHookMigration,
   jobRunCommand,
@@ -35,6 +37,7 @@ export {
   snapshotRestore,
   veleroBackup,
   veleroRestore,
+  veleroVerify,
   volsyncBackup,
   volsyncRestore,
   workflowRunbook,

@@ -1,0 +1,118 @@
+// Restore drills on the real node (issue 23 item 1, ADR 0054): what the platform admin and the database's
+// owner do for a Verify Operation — a catalog entry allowing the PostgreSQL client image as the probe's, a
+// probe that counts and checksums the restored rows — and the damage done to a backup in the bucket.
+import { resourcePath } from '@vworkspace/runtime';
+import YAML from 'yaml';
+import { ensureObjectStore } from '../../../hack/lib/engines/object-store.ts';
+import { listKeys, s3 } from '../../../hack/lib/engines/s3.ts';
+import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
+import { apply } from '../../../hack/lib/real-node.ts';
+import { LABEL_CATALOG, LABEL_SCRATCH_FOR } from '../../../operator/src/api/annotations.ts';
+import type {
+  ApplicationInstance,
+  ApplicationInstanceStatus,
+} from '../../../operator/src/api/applicationinstance.ts';
+import { APPLICATION_INSTANCE } from '../../../operator/src/api/constants.ts';
+import { veleroVerify } from '../../../operator/src/catalog/templates/velero-verify.ts';
+import { eventually } from '../../support/eventually.ts';
+import type { Journey } from './journey.ts';
+
+/**
+ * The platform admin's catalog entry: the built-in drill template, replaced (same name) with the PostgreSQL
+ * image as the only probe image. Waits until the operator's webhook knows it (a Verify with that image is
+ * no longer denied at spec.parameters.image).
+ */
+export async function allowProbeImage(j: Journey, image: string): Promise<void> {
+  const schema = structuredClone(veleroVerify.inputSchema) as { properties: Record<string, unknown> };
+  schema.properties.image = { type: 'string', enum: [image], default: image };
+  await apply(j.node.client, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'drills', namespace: OPERATORS_NAMESPACE, labels: { [LABEL_CATALOG]: 'true' } },
+    data: { 'catalog.yaml': YAML.stringify({ templates: [{ ...veleroVerify, inputSchema: schema }] }) },
+  });
+}
+
+/**
+ * The probe: waits for the restored server in the scratch namespace, then prints the row count and the md5
+ * of pgbench_accounts (the journey's `accountsMd5`). The owner passes the release's password as any client
+ * of the database would (the built-in template takes no Secret reference yet).
+ */
+export function rowsProbe(release: string, password: string): string[] {
+  const host = `${release}-postgres.$VWS_SCRATCH_NAMESPACE.svc`;
+  return [
+    'sh',
+    '-c',
+    [
+      `for i in $(seq 100); do pg_isready -q -h ${host} && break; sleep 3; done`,
+      `PGPASSWORD='${password}' psql -X -At -v ON_ERROR_STOP=1 -h ${host} -U postgres -c "SELECT count(*) || ' ' || md5(string_agg(aid || ':' || bid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts"`,
+    ].join('; '),
+  ];
+}
+
+/** The release's superuser password, from the chart's Secret (the owner knows it). */
+export async function databasePassword(j: Journey, namespace: string, release: string): Promise<string> {
+  const s = await j.node.client.request<{ data?: Record<string, string> }>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${namespace}/secrets/${release}-postgres`,
+  });
+  return Buffer.from(s.data?.password ?? '', 'base64').toString('utf8');
+}
+
+/**
+ * Damages a velero backup in the bucket, as a failing object store or a bad copy would: overwrites the
+ * backup's resource archive (`backups/<name>/<name>.tar.gz`, what every restore of it reads first) with
+ * bytes that are no gzip. The kopia repository is left alone: its content may also sit in the node-agent's
+ * cache, which would make damage there invisible to a restore. Returns the key damaged.
+ */
+export async function damageBackupArchive(j: Journey, backup: string): Promise<string> {
+  const store = await ensureObjectStore(j.node);
+  const bucket = j.platform.velero.bucket;
+  const creds = { accessKey: store.accessKey, secretKey: store.secretKey, region: store.region };
+  const key = `backups/${backup}/${backup}.tar.gz`;
+  const keys = await listKeys(store.hostUrl, creds, bucket, `backups/${backup}/`);
+  if (!keys.includes(key)) throw new Error(`no ${key} in bucket ${bucket}: ${keys.join(', ')}`);
+  await s3(
+    { method: 'PUT', endpoint: store.hostUrl, path: `/${bucket}/${key}`, body: 'damaged in the bucket\n' },
+    creds,
+  );
+  return key;
+}
+
+/** Waits until no scratch namespace made for `namespace` is left (the namespace controller removed them). */
+export async function noScratchLeft(j: Journey, namespace: string): Promise<void> {
+  await eventually(
+    `the scratch namespaces of ${namespace} to be gone`,
+    async () => {
+      const list = await j.node.client.request<{ items: unknown[] }>({
+        method: 'GET',
+        path: '/api/v1/namespaces',
+        query: { labelSelector: `${LABEL_SCRATCH_FOR}=${namespace}` },
+      });
+      return list.items.length === 0;
+    },
+    300_000,
+    2_000,
+  );
+}
+
+/** Waits until the instance's status records drill `operation` as its last; returns its drill fields. */
+export function instanceWithDrill(
+  j: Journey,
+  namespace: string,
+  name: string,
+  operation: string,
+): Promise<Pick<ApplicationInstanceStatus, 'lastVerifiedBackup' | 'lastDrill'>> {
+  return eventually(
+    `ApplicationInstance ${namespace}/${name} to record drill ${operation}`,
+    async () => {
+      const i = await j.node.client.request<ApplicationInstance>({
+        method: 'GET',
+        path: resourcePath({ ...APPLICATION_INSTANCE, namespace }, name),
+      });
+      return i.status?.lastDrill?.operation === operation ? i.status : undefined;
+    },
+    120_000,
+    1_000,
+  );
+}
