@@ -185,6 +185,10 @@ async function takeLock(workdir: string, log: (l: string) => void): Promise<void
 export function freeSpace(path: string): FreeSpace {
   const s = statfsSync(path);
   const fake = process.env.VWS_NODE_FREE_BYTES;
+  if (fake !== undefined && !/^\d+$/.test(fake))
+    throw new Error(
+      `VWS_NODE_FREE_BYTES=${fake} is not a number of bytes; unset it, or give one (tests only)`,
+    );
   return { path, freeBytes: fake ? Number(fake) : s.bavail * s.bsize, totalBytes: s.blocks * s.bsize };
 }
 
