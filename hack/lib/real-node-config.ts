@@ -4,6 +4,7 @@
 // Every path a component would default to on the host (/var/lib/containerd, /run/containerd,
 // /opt/containerd, /etc/cni, /var/lib/kubelet, /var/log/pods, /var/lib/cni) is moved under the node's
 // work directory, so its cleanup (real-node-cleanup.sh) has one place to look.
+import { EVICTION_PERCENT } from './node-pressure.ts';
 
 export interface NodeLayout {
   /** The node's work directory (unique per run: every process started for it names it). */
@@ -193,9 +194,9 @@ maxPods: 50
 imageGCHighThresholdPercent: 100
 evictionHard:
   memory.available: 100Mi
-  nodefs.available: 1%
-  imagefs.available: 1%
-  nodefs.inodesFree: 1%
+  nodefs.available: ${EVICTION_PERCENT}%
+  imagefs.available: ${EVICTION_PERCENT}%
+  nodefs.inodesFree: ${EVICTION_PERCENT}%
 protectKernelDefaults: false
 rotateCertificates: false
 serverTLSBootstrap: false

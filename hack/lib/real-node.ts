@@ -11,7 +11,7 @@
 // iptables chains are the host's.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +23,8 @@ import { copyImage } from '../images/crane.ts';
 import { nodeImages } from '../images/node-images.ts';
 import { makeClientCert } from './certs.ts';
 import { BIN, type ControlPlane, ROOT, startControlPlane } from './controlplane.ts';
+import { failWaitsWhile } from './eventually.ts';
+import { type FreeSpace, type NodeCondition, preflightProblem, pressureMessage } from './node-pressure.ts';
 import { type Proc, running, startGuard, startProcess, stopProcess, tailFile } from './process.ts';
 import {
   cniConflist,
@@ -74,6 +76,8 @@ export interface RealNode {
   images: { pause: string; busybox: string; coredns: string; olmUtil: string };
   /** Host pids of the node's pods' processes (its cgroup tree) whose argv matches. */
   podProcesses(match: (argv: string[]) => boolean): number[];
+  /** Why every wait on the node is in vain now (the kubelet reports pressure and evicts pods), if so. */
+  pressure(): string | undefined;
   /** The last lines of every component's log, for failure reports. */
   logs(lines?: number): string;
   stop(): Promise<void>;
@@ -174,10 +178,68 @@ async function takeLock(workdir: string, log: (l: string) => void): Promise<void
   }
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, logs: () => string) {
+/**
+ * The free space of the filesystem holding `path`. VWS_NODE_FREE_BYTES stands in for the free bytes
+ * (tests only: it shows the pre-flight refusal and the pressure line without filling a disk).
+ */
+export function freeSpace(path: string): FreeSpace {
+  const s = statfsSync(path);
+  const fake = process.env.VWS_NODE_FREE_BYTES;
+  if (fake !== undefined && !/^\d+$/.test(fake))
+    throw new Error(
+      `VWS_NODE_FREE_BYTES=${fake} is not a number of bytes; unset it, or give one (tests only)`,
+    );
+  return { path, freeBytes: fake ? Number(fake) : s.bavail * s.bsize, totalBytes: s.blocks * s.bsize };
+}
+
+/**
+ * Polls the Node's conditions every few seconds; says at once when the kubelet reports pressure (and
+ * when it stops), and makes every `eventually` wait give up with that line meanwhile.
+ */
+function watchPressure(client: KubeClient, dir: string, log: (l: string) => void) {
+  let current: string | undefined;
+  let busy = false;
+  const unregister = failWaitsWhile(() => current);
+  const poll = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const node = await client.request<{ status?: { conditions?: NodeCondition[] } }>({
+        method: 'GET',
+        path: `/api/v1/nodes/${NODE_NAME}`,
+      });
+      const message = pressureMessage(node.status?.conditions ?? [], freeSpace(dir));
+      if (message !== current) log(message ?? 'the kubelet reports no pressure any more');
+      current = message;
+    } catch {
+      // not registered yet, or the API server is stopping: the next poll tells
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void poll(), 3000);
+  timer.unref();
+  return {
+    current: () => current,
+    stop: () => {
+      clearInterval(timer);
+      unregister();
+    },
+  };
+}
+
+async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  logs: () => string,
+  failing: () => string | undefined = () => undefined,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check().catch(() => false)) return;
+    const failure = failing();
+    if (failure) throw new Error(`gave up waiting for ${what}: ${failure}\n${logs()}`);
     if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs / 1000} s\n${logs()}`);
     await sleep(500);
   }
@@ -227,6 +289,8 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
     ].map((n) => [n, need(n)]),
   );
   for (const p of ['bridge', 'host-local', 'loopback', 'portmap']) need(`cni/${p}`);
+  const short = preflightProblem(freeSpace('/tmp'));
+  if (short) throw new Error(short);
 
   // The directory is made only once the lock is ours: a starter that dies while it waits leaves nothing.
   const workdir = `/tmp/vws-node-${randomBytes(6).toString('base64url').replace(/[-_]/g, 'x')}`;
@@ -281,6 +345,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
   const procs: Proc[] = [];
   let controlPlane: ControlPlane | undefined;
   let registry: Registry | undefined;
+  let pressure: ReturnType<typeof watchPressure> | undefined;
   const env = { ...process.env, PATH: `${BIN}:${process.env.PATH ?? ''}` };
   const logs = (lines = 30) =>
     [...(controlPlane ? [join(controlPlane.dir, 'kube-apiserver.log')] : []), ...procs.map((x) => x.logPath)]
@@ -292,6 +357,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
     return proc;
   };
   const stop = async () => {
+    pressure?.stop();
     // The kubelet and kube-proxy first, so nothing recreates what the cleanup removes.
     for (const name of ['kube-proxy', 'kubelet'])
       await stopProcess(
@@ -408,6 +474,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     const client = new RestClient(kc, { qps: 0 }); // the harness's own client: unthrottled
+    pressure = watchPressure(client, workdir, log);
     await waitUntil(
       `node ${NODE_NAME} Ready`,
       async () => {
@@ -444,6 +511,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
       },
       180_000,
       logs,
+      () => pressure?.current(),
     );
     log('CoreDNS available: the node is up');
     return {
@@ -463,6 +531,7 @@ export async function startRealNode(opts: RealNodeOptions = {}): Promise<RealNod
         olmUtil: built.olmUtil.ref,
       },
       podProcesses: (match) => podProcesses(layout.cgroupRoot, match),
+      pressure: pressure.current,
       logs,
       stop,
     };
