@@ -111,8 +111,12 @@ export function objectStoreObjects(opts: {
 async function waitReachable(url: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    // What answered, not only its status: a 404 here once came from something that was not this MinIO.
     const status = await fetch(url).then(
-      (r) => String(r.status),
+      async (r) =>
+        r.status === 200
+          ? '200'
+          : `${r.status} from ${r.headers.get('server') ?? 'a server that names itself not'}: ${(await r.text()).slice(0, 200)}`,
       (err: unknown) => String((err as { cause?: { code?: string } }).cause?.code ?? err),
     );
     if (status === '200') return;
@@ -122,15 +126,23 @@ async function waitReachable(url: string, timeoutMs = 60_000): Promise<void> {
   }
 }
 
+const credentials = new WeakMap<RealNode, S3Credentials>();
+
 export const ensureObjectStore: (node: RealNode) => Promise<ObjectStore> = perNode(async (node) => {
   const namespace = OBJECT_STORE_NAMESPACE;
   const img = minioImage(node.registryPrefix);
   pushImages(node, [img]);
-  const creds: S3Credentials = {
-    accessKey: `vws${randomBytes(6).toString('hex')}`,
-    secretKey: randomBytes(24).toString('base64url'),
-    region: OBJECT_STORE_REGION,
-  };
+  // One set per node: when a first install fails and a later journey installs again, the MinIO still
+  // running from the first answers with the credentials the second one uses.
+  let creds = credentials.get(node);
+  if (!creds) {
+    creds = {
+      accessKey: `vws${randomBytes(6).toString('hex')}`,
+      secretKey: randomBytes(24).toString('base64url'),
+      region: OBJECT_STORE_REGION,
+    };
+    credentials.set(node, creds);
+  }
   await applyAll(
     node.client,
     objectStoreObjects({ namespace, image: img.ref, ...creds }),
