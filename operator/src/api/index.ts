@@ -18,6 +18,7 @@ export * from './reasons.ts';
 export * from './retention.ts';
 export * from './rollout.ts';
 export type { Condition } from './schema-helpers.ts';
+export * from './velero-requests.ts';
 export * from './watchoperation.ts';
 
 /** Every kind the project owns, in a stable order (CRD generation, docs, RBAC). */

@@ -16,6 +16,7 @@ import {
   LABEL_RELEASE,
 } from '../api/annotations.ts';
 import type { Reason } from '../api/reasons.ts';
+import { deleteBackupRequest } from '../api/velero-requests.ts';
 import { refuseUngranted } from './grants.ts';
 import { materializeRestore } from './velero-restore.ts';
 import {
@@ -299,14 +300,11 @@ function cancel(children: readonly KubernetesObject[], input?: ObserveInput): Ca
       actions.push({ kind: 'wait', message: `Velero is deleting ${what} and its files` });
       continue;
     }
-    const labels: Record<string, string> = { ...b.metadata?.labels, 'velero.io/backup-name': name };
-    if (b.metadata?.uid) labels['velero.io/backup-uid'] = b.metadata.uid;
-    const request: ChildManifest = {
-      apiVersion: VELERO_API_VERSION,
-      kind: 'DeleteBackupRequest',
-      metadata: { name: requestName, namespace: ns, labels },
-      spec: { backupName: name },
-    };
+    const request: ChildManifest = deleteBackupRequest(
+      { name, namespace: ns, uid: b.metadata?.uid },
+      requestName,
+      b.metadata?.labels,
+    );
     actions.push({ kind: 'create', object: request });
     actions.push({
       kind: 'wait',

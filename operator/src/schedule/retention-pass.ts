@@ -40,6 +40,7 @@ import {
   CRON_OPERATION,
   type CronOperation,
   type CronOperationStatus,
+  deleteBackupRequest,
   LABEL_CRON_OPERATION,
   LABEL_MANAGED_BY,
   LABEL_OPERATION_NAMESPACE,
@@ -238,22 +239,15 @@ export class RetentionPass {
       const ns = this.#d.veleroNamespace;
       const name = retentionRequestName(unit.name);
       const where = { ...VELERO, plural: 'deletebackuprequests', namespace: ns };
-      const request = {
-        apiVersion: `${VELERO.group}/${VELERO.version}`,
-        kind: 'DeleteBackupRequest',
-        metadata: {
-          name,
-          namespace: ns,
-          labels: {
-            'velero.io/backup-name': unit.name,
-            ...(backup?.metadata?.uid ? { 'velero.io/backup-uid': backup.metadata.uid } : {}),
-            [LABEL_MANAGED_BY]: MANAGED_BY,
-            [LABEL_CRON_OPERATION]: me.name,
-            [LABEL_OPERATION_NAMESPACE]: me.namespace,
-          },
+      const request = deleteBackupRequest(
+        { name: unit.name, namespace: ns, uid: backup?.metadata?.uid },
+        name,
+        {
+          [LABEL_MANAGED_BY]: MANAGED_BY,
+          [LABEL_CRON_OPERATION]: me.name,
+          [LABEL_OPERATION_NAMESPACE]: me.namespace,
         },
-        spec: { backupName: unit.name },
-      };
+      );
       try {
         await this.#d.kube.request({ method: 'POST', path: resourcePath(where), body: request, ...opts });
         return true;
