@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FakeClock, flushMicrotasks } from './clock.ts';
 import { KubeApiError, type KubeClient, type KubeRequest } from './kube-client.ts';
@@ -99,6 +100,42 @@ describe('LeaderElector', () => {
     expect(a.elector.isLeader()).toBe(false);
     expect(store.record.holderIdentity).toBe('b');
     await a.stop();
+  });
+
+  it('says who holds the lease when it is lost: another holder, or itself when its renewals timed out', async () => {
+    const lines: { msg?: string; holder?: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const lost = () => lines.filter((l) => l.msg === 'leader lease lost').map((l) => l.holder);
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const lock = new MemoryLock(store, clock);
+    const elector = new LeaderElector({ ...timing, lock, identity: 'a', clock, logger, random: () => 0.5 });
+    let ac = new AbortController();
+    let running = elector.run(ac.signal);
+    await flushMicrotasks();
+    expect(elector.isLeader()).toBe(true);
+    // Someone else takes it (another replica, or a person replacing the holder).
+    store.record = { ...store.record!, holderIdentity: 'bench-floor', leaseDurationSeconds: 3600 };
+    store.rv++;
+    await clock.advance(2000);
+    expect(elector.isLeader()).toBe(false);
+    expect(lost()).toEqual(['bench-floor']);
+    ac.abort();
+    await running;
+    // An API server slower than the renew deadline: nobody else wrote, the renewals never returned.
+    store.record = undefined;
+    ac = new AbortController();
+    running = elector.run(ac.signal);
+    await flushMicrotasks();
+    expect(elector.isLeader()).toBe(true);
+    lock.latencyMs = 60_000;
+    for (let i = 0; i < 8 && elector.isLeader(); i++) await clock.advance(2000);
+    expect(elector.isLeader()).toBe(false);
+    expect(lost()).toEqual(['bench-floor', '(still us: renewal timed out)']);
+    ac.abort();
+    lock.latencyMs = 0;
+    await clock.advance(60_000);
+    await running;
   });
 
   it('a second replica waits while the leader renews, and takes over at once after a release', async () => {

@@ -185,7 +185,17 @@ export class LeaderElector {
 
     this.#setLeading(false);
     leading.abort();
-    this.#log.info({ lost }, lost ? 'leader lease lost' : 'stopped leading');
+    // Who holds it now tells a planned takeover (another replica, a person) from a renewal that timed out.
+    const holder = this.getLeader();
+    this.#log.info(
+      {
+        lost,
+        ...(lost
+          ? { holder: holder === this.identity ? '(still us: renewal timed out)' : holder || '(none)' }
+          : {}),
+      },
+      lost ? 'leader lease lost' : 'stopped leading',
+    );
     this.#safely(() => this.#cfg.onStoppedLeading?.());
     if (!lost && (this.#cfg.releaseOnCancel ?? true)) await this.#release();
   }
