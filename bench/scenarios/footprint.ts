@@ -119,6 +119,11 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
         let allAt: number | undefined;
         const deadline = Date.now() + 10 * 60_000;
         while (allAt === undefined && Date.now() < deadline && !op.proc.crashed) {
+          // Its ports are chosen by the process (port 0) and known once it logs them.
+          if (!op.proc.portsBound) {
+            await sleep(100);
+            continue;
+          }
           const r = await fetch(`http://127.0.0.1:${op.proc.probePort}/readyz`, {
             signal: AbortSignal.timeout(2000),
           }).catch(() => undefined);

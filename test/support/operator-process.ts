@@ -94,6 +94,12 @@ export class OperatorProcess {
     return this.#webhookPort;
   }
 
+  /** Whether it has logged its bound ports yet: a poller that starts with the process asks first. */
+  get portsBound(): boolean {
+    this.#ports ??= loggedFieldOf(this.logPath, 'manager starting', 'ports');
+    return this.#ports !== undefined;
+  }
+
   #bound(): { metrics: number; probes: number } {
     this.#ports ??= loggedFieldOf(this.logPath, 'manager starting', 'ports');
     if (!this.#ports)
