@@ -7,7 +7,6 @@
 // releasing a deleted claim are written by hand. These are the operator's decisions; that helm and a real
 // database do what they say is proven on the real node (test/e2e/production/).
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import type { Template } from '../../../operator/src/catalog/template.ts';
@@ -16,6 +15,14 @@ import { adapterFor } from '../../../operator/src/engines/index.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { grant, operatorIdentity } from './identity.ts';
+import {
+  bindClaim,
+  recordChartSource,
+  releaseClaim,
+  releaseDeployment,
+  releaseRecord,
+  requests,
+} from './release-fixture.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
 
 const HELM_IMAGE =
@@ -45,11 +52,10 @@ describe('Safe Upgrade: backup, post-check, rollback and restore on the real API
   let sim: EngineSimulator;
   const simulated: string[] = [];
 
-  const get = <T>(path: string) => api.client.request<T>({ method: 'GET', path });
-  const post = (path: string, body: unknown) => api.client.request({ method: 'POST', path, body });
-  const patch = (path: string, body: unknown) =>
-    api.client.request({ method: 'PATCH', path, body, contentType: PATCH_TYPES.merge });
+  const { get, post, patch } = requests(api);
   const stamp = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const record = (ns: string, version: number, status: string) =>
+    releaseRecord(api, ns, 'app', version, status);
 
   /** A namespace with only safeUpgrade.helm bound, a deployed revision 1, the release's claim and Deployment. */
   async function release(prefix: string): Promise<string> {
@@ -63,57 +69,11 @@ describe('Safe Upgrade: backup, post-check, rollback and restore on the real API
       metadata: { name: 'vworkspace-runner' },
     });
     await record(ns, 1, 'deployed');
-    const instance = `/apis/apps.vworkspace.io/v1alpha1/namespaces/${ns}/applicationinstances/app`;
-    const { spec } = await get<{
-      spec: { appRef: { chart: { sourceType: string; url: string; name: string } } };
-    }>(instance);
-    const { sourceType, url, name } = spec.appRef.chart;
-    await patch(`${instance}/status`, { status: { release: { chartSource: { sourceType, url, name } } } });
-    await post(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'app-data', labels: { 'app.kubernetes.io/instance': 'app' } },
-      spec: {
-        accessModes: ['ReadWriteOnce'],
-        storageClassName: 'csi',
-        resources: { requests: { storage: '1Gi' } },
-      },
-    });
-    await bind(ns);
-    await post(`/apis/apps/v1/namespaces/${ns}/deployments`, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'app-db', labels: { 'app.kubernetes.io/instance': 'app' } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'db' } },
-        template: {
-          metadata: { labels: { app: 'db' } },
-          spec: {
-            containers: [{ name: 'db', image: 'db:1' }],
-            volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'app-data' } }],
-          },
-        },
-      },
-    });
+    await recordChartSource(api, ns, 'app');
+    await releaseClaim(api, ns, 'app-data');
+    await releaseDeployment(api, ns, 'app-data');
     return ns;
   }
-  const bind = (ns: string) =>
-    patch(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data/status`, {
-      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
-    });
-  /** A revision of Helm's release record (labels only: the operator reads no more of it). */
-  const record = (ns: string, version: number, status: string) =>
-    post(`/api/v1/namespaces/${ns}/secrets`, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'helm.sh/release.v1',
-      metadata: {
-        name: `sh.helm.release.v1.app.v${version}`,
-        labels: { owner: 'helm', name: 'app', version: String(version), status },
-      },
-      data: { release: Buffer.from('not read').toString('base64') },
-    });
   const relabel = (ns: string, version: number, status: string) =>
     patch(`/api/v1/namespaces/${ns}/secrets/sh.helm.release.v1.app.v${version}`, {
       metadata: { labels: { status } },
@@ -280,7 +240,7 @@ describe('Safe Upgrade: backup, post-check, rollback and restore on the real API
       60_000,
     );
     expect(restored.spec.dataSource).toMatchObject({ kind: 'VolumeSnapshot', name: snapshot });
-    await bind(ns);
+    await bindClaim(api, ns, 'app-data');
     await eventually(
       'the Deployment scaled back to 1',
       async () => (await get<{ spec: { replicas: number } }>(apps)).spec.replicas === 1,
