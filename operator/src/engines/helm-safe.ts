@@ -215,9 +215,11 @@ export function observeSafe(
     }
     // Passed: kept, even when a stop comes now (it finished before it could be stopped).
     if (jobFinished(c.probe) && !jobFailed(c.probe)) {
+      // The pods read are the post-check's (the Job that decided last): its output is the verdict.
+      const outcome = describeOutcomes(input.pods);
       return succeeded(
         'HelmUpgradeSucceeded',
-        `${upgraded.message}; the post-check Job ${nameOf(c.probe)} passed`,
+        `helm upgrade Job ${nameOf(c.runner)} completed; the post-check Job ${nameOf(c.probe)} passed${outcome ? `: ${outcome}` : ''}`,
         upgraded.outputs,
       );
     }
