@@ -370,6 +370,28 @@ describe('Safe Upgrade cancel', () => {
     ]);
   });
 
+  it('while restoring the claims, keeps restoring: a cancel does not leave the old chart on the new data', () => {
+    const facts: RestoreFacts = {
+      pvcs: [aClaim('data-db-0', { release: 'nextcloud-team-a' })],
+      workloads: [aWorkload('StatefulSet', 'db', 1)],
+      pods: [aPodMounting('db-0', 'data-db-0')],
+    };
+    const kids = [runner(), probe(failedJob, true), rollback(complete, true, 5), snapshot()];
+    const first = helmAdapter.observe(kids, obsInput({ restore: facts }));
+    const adopt = first.actions?.[0];
+    if (adopt?.kind !== 'adopt') throw new Error('an adopt action expected');
+    const plan = {
+      ...adopt.object,
+      metadata: { ...adopt.object.metadata, uid: 'plan-uid' },
+    } as KubernetesObject;
+    const actions = helmAdapter.cancel([...kids, plan], obsInput({ restore: facts, cancel: true }));
+    // Scaling the StatefulSet down to replace its claim, not back up; and a settling wait.
+    expect(actions).toEqual([
+      expect.objectContaining({ kind: 'patch', subresource: 'scale', patch: { spec: { replicas: 0 } } }),
+      expect.objectContaining({ kind: 'wait', settling: true }),
+    ]);
+  });
+
   it('before the upgrade started, ends at once: nothing was touched', () => {
     const o = helmAdapter.observe(
       [withStatus(runnerM, {}, 'u-uid'), rollback(), probe(), snapshot(false, true)],

@@ -393,7 +393,12 @@ function restore(
       actions: m.children.map((object) => ({ kind: 'adopt' as const, object })),
     });
   }
-  const r = observeRestore(c.plan, input);
+  // The restore is the putting back a cancel asks for: not stopped by it (a snapshot Restore Operation's own
+  // cancel would scale the workloads back without the data).
+  const r = observeRestore(c.plan, {
+    ...input,
+    op: { ...input.op, spec: { ...input.op.spec, cancel: false } },
+  });
   if (r.phase === 'Running') return restoring(r.message, r.actions ? { actions: r.actions } : {});
   if (r.phase === 'Failed') {
     return {
