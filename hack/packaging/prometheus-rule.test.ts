@@ -45,7 +45,7 @@ function balanced(expr: string): boolean {
 }
 
 describe('PrometheusRule', () => {
-  it('alerts on a stalled schedule, a failed or long-Blocked Operation, an overdue or unproven backup and a failed drill', () => {
+  it('alerts on a stalled schedule, a failed or long-Blocked Operation, an overdue or unproven backup, a failed drill and a failed rollback', () => {
     expect(ALERTS.map((a) => a.alert)).toEqual([
       'VWorkspaceScheduleStalled',
       'VWorkspaceOperationFailed',
@@ -53,6 +53,7 @@ describe('PrometheusRule', () => {
       'VWorkspaceBackupOverdue',
       'VWorkspaceVerifiedBackupTooOld',
       'VWorkspaceRestoreDrillFailed',
+      'VWorkspaceRollbackFailed',
     ]);
     const rule = prometheusRule() as { kind: string; spec: { groups: { rules: unknown[] }[] } };
     expect(rule.kind).toBe('PrometheusRule');

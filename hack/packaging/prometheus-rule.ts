@@ -106,6 +106,19 @@ export const ALERTS: readonly Alert[] = [
       runbook_url: `${RUNBOOK}#vworkspacerestoredrillfailed`,
     },
   },
+  {
+    alert: 'VWorkspaceRollbackFailed',
+    // An Upgrade could not put the release (or its data) back: nothing retries it, a person must (ADR 0055).
+    expr: 'max by (namespace, operation, applicationinstance) (vworkspace_operations_rollback_failed) > 0',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary:
+        'Upgrade {{ $labels.namespace }}/{{ $labels.operation }} could not put {{ $labels.applicationinstance }} back: RollbackFailed.',
+      description:
+        'Its rollback Job or its restore from the pre-upgrade backup failed, and nothing retries it. The Succeeded condition of the Operation says which `helm rollback` (and which snapshot Restore) to run: `kubectl vws status {{ $labels.operation }} -n {{ $labels.namespace }}`, status.rollback says what was done. Once the release is back, delete the Operation to clear the alert.',
+      runbook_url: `${RUNBOOK}#vworkspacerollbackfailed`,
+    },
+  },
 ];
 
 export const PROMETHEUS_RULE_NAME = 'vworkspace-operator';

@@ -50,7 +50,8 @@ export const TINY_VERSIONS = {
 /**
  * The PostgreSQL chart's versions (the production journey, test/e2e/production/): each moves the schema
  * its migration hook applies; 1.2.0's hook refuses (an upgrade Helm must roll back), 1.3.0's sleeps
- * before it migrates (an upgrade to cancel while it runs), 1.4.0 migrates to schema 3.
+ * before it migrates (an upgrade to cancel while it runs), 1.4.0 migrates to schema 3, 1.5.0 to schema 4
+ * (renames a column: a Safe Upgrade whose post-check fails), 1.6.0 stays on schema 3.
  */
 export const POSTGRES_VERSIONS = {
   a: { version: '1.0.0', defaults: { migrations: { schema: 1 } } },
@@ -58,6 +59,9 @@ export const POSTGRES_VERSIONS = {
   refused: { version: '1.2.0', defaults: { migrations: { schema: 3, fail: true } } },
   slow: { version: '1.3.0', defaults: { migrations: { schema: 3, sleepSeconds: 600 } } },
   c: { version: '1.4.0', defaults: { migrations: { schema: 3 } } },
+  // Safe Upgrades (ADR 0055): 1.5.0 renames a column the post-check reads (schema 4); 1.6.0 changes nothing.
+  breaking: { version: '1.5.0', defaults: { migrations: { schema: 4 } } },
+  good: { version: '1.6.0', defaults: { migrations: { schema: 3 } } },
 } as const satisfies Record<string, ChartVersion>;
 
 /** What the chart repository served, and to whom (a pod's address is in the node's pod range). */

@@ -122,6 +122,14 @@ export const ANNOTATION_HELM_ROLLBACK_REVISION = `${OPS_GROUP}/helm-rollback-rev
  * helm had started them for the abandoned upgrade; the Operation's final message names them.
  */
 export const ANNOTATION_HELM_STOPPED_HOOKS = `${OPS_GROUP}/helm-stopped-hooks`;
+/**
+ * Safe Upgrade (ADR 0055). On the post-check Job: "true" (it is the template's probe, not the runner). On
+ * the rollback Job: `restore-on-failure` "true" when the template declares that the upgrade may change data,
+ * and `rolled-back-from` the revision the release was on when the operator resumed it (status.rollback).
+ */
+export const ANNOTATION_POST_CHECK = `${OPS_GROUP}/post-check`;
+export const ANNOTATION_RESTORE_ON_FAILURE = `${OPS_GROUP}/restore-on-failure`;
+export const ANNOTATION_ROLLED_BACK_FROM = `${OPS_GROUP}/rolled-back-from`;
 /** Helm's hook annotation on a chart's hook resource: the events it runs on, comma-separated. */
 export const HELM_HOOK_ANNOTATION = 'helm.sh/hook';
 /** "exec" on the release's pods that the Velero quiesce hook runs in (engine velero, parameter quiesce: exec). */

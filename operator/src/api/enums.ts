@@ -145,5 +145,6 @@ export const RBAC_PROFILES = [
   'backup.snapshot',
   'restore.snapshot',
   'verify.velero',
+  'safeUpgrade.helm',
 ] as const;
 export type BuiltinRbacProfile = (typeof RBAC_PROFILES)[number];

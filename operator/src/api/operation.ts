@@ -252,6 +252,55 @@ export const ChildRefSchema = Type.Object(
 );
 export type ChildRef = Static<typeof ChildRefSchema>;
 
+/** What a Safe Upgrade did to put the release (and its data) back: status.rollback (ADR 0055). */
+export const RollbackRecordSchema = Type.Object(
+  {
+    why: Type.String({
+      description:
+        'Why the release was put back: the reason that ended the upgrade (PostCheckFailed, HelmUpgradeFailed, Cancelled, DeadlineExceeded).',
+      maxLength: 63,
+    }),
+    fromRevision: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 1,
+        description:
+          'The revision the release was on when the operator rolled it back (unset: helm --atomic rolled it back itself).',
+      }),
+    ),
+    toRevision: Type.Integer({
+      format: 'int32',
+      minimum: 1,
+      description: 'The revision the Upgrade started from: where the rollback goes.',
+    }),
+    rolledBackBy: Type.String({
+      description:
+        "Who rolled the release back: `helm --atomic` (the runner itself) or `Job <name>` (the Upgrade's rollback Job).",
+      maxLength: 320,
+    }),
+    backup: Type.Optional(
+      Type.String({
+        description:
+          'The VolumeSnapshots this Operation took of the release before upgrading (comma-separated).',
+        maxLength: 4096,
+      }),
+    ),
+    restore: StringEnum(['NotDeclared', 'NotNeeded', 'InProgress', 'Restored', 'Failed'] as const, {
+      description:
+        'The data: NotDeclared (the template does not declare that the upgrade may change data), NotNeeded (nothing was upgraded), InProgress, Restored (the claims were recreated from the backup), Failed.',
+    }),
+    state: StringEnum(['RollingBack', 'Restoring', 'Done', 'Failed'] as const, {
+      description:
+        'Where putting it back is: RollingBack, Restoring, Done, or Failed (see the RollbackFailed condition).',
+    }),
+  },
+  {
+    description:
+      'Safe Upgrade only (a template with `safety`): what was done when the upgrade or its post-check failed: from which revision to which, by whom, which backup was restored, and why.',
+  },
+);
+export type RollbackRecord = Static<typeof RollbackRecordSchema>;
+
 export const OperationStatusSchema = Type.Object(
   {
     phase: Type.Optional(
@@ -287,6 +336,7 @@ export const OperationStatusSchema = Type.Object(
       }),
     ),
     inputs: Type.Optional(InputsField),
+    rollback: Type.Optional(RollbackRecordSchema),
     attempts: Type.Optional(
       Type.Integer({
         format: 'int32',

@@ -209,9 +209,16 @@ export const REASONS = {
   HelmRollbackInProgress: progress(
     "(added) the helm runner was stopped with the release left pending or failed: the Upgrade's rollback Job runs `helm rollback` to the revision it started from",
   ),
-  HelmRollbackFailed: done(
+  RollbackFailed: done(
     'False',
-    '(added) the rollback Job failed too: the release may still be pending; the message says which `helm rollback` to run',
+    "(added; was HelmRollbackFailed) putting the release back failed: the rollback Job failed (the release may still be pending or on the new revision), or a Safe Upgrade's restore from its pre-upgrade backup did; the message says which `helm rollback` or Restore to run. Never retried; alert VWorkspaceRollbackFailed",
+  ),
+  PostCheckRunning: progress(
+    "(added) Safe Upgrade: helm upgraded the release; the template's post-check Job runs against it",
+  ),
+  PostCheckFailed: done(
+    'False',
+    "(added) Safe Upgrade: the template's post-check failed after the upgrade; the release was rolled back to the revision it started from and, when the template declares that the upgrade may change data, its claims restored from the pre-upgrade backup (status.rollback)",
   ),
   HelmHookJobRunning: progress('(added) chart migration hook Job active'),
   HelmHookJobSucceeded: done('True', 'chart migration hook Job Complete'),

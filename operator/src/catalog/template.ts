@@ -207,6 +207,65 @@ export const DependencySchema = Type.Object(
 );
 export type Dependency = Static<typeof DependencySchema>;
 
+/**
+ * Safe Upgrade (helm Upgrade templates only, ADR 0055): a backup of the release's claims before the
+ * upgrade, the template's post-check after it, and, when either fails, `helm rollback` to the revision it
+ * started from and (restoreOnFailure) the claims restored from that backup. Everything here is the
+ * template's (the platform admin's): a requester sets none of it.
+ */
+export const SafetySchema = Type.Object(
+  {
+    backup: Type.Optional(
+      Type.Object(
+        {
+          engine: OneOf(
+            ['snapshot'] as const,
+            "How the pre-upgrade backup is taken: snapshot (a CSI VolumeSnapshot of each of the release's PersistentVolumeClaims, taken by this Operation, kept like a snapshot Backup's; the restore recreates the claims from them in place).",
+          ),
+          volumeSnapshotClassName: Type.Optional(
+            Type.String({
+              description: 'The VolumeSnapshotClass of the snapshots. Unset: the cluster default.',
+              pattern: DNS1123_SUBDOMAIN,
+              maxLength: 253,
+            }),
+          ),
+        },
+        { ...strict, description: 'Take a backup of the release before the upgrade starts.' },
+      ),
+    ),
+    postCheck: Type.Optional(
+      Type.Object(
+        {
+          image: Type.String({
+            description: "The post-check's container image (the template's choice, never the requester's).",
+            minLength: 1,
+            maxLength: 512,
+          }),
+          command: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
+            description:
+              'The post-check, run without a shell once helm upgraded the release (e.g. ["sh", "-c", "psql … -c \'select email from users limit 1\'"]). Exit code 0 keeps the new revision; anything else puts the release back. Environment: VWS_RELEASE, VWS_NAMESPACE, VWS_REVISION_BEFORE. It runs as the namespace default ServiceAccount without a token.',
+            minItems: 1,
+            maxItems: 64,
+          }),
+        },
+        { ...strict, description: 'A probe Job that must pass after the upgrade.' },
+      ),
+    ),
+    restoreOnFailure: Type.Optional(
+      Type.Boolean({
+        description:
+          "The upgrade may change data (a migration): when the upgrade or its post-check fails, after the rollback restore the release's claims from the pre-upgrade backup (requires backup and the rbacProfile safeUpgrade.helm). Default false: only the chart is rolled back.",
+      }),
+    ),
+  },
+  {
+    ...strict,
+    description:
+      'helm Upgrade only: back up before, check after, and put the release (and, with restoreOnFailure, its data) back when the upgrade or the check fails. status.rollback says what was done.',
+  },
+);
+export type Safety = Static<typeof SafetySchema>;
+
 export const TemplateSchema = Type.Object(
   {
     name: Type.String({
@@ -311,6 +370,7 @@ export const TemplateSchema = Type.Object(
           "velero Restore: true lets spec.source.namespace name another namespace, whose backup of the instance is restored into the Operation's namespace (a clone); the requester also needs the RBAC verb clone on that ApplicationInstance there. Default false: a Restore reads only backups made for its own namespace. The built-in velero-restore sets it.",
       }),
     ),
+    safety: Type.Optional(SafetySchema),
     disabled: Type.Optional(Type.Literal(false)),
   },
   { ...strict, description: 'An operation template.' },

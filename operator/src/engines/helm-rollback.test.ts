@@ -102,7 +102,7 @@ describe('helm Upgrade observe, with its rollback Job', () => {
       [upgrade(failedJob), rollback({ ...failedJob, startTime: '2026-11-27T10:00:00Z' }, true)],
       input({ release: pending }),
     );
-    expect(broke).toMatchObject({ phase: 'Failed', reason: 'HelmRollbackFailed' });
+    expect(broke).toMatchObject({ phase: 'Failed', reason: 'RollbackFailed' });
     expect(broke.message).toContain(
       'the release is at revision 5 (pending-upgrade): run `helm rollback nextcloud-team-a 4 -n team-a`',
     );

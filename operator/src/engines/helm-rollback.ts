@@ -149,7 +149,7 @@ export function observeRollback(
     if (jobFailed(rollback)) {
       const outcome = upgrade ? '' : describeOutcomes(input.pods);
       return failed(
-        'HelmRollbackFailed',
+        'RollbackFailed',
         `${lead}; the rollback Job ${nameOf(rollback)} failed too${outcome ? ` (${outcome})` : ''}; the release is ${where(state)}: run \`helm rollback ${release} ${revision} -n ${ns}\`${stoppedHooks}`,
         false,
       );

@@ -9,6 +9,7 @@ import {
 } from '../../../test/support/builders/engines.ts';
 import type { ChartSource } from '../api/applicationinstance.ts';
 import { chartSourceAllowed, helmAdapter } from './helm.ts';
+import { ANY_CONTAINER } from './runner-pod.ts';
 import type { HelmReleaseState } from './types.ts';
 
 const HELM =
@@ -239,8 +240,9 @@ describe('helm materialize', () => {
 });
 
 describe('helm observe', () => {
-  it("reads the helm container's outcome: a failed upgrade's condition carries helm's own error", () => {
-    expect(helmAdapter.podOutcomeContainer).toBe('helm');
+  it("reads the deciding container's outcome: a failed upgrade's condition carries helm's own error", () => {
+    // Any container: the runner's only one is helm; a Safe Upgrade's post-check has its own (helm-safe.ts).
+    expect(helmAdapter.podOutcomeContainer).toBe(ANY_CONTAINER);
     const [child] = materialized(helmAdapter.materialize(input()));
     const obs = helmAdapter.observe(
       [withStatus(child!, { conditions: [jobCondition('Failed', 'BackoffLimitExceeded')] })],

@@ -13,7 +13,7 @@ import {
   CHART_NAME_PATTERN,
   type ChartSource,
 } from '../api/applicationinstance.ts';
-import type { Template } from '../catalog/template.ts';
+import type { Safety, Template } from '../catalog/template.ts';
 import { DEFAULT_RUNNER_SERVICE_ACCOUNT, VALUES_KEY_PATTERN } from '../catalog/templates/fragments.ts';
 import { parsePositiveDuration } from '../time/duration.ts';
 import { refuseUngranted } from './grants.ts';
@@ -25,10 +25,20 @@ import {
   rollbackArgs,
   STOP_GRACE_MARGIN_SECONDS,
 } from './helm-rollback.ts';
+import {
+  cancelSafe,
+  isSafeUpgrade,
+  observeSafe,
+  postCheckJob,
+  SAFE_UPGRADE_PROFILE,
+  safeRollbackAnnotations,
+} from './helm-safe.ts';
 import { releaseOf } from './names.ts';
-import { isRecord, str } from './object.ts';
-import { cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
+import { isRecord, type Json, str } from './object.ts';
+import { ANY_CONTAINER, cancelJobs, observeJob, runnerJob } from './runner-pod.ts';
+import { snapshotBackup } from './snapshot.ts';
 import type {
+  ChildManifest,
   EngineAdapter,
   MaterializeInput,
   MaterializeResult,
@@ -193,15 +203,76 @@ function materialize(input: MaterializeInput): MaterializeResult {
   const job = runnerJob({ ...runner, args, terminationGracePeriodSeconds: grace });
   // The rollback needs a revision to go back to: the newest deployed one (none: nothing to return to).
   const back = env.helmRelease?.lastDeployed;
-  if (back === undefined) return { ok: true, children: [job] };
-  const rollback = runnerJob({
-    ...runner,
-    args: rollbackArgs(release.name, back, timeout, release.namespace),
-    nameSuffix: ROLLBACK_JOB_SUFFIX,
-    suspend: true,
-    annotations: { [ANNOTATION_HELM_ROLLBACK_REVISION]: String(back) },
-  });
-  return { ok: true, children: [job, rollback] };
+  const safety = template.safety;
+  if (back === undefined) {
+    if (!safety) return { ok: true, children: [job] };
+    return {
+      ok: false,
+      reason: 'CapabilityMissing',
+      message: `template ${template.name} is a Safe Upgrade, which puts the release back to the revision it started from, and release ${release.name} has no deployed revision to return to; make it deployed (helm status), then create a new Operation`,
+    };
+  }
+  const rollbackJob = (annotations: Record<string, string> = {}) =>
+    runnerJob({
+      ...runner,
+      args: rollbackArgs(release.name, back, timeout, release.namespace),
+      nameSuffix: ROLLBACK_JOB_SUFFIX,
+      suspend: true,
+      annotations: { [ANNOTATION_HELM_ROLLBACK_REVISION]: String(back), ...annotations },
+    });
+  if (!safety) return { ok: true, children: [job, rollbackJob()] };
+  return materializeSafe(input, safety, { job, rollbackJob, revision: back, release: release.name });
+}
+
+/** A Safe Upgrade's children (helm-safe.ts): [runner, post-check?, rollback, VolumeSnapshot…]. */
+function materializeSafe(
+  input: MaterializeInput,
+  safety: Safety,
+  o: {
+    job: ChildManifest;
+    rollbackJob: (a: Record<string, string>) => ChildManifest;
+    revision: number;
+    release: string;
+  },
+): MaterializeResult {
+  const { template } = input;
+  const restores = safety.restoreOnFailure === true;
+  if (restores && !safety.backup) {
+    return {
+      ok: false,
+      reason: 'NotAllowedByTemplate',
+      message: `template ${template.name} sets safety.restoreOnFailure without safety.backup: there would be nothing to restore from; a platform admin fixes the template`,
+    };
+  }
+  if (safety.backup && template.rbacProfile !== SAFE_UPGRADE_PROFILE) {
+    return {
+      ok: false,
+      reason: 'NotAllowedByTemplate',
+      message: `template ${template.name} takes a pre-upgrade backup (safety.backup) but names rbacProfile ${template.rbacProfile}, which does not let the operator snapshot and restore the release's claims; a platform admin sets rbacProfile ${SAFE_UPGRADE_PROFILE} (and binds it)`,
+    };
+  }
+  const rollback = o.rollbackJob(safeRollbackAnnotations(restores));
+  const probe = safety.postCheck ? [postCheckJob(input, safety.postCheck, o.revision, o.release)] : [];
+  // The post-check before the rollback Job: when both failed, its pod's outcome (the reason the release is
+  // being put back) is the one the condition quotes (decisiveJob: the first failed Job).
+  if (!safety.backup) return { ok: true, children: [o.job, ...probe, rollback] };
+  const snapshots = snapshotBackup(input, safety.backup.volumeSnapshotClassName);
+  if (!snapshots.ok) return snapshots;
+  // The runner waits for the backup (observeSafe resumes it).
+  const runner = { ...o.job, spec: { ...(o.job.spec as Json), suspend: true } };
+  return { ok: true, children: [runner, ...probe, rollback, ...snapshots.children] };
+}
+
+/** A plain Upgrade's state: the runner, and the rollback Job once it is needed (helm-rollback.ts). */
+function observePlain(children: readonly KubernetesObject[], input: ObserveInput): Observation {
+  const runner = (jobs: readonly KubernetesObject[]) =>
+    observeJob(
+      jobs,
+      { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
+      'helm upgrade',
+      input.pods,
+    );
+  return observeRollback(children, input, runner) ?? runner(children.filter((c) => !isRollbackJob(c)));
 }
 
 export const helmAdapter: EngineAdapter = {
@@ -209,17 +280,21 @@ export const helmAdapter: EngineAdapter = {
   types: ['Upgrade'],
   childKinds: [{ apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' }],
   materialize,
-  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation => {
-    const runner = (jobs: readonly KubernetesObject[]) =>
-      observeJob(
-        jobs,
-        { running: 'HelmUpgradeInProgress', succeeded: 'HelmUpgradeSucceeded', failed: 'HelmUpgradeFailed' },
-        'helm upgrade',
-        input.pods,
+  observe: (children: readonly KubernetesObject[], input: ObserveInput): Observation =>
+    isSafeUpgrade(children)
+      ? observeSafe(children, input, (jobs) => observePlain(jobs, input), input.op.spec.cancel === true)
+      : observePlain(children, input),
+  cancel: (children, input) => {
+    if (input && isSafeUpgrade(children)) {
+      return cancelSafe(
+        children,
+        input,
+        (jobs) => observePlain(jobs, input),
+        (jobs) => cancelRollback(jobs, input),
       );
-    return observeRollback(children, input, runner) ?? runner(children.filter((c) => !isRollbackJob(c)));
+    }
+    return children.some(isRollbackJob) ? cancelRollback(children, input) : cancelJobs(children);
   },
-  cancel: (children, input) =>
-    children.some(isRollbackJob) ? cancelRollback(children, input) : cancelJobs(children),
-  podOutcomeContainer: HELM_CONTAINER,
+  // The runner's helm container, or a Safe Upgrade's post-check container (the one that decided).
+  podOutcomeContainer: ANY_CONTAINER,
 };

@@ -29,10 +29,14 @@ export const SNAPSHOT_API_VERSION = 'snapshot.storage.k8s.io/v1';
 
 function materialize(input: MaterializeInput): MaterializeResult {
   if (input.op.spec.type === 'Restore') return materializeRestore(input);
-  const { op, parameters, attempt } = input;
+  return snapshotBackup(input, str(input.parameters.volumeSnapshotClassName));
+}
+
+/** A VolumeSnapshot of each of the release's claims: a snapshot Backup, or a Safe Upgrade's backup. */
+export function snapshotBackup(input: MaterializeInput, className: string | undefined): MaterializeResult {
+  const { op, attempt } = input;
   const found = releasePvcs(input, 'snapshot');
   if (!found.ok) return found;
-  const className = str(parameters.volumeSnapshotClassName);
   const children: ChildManifest[] = found.pvcs.map((pvc) => ({
     apiVersion: SNAPSHOT_API_VERSION,
     kind: 'VolumeSnapshot',
@@ -72,7 +76,8 @@ function pvcOf(s: KubernetesObject): string {
   );
 }
 
-function observe(children: readonly KubernetesObject[]): Observation {
+/** The state of a set of VolumeSnapshots: Succeeded once all are readyToUse and released from the Operation. */
+export function observeSnapshots(children: readonly KubernetesObject[]): Observation {
   const snaps = ofKind(children, 'VolumeSnapshot');
   if (snaps.length === 0)
     return running('VolumeSnapshotInProgress', 'waiting for the VolumeSnapshots to appear');
@@ -147,7 +152,7 @@ export const snapshotAdapter: EngineAdapter = {
   ],
   materialize,
   observe: (children, input) =>
-    input.op.spec.type === 'Restore' ? observeRestore(children, input) : observe(children),
+    input.op.spec.type === 'Restore' ? observeRestore(children, input) : observeSnapshots(children),
   cancel: (children, input) =>
     input?.op.spec.type === 'Restore' ? cancelRestore(children, input) : cancel(children),
 };

@@ -5,7 +5,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { Engine, OperationType } from '../api/enums.ts';
-import type { Operation } from '../api/operation.ts';
+import type { Operation, RollbackRecord } from '../api/operation.ts';
 import type { EffectiveTemplate } from '../catalog/template.ts';
 import type { ReleaseHook } from '../release/helm-release.ts';
 
@@ -167,6 +167,8 @@ export interface Observation {
    * their children (a snapshot Restore waits for pods to stop and claims to bind), so no watch event comes.
    */
   recheckAfterMs?: number;
+  /** A Safe Upgrade putting the release back: what it did so far (status.rollback, ADR 0055). */
+  rollback?: RollbackRecord;
 }
 
 /** What to do to a child: stop it gracefully (cancel), or move a sequence on (Observation.actions). */
@@ -178,6 +180,9 @@ export type CancelAction =
   | { kind: 'create'; object: ChildManifest } // e.g. a velero DeleteBackupRequest (server-side apply)
   // Created (POST) if nothing of that name exists; an existing object is left exactly as it is.
   | { kind: 'ensure'; object: ChildManifest }
+  // A further child of the current attempt, made only now (a Safe Upgrade's restore plan, once it is needed):
+  // created like the first ones (POST, or adopted with the same proof) and recorded in status.childRefs.
+  | { kind: 'adopt'; object: ChildManifest }
   | { kind: 'none' }
   // Nothing the engine allows yet (a velero Backup in flight cannot be deleted): the Operation keeps
   // cancelling, says `message`, and asks again when the child changes. `settling`: the engine is putting

@@ -59,7 +59,7 @@ import { EngineDiscovery } from './engine-install.ts';
 import { EnvironmentReader } from './environment.ts';
 import { PreconditionReader } from './facts.ts';
 import { OperationMetrics } from './metrics.ts';
-import { resolveRequest } from './preconditions.ts';
+import { resolveOperation, resolveRequest } from './preconditions.ts';
 import { OperationReconciler } from './reconciler.ts';
 import { ChildWatcher, NameWatcher } from './watchers.ts';
 
@@ -211,6 +211,10 @@ export function setupOperationController(mgr: Manager, deps: OperationController
       veleroNamespace,
       helmImage: deps.helmImage,
       parametersOf,
+      safetyOf: (op) => {
+        const r = resolveOperation(op, templates());
+        return r.ok ? r.template.safety : undefined;
+      },
     }),
     children: new OperationChildren({
       client: deps.client,

@@ -500,6 +500,51 @@ describe('decide: policies', () => {
     );
   });
 
+  it('what an engine did to put things back lands in status.rollback; a further child is handed on to adopt', () => {
+    const plan: ChildManifest = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'r-plan', namespace: 'team-a' },
+    };
+    const record = {
+      why: 'PostCheckFailed',
+      toRevision: 4,
+      rolledBackBy: 'Job r',
+      restore: 'InProgress' as const,
+      state: 'Restoring' as const,
+    };
+    let ended = false;
+    const restoring: EngineAdapter = {
+      ...adapter,
+      observe: () =>
+        ended
+          ? {
+              phase: 'Failed',
+              reason: 'PostCheckFailed',
+              message: 'restored',
+              retryable: false,
+              rollback: { ...record, state: 'Done', restore: 'Restored' },
+            }
+          : {
+              phase: 'Running',
+              reason: 'VolumeSnapshotRestoreInProgress',
+              message: 'm',
+              rollback: record,
+              actions: [{ kind: 'adopt', object: plan }],
+            },
+    };
+    const h = new Harness(operation('r', { policy: { retryLimit: 2 } }));
+    h.step();
+    const d = h.step({ adapter: restoring });
+    expect(d.actions).toEqual([{ kind: 'adopt', object: plan }]);
+    expect(h.op.status?.rollback).toEqual(record);
+    ended = true;
+    h.step({ adapter: restoring });
+    expect(h.op.status?.phase).toBe('Failed');
+    expect(h.op.status?.attempts).toBe(1);
+    expect(h.op.status?.rollback).toMatchObject({ state: 'Done', restore: 'Restored' });
+  });
+
   it('a wait for objects that are not children (recheckAfterMs) asks to look again, on cancel and at the deadline', () => {
     const stoppingHooks: EngineAdapter = {
       ...adapter,

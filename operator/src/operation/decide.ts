@@ -623,6 +623,7 @@ function decideCancel(input: DecideInput, started: boolean): Decision {
   const names = childRefsOf(op.status)
     .map((r) => `${r.kind} ${r.namespace}/${r.name}`)
     .join(', ');
+  if (obs?.rollback) b.status.rollback = obs.rollback;
   const announce = findCondition(
     op.status?.conditions as Condition[] | undefined,
     CONDITION_RUNNING,
@@ -749,6 +750,7 @@ function decideRunning(input: DecideInput): Decision {
   if (obs.outputs && Object.keys(obs.outputs).length > 0) {
     b.status.outputs = { ...(b.status.outputs ?? {}), ...obs.outputs };
   }
+  if (obs.rollback) b.status.rollback = obs.rollback;
 
   if (obs.phase === 'Running') {
     b.cond(CONDITION_RUNNING, 'True', obs.reason, obs.message);

@@ -7,7 +7,10 @@ import { isNotFound, type KubeClient, resourcePath, statusCode } from '@vworkspa
 import { LABEL_HELM_INSTANCE, LABEL_INSTANCE, LABEL_OPERATION_NAMESPACE } from '../api/annotations.ts';
 import type { ApplicationInstance } from '../api/applicationinstance.ts';
 import type { Operation } from '../api/operation.ts';
+import type { Safety } from '../catalog/template.ts';
 import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm-hook-job.ts';
+import { isSafeUpgrade } from '../engines/helm-safe.ts';
+import { jobFinished } from '../engines/runner-pod.ts';
 import type { EngineEnvironment } from '../engines/types.ts';
 import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
 import { releaseRef } from '../release/ref.ts';
@@ -22,6 +25,7 @@ export class EnvironmentReader {
   readonly #client: KubeClient;
   readonly #helmImage: string | undefined;
   readonly #parametersOf: (op: Operation) => Record<string, unknown>;
+  readonly #safetyOf: (op: Operation) => Safety | undefined;
 
   constructor(opts: {
     client: KubeClient;
@@ -29,11 +33,14 @@ export class EnvironmentReader {
     helmImage?: string | undefined;
     /** spec.parameters as decide resolves them ({} when they do not resolve). */
     parametersOf: (op: Operation) => Record<string, unknown>;
+    /** The resolved template's `safety` (a Safe Upgrade, ADR 0055); undefined for every other Operation. */
+    safetyOf?: (op: Operation) => Safety | undefined;
   }) {
     this.#client = opts.client;
     this.veleroNamespace = opts.veleroNamespace;
     this.#helmImage = opts.helmImage;
     this.#parametersOf = opts.parametersOf;
+    this.#safetyOf = opts.safetyOf ?? (() => undefined);
   }
 
   /** The environment of an Operation that decides nothing outside its own status (ended or paused). */
@@ -64,13 +71,7 @@ export class EnvironmentReader {
       );
       if (facts) env.restore = facts;
     } else if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
-      const list = await this.#client.request<{ items?: KubernetesObject[] }>({
-        method: 'GET',
-        path: resourcePath({ group: '', version: 'v1', plural: 'persistentvolumeclaims', namespace: ns }),
-        query: { labelSelector: `${LABEL_HELM_INSTANCE}=${release.name}` },
-        signal,
-      });
-      env.pvcs = (list.items ?? []).map((p) => p.metadata?.name ?? '').sort();
+      env.pvcs = await this.#releasePvcs(ns, release.name, signal);
     }
     // What the Migration runs is read only when a child may be made (not started yet, or a retry):
     // the release record is a Secret, and a running sequence needs nothing more from it.
@@ -115,6 +116,28 @@ export class EnvironmentReader {
       if (state) env.helmRelease = state;
       const jobs = await readHookJobs(this.#client, ns, release.name, signal);
       if (jobs) env.helmHookJobs = jobs;
+      // A Safe Upgrade: the claims to snapshot before it, and once helm has finished (a restore may follow)
+      // what an in-place restore acts on (helm-safe.ts).
+      if (mayMaterialize(op, children) && this.#safetyOf(op)?.backup) {
+        // A template with another profile than safeUpgrade.helm is refused by the adapter, not with a 403 here.
+        const pvcs = await this.#releasePvcs(ns, release.name, signal).catch((err: unknown) => {
+          if (statusCode(err) === 403) return undefined;
+          throw err;
+        });
+        if (pvcs) env.pvcs = pvcs;
+      }
+      if (isSafeUpgrade(children) && children.some((c) => c.kind === 'VolumeSnapshot')) {
+        const runner = children.find((c) => c.kind === 'Job' && jobFinished(c));
+        if (runner) {
+          const facts = await readRestoreFacts(
+            this.#client,
+            ns,
+            { release: release.name, withSnapshots: false },
+            signal,
+          );
+          if (facts) env.restore = facts;
+        }
+      }
     }
     if (backup) env.veleroBackup = backup;
     return env;
@@ -144,6 +167,17 @@ export class EnvironmentReader {
       signal,
     });
     return newestBackup(list.items ?? [], source, op.spec.targetRef.name);
+  }
+
+  /** The names of the release's PersistentVolumeClaims (label app.kubernetes.io/instance), sorted. */
+  async #releasePvcs(ns: string, release: string, signal: AbortSignal): Promise<string[]> {
+    const list = await this.#client.request<{ items?: KubernetesObject[] }>({
+      method: 'GET',
+      path: resourcePath({ group: '', version: 'v1', plural: 'persistentvolumeclaims', namespace: ns }),
+      query: { labelSelector: `${LABEL_HELM_INSTANCE}=${release}` },
+      signal,
+    });
+    return (list.items ?? []).map((p) => p.metadata?.name ?? '').sort();
   }
 
   /**

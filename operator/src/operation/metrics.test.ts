@@ -40,3 +40,33 @@ describe('vworkspace_operations_blocked_oldest_seconds', () => {
     expect((await m.blockedOldest.get()).values).toEqual([]);
   });
 });
+
+describe('vworkspace_operations_rollback_failed', () => {
+  it('is 1 for each Operation that ended Failed/RollbackFailed while it exists, nothing for other failures', async () => {
+    const ended = (name: string, reason: string): Operation => ({
+      apiVersion: 'ops.vworkspace.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { name, namespace: 'team' },
+      spec: { type: 'Upgrade', engine: 'helm', targetRef: { name: 'shop' } },
+      status: {
+        phase: 'Failed',
+        conditions: [
+          {
+            type: 'Succeeded',
+            status: 'False',
+            reason,
+            message: '',
+            lastTransitionTime: new Date().toISOString(),
+          },
+        ],
+      },
+    });
+    const ops = [ended('up-1', 'RollbackFailed'), ended('up-2', 'PostCheckFailed')];
+    const m = new OperationMetrics(new Registry(), () => ops);
+    expect((await m.rollbackFailed.get()).values.map((v) => [v.labels, v.value])).toEqual([
+      [{ namespace: 'team', operation: 'up-1', applicationinstance: 'shop' }, 1],
+    ]);
+    ops.length = 0;
+    expect((await m.rollbackFailed.get()).values).toEqual([]);
+  });
+});

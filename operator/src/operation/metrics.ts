@@ -3,10 +3,12 @@
 // finishedAt), and how many wait now, by Blocked reason (vworkspace_operations_blocked{reason}, computed
 // from the informer cache at scrape time, so it is never out of step with the cluster), and how long the
 // oldest of them has waited, by namespace and reason (vworkspace_operations_blocked_oldest_seconds: the
-// "Blocked too long" alert).
+// "Blocked too long" alert), and which ended RollbackFailed (vworkspace_operations_rollback_failed: 1 per such
+// Operation while it exists, so the VWorkspaceRollbackFailed alert lasts until someone put the release back
+// and deleted it).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Operation } from '../api/operation.ts';
-import { CONDITION_BLOCKED } from '../api/reasons.ts';
+import { CONDITION_BLOCKED, CONDITION_SUCCEEDED } from '../api/reasons.ts';
 
 const DURATION_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400];
 
@@ -15,6 +17,7 @@ export class OperationMetrics {
   readonly duration: Histogram<'type' | 'engine' | 'result'>;
   readonly blocked: Gauge<'reason'>;
   readonly blockedOldest: Gauge<'namespace' | 'reason'>;
+  readonly rollbackFailed: Gauge<'namespace' | 'operation' | 'applicationinstance'>;
 
   constructor(registry: Registry, operations: () => readonly Operation[]) {
     const registers = [registry];
@@ -69,6 +72,28 @@ export class OperationMetrics {
         const now = Date.now();
         for (const o of oldest.values())
           this.set({ namespace: o.namespace, reason: o.reason }, Math.max(0, (now - o.since) / 1000));
+      },
+    });
+    this.rollbackFailed = new Gauge({
+      name: 'vworkspace_operations_rollback_failed',
+      help: 'Operations that ended Failed/RollbackFailed (putting the release or its data back failed: someone must act), 1 each while they exist',
+      labelNames: ['namespace', 'operation', 'applicationinstance'],
+      registers,
+      collect() {
+        this.reset();
+        for (const op of operations()) {
+          if (op.status?.phase !== 'Failed') continue;
+          const c = op.status.conditions?.find((x) => x.type === CONDITION_SUCCEEDED);
+          if (c?.reason !== 'RollbackFailed') continue;
+          this.set(
+            {
+              namespace: op.metadata.namespace ?? '',
+              operation: op.metadata.name ?? '',
+              applicationinstance: op.spec.targetRef.name,
+            },
+            1,
+          );
+        }
       },
     });
   }

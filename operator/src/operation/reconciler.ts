@@ -42,6 +42,7 @@ import {
   decide,
   isTerminalPhase,
   needsPreconditions,
+  withOwnership,
 } from './decide.ts';
 import type { EnvironmentReader } from './environment.ts';
 import type { PreconditionReader } from './facts.ts';
@@ -114,7 +115,8 @@ export class OperationReconciler implements Reconciler {
       return op ? this.#finalize(op, ctx) : {};
     }
     const seen = await this.#observe(op, ctx);
-    const { status, decision } = await this.#materialize(op, seen, this.#decide(op, seen), ctx);
+    const made = await this.#materialize(op, seen, this.#decide(op, seen), ctx);
+    const { status, decision } = await this.#adopt(op, seen, made, ctx);
     if (decision.cancel?.length) await this.#o.children.perform(decision.cancel, ctx.signal);
     if (decision.actions?.length) await this.#o.children.perform(decision.actions, ctx.signal);
     if (decision.deleteOperation) {
@@ -241,6 +243,36 @@ export class OperationReconciler implements Reconciler {
         decision: { ...d, events: [{ type: 'Warning', reason: 'InvalidParameters', note: message }] },
       };
     }
+  }
+
+  /**
+   * Creates the further children the decision's actions name (`adopt`: a Safe Upgrade's restore plan) with the
+   * same proof as the first ones, and records them after the attempt's other children.
+   */
+  async #adopt(
+    op: Operation,
+    seen: Observed,
+    d: { status: OperationStatus; decision: Decision },
+    ctx: ReconcileContext,
+  ): Promise<{ status: OperationStatus; decision: Decision }> {
+    const more = [...(d.decision.cancel ?? []), ...(d.decision.actions ?? [])].flatMap((a) =>
+      a.kind === 'adopt' ? [withOwnership(op, a.object)] : [],
+    );
+    if (more.length === 0 || !seen.adapter) return d;
+    const made = await this.#o.children.create(op, more, seen.adapter, ctx.signal);
+    if ('conflict' in made) {
+      const status = childConflictStatus(op, d.status, made.conflict, this.#o.clock.now());
+      return {
+        status,
+        decision: {
+          status,
+          events: [{ type: 'Warning', reason: Reason.ChildConflict, note: made.conflict }],
+        },
+      };
+    }
+    const known = new Set((d.status.childRefs ?? []).map((r) => `${r.kind}/${r.namespace}/${r.name}`));
+    const added = made.refs.filter((r) => !known.has(`${r.kind}/${r.namespace}/${r.name}`));
+    return { ...d, status: { ...d.status, childRefs: [...(d.status.childRefs ?? []), ...added] } };
   }
 
   /** Logs a phase change; an ended Operation is counted and its attempts' failure times forgotten. */

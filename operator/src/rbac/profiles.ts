@@ -80,6 +80,22 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
       "Run the helm CLI runner Job (as the namespace runner ServiceAccount) in the namespace; read its pod's exit code and log tail (helm's error); resume the rollback Job and stop the chart's hook Jobs an abandoned upgrade left running.",
     rules: [rule('batch', 'jobs', WRITE), ...POD_OUTCOME],
   },
+  'safeUpgrade.helm': {
+    id: 'safeUpgrade.helm',
+    description:
+      "Safe Upgrade (a helm Upgrade template with safety, ADR 0055): everything upgrade.helm needs, the post-check Job, a VolumeSnapshot of each of the release's claims before the upgrade, and, when the upgrade or the check fails, what restore.snapshot needs to recreate the claims from them.",
+    rules: [
+      rule('batch', 'jobs', WRITE),
+      ...POD_OUTCOME,
+      rule('snapshot.storage.k8s.io', 'volumesnapshots', WRITE),
+      rule('', 'configmaps', ['create']),
+      rule('', 'persistentvolumeclaims', ['get', 'list', 'create', 'delete']),
+      rule('apps', 'deployments', ['get', 'list']),
+      rule('apps', 'statefulsets', ['get', 'list']),
+      rule('apps', 'deployments/scale', ['patch']),
+      rule('apps', 'statefulsets/scale', ['patch']),
+    ],
+  },
   'migration.helmHookJob': {
     id: 'migration.helmHookJob',
     description:

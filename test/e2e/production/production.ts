@@ -36,6 +36,7 @@ import {
 } from './drill.ts';
 import { Journey } from './journey.ts';
 import { installPlatform, type Platform, prepareNamespace } from './platform.ts';
+import { auditCheck, installSafeUpgradeTemplate, SAFE_UPGRADE_TEMPLATE } from './safe-upgrade.ts';
 
 const RELEASE = 'db';
 const NAMESPACE = 'shop';
@@ -527,6 +528,99 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
         expect(after.lastVerifiedBackup).toMatchObject({ operation: 'drill' });
         await noScratchLeft(j, NAMESPACE);
       },
+    );
+
+    step(
+      `s: Safe Upgrades (safeUpgrade.helm): ${POSTGRES_VERSIONS.breaking.version}, whose migration renames a column the post-check reads, ends on the previous revision with the previous rows, restored from its pre-upgrade snapshot; ${POSTGRES_VERSIONS.good.version} keeps the new revision`,
+      async () => {
+        await installSafeUpgradeTemplate(
+          j,
+          auditCheck(RELEASE, await databasePassword(j, NAMESPACE, RELEASE)),
+        );
+        const columns = () =>
+          db.psql(
+            "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'accounts_audit'",
+          );
+        const audit = () =>
+          db.psql("SELECT count(*) || ' audit rows, last: ' || coalesce(max(aid), 0) FROM accounts_audit");
+        await db.psql(
+          "INSERT INTO accounts_audit (aid, delta, reason) VALUES (7, 7, 'before the safe upgrade')",
+        );
+        const start = await db.state();
+        const startAudit = await audit();
+        const startColumns = await columns();
+        const started = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`s: before: psql: accounts_audit (${startColumns}), ${startAudit}; ${showState(start)}`);
+        say(`s: before: helm status: ${await j.helmStatusText(NAMESPACE, RELEASE)}`);
+        const spec = (version: string) => ({
+          type: 'Upgrade' as const,
+          engine: 'helm' as const,
+          template: SAFE_UPGRADE_TEMPLATE,
+          targetRef: { name: RELEASE },
+          parameters: { version },
+        });
+        await eventually(
+          `Safe Upgrade to ${POSTGRES_VERSIONS.breaking.version} to be admitted (the catalog entry loaded)`,
+          () =>
+            j.api
+              .createOperation(NAMESPACE, 'safe-breaking', spec(POSTGRES_VERSIONS.breaking.version))
+              .then(() => true),
+        );
+        // While the operator rolls the release back, the database still runs the broken schema: show it.
+        const rolling = await eventually(
+          'the post-check to fail and the rollback to start',
+          async () => {
+            const o = await j.api.getOperation(NAMESPACE, 'safe-breaking');
+            return o.status?.rollback || ['Succeeded', 'Failed', 'Cancelled'].includes(o.status?.phase ?? '')
+              ? o
+              : undefined;
+          },
+          600_000,
+          1_000,
+        );
+        say(`s: post-check failed: status.rollback ${JSON.stringify(rolling.status?.rollback)}`);
+        say(
+          `s: after the migration, before the restore: psql: accounts_audit (${await columns().catch((e: Error) => e.message)})`,
+        );
+        const op = await j.api.finished(NAMESPACE, 'safe-breaking', 600_000);
+        const c = op.status?.conditions?.find((x) => x.type === 'Succeeded');
+        say(`s: ${op.status?.phase} ${c?.reason}: ${c?.message}`);
+        say(`s: status.rollback: ${JSON.stringify(op.status?.rollback)}`);
+        await j.expectReconciledByThePod(op, 'Failed', 'PostCheckFailed');
+        expect(c?.message).toContain('column "reason" does not exist');
+        expect(op.status?.rollback).toMatchObject({
+          why: 'PostCheckFailed',
+          toRevision: started.revision,
+          restore: 'Restored',
+          state: 'Done',
+        });
+        const back = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`s: after: helm status: ${await j.helmStatusText(NAMESPACE, RELEASE)}`);
+        expect(back).toMatchObject({ status: 'deployed', chart: started.chart });
+        expect(back.revision).toBeGreaterThan(started.revision + 1);
+        await db.ready();
+        const restoredColumns = await columns();
+        const restoredAudit = await audit();
+        const restored = await db.state();
+        say(`s: after: psql: accounts_audit (${restoredColumns}), ${restoredAudit}; ${showState(restored)}`);
+        expect(restoredColumns).toBe(startColumns);
+        expect(restoredAudit).toBe(startAudit);
+        expect(restored).toEqual(start);
+
+        const good = await runOperation(j, NAMESPACE, 'safe-good', spec(POSTGRES_VERSIONS.good.version));
+        await j.expectSucceeded(good, 'HelmUpgradeSucceeded');
+        expect(good.status?.rollback).toBeUndefined();
+        const kept = await j.helmStatus(NAMESPACE, RELEASE);
+        say(`s: the good one: helm status: ${await j.helmStatusText(NAMESPACE, RELEASE)}`);
+        expect(kept).toEqual({
+          revision: back.revision + 1,
+          status: 'deployed',
+          chart: `postgres-${POSTGRES_VERSIONS.good.version}`,
+        });
+        say(`s: the good one: psql: accounts_audit (${await columns()}), ${await audit()}`);
+        expect(await db.state()).toEqual(start);
+      },
+      1_200_000,
     );
   });
 }

@@ -7,12 +7,19 @@
 // pvc-protection controller releasing a deleted claim, a Deployment becoming ready) the test does, as the
 // admin. The real controllers: test/e2e/engines/.
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adapterFor } from '../../../operator/src/engines/index.ts';
 import { EngineSimulator } from '../../support/simulator.ts';
 import { adminKubeConfig, createNamespace } from '../support/kube.ts';
 import { grant, operatorIdentity } from './identity.ts';
+import {
+  bindClaim,
+  recordChartSource,
+  releaseClaim,
+  releaseDeployment,
+  releaseRecord,
+  requests,
+} from './release-fixture.ts';
 import { Api, cond, eventually, type RunningController, startController } from './support.ts';
 
 const HELM_IMAGE =
@@ -27,10 +34,7 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
   let sim: EngineSimulator;
   const simulated: string[] = [];
 
-  const get = <T>(path: string) => api.client.request<T>({ method: 'GET', path });
-  const post = (path: string, body: unknown) => api.client.request({ method: 'POST', path, body });
-  const patch = (path: string, body: unknown) =>
-    api.client.request({ method: 'PATCH', path, body, contentType: PATCH_TYPES.merge });
+  const { get, post, patch } = requests(api);
   const phaseOf = async (ns: string, name: string) => (await api.getOperation(ns, name)).status?.phase;
 
   /** A namespace with only `profiles` bound to the operator, and the release's instance. */
@@ -42,24 +46,8 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
     return ns;
   }
 
-  /** The release's claim, labelled as the chart labels it, Bound with its capacity. */
-  async function claim(ns: string, name: string) {
-    await post(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name, labels: { 'app.kubernetes.io/instance': 'app' } },
-      spec: {
-        accessModes: ['ReadWriteOnce'],
-        storageClassName: 'csi',
-        resources: { requests: { storage: '1Gi' } },
-      },
-    });
-    await bind(ns, name);
-  }
-  const bind = (ns: string, name: string) =>
-    patch(`/api/v1/namespaces/${ns}/persistentvolumeclaims/${name}/status`, {
-      status: { phase: 'Bound', capacity: { storage: '1Gi' } },
-    });
+  const claim = (ns: string, name: string) => releaseClaim(api, ns, name);
+  const bind = (ns: string, name: string) => bindClaim(api, ns, name);
 
   beforeAll(async () => {
     opNs = await createNamespace(admin, 'opid');
@@ -80,22 +68,7 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
     });
     await claim(ns, 'app-data');
     const apps = `/apis/apps/v1/namespaces/${ns}/deployments`;
-    await post(apps, {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'app-db', labels: { 'app.kubernetes.io/instance': 'app' } },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: 'db' } },
-        template: {
-          metadata: { labels: { app: 'db' } },
-          spec: {
-            containers: [{ name: 'db', image: 'db:1' }],
-            volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'app-data' } }],
-          },
-        },
-      },
-    });
+    await releaseDeployment(api, ns, 'app-data');
 
     await api.createOperation(ns, 'snap', { type: 'Backup', engine: 'snapshot', targetRef: { name: 'app' } });
     await eventually('the Backup Succeeded', async () => (await phaseOf(ns, 'snap')) === 'Succeeded', 60_000);
@@ -161,25 +134,9 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
       kind: 'ServiceAccount',
       metadata: { name: 'vworkspace-runner' },
     });
-    const record = (version: number, status: string) =>
-      post(`/api/v1/namespaces/${ns}/secrets`, {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        type: 'helm.sh/release.v1',
-        metadata: {
-          name: `sh.helm.release.v1.app.v${version}`,
-          labels: { owner: 'helm', name: 'app', version: String(version), status },
-        },
-        data: { release: Buffer.from('not read').toString('base64') },
-      });
+    const record = (version: number, status: string) => releaseRecord(api, ns, 'app', version, status);
     await record(1, 'deployed');
-    // What the instance controller records from a deployed revision (ADR 0027); it does not run here.
-    const instance = `/apis/apps.vworkspace.io/v1alpha1/namespaces/${ns}/applicationinstances/app`;
-    const { spec } = await get<{
-      spec: { appRef: { chart: { sourceType: string; url: string; name: string } } };
-    }>(instance);
-    const { sourceType, url, name } = spec.appRef.chart;
-    await patch(`${instance}/status`, { status: { release: { chartSource: { sourceType, url, name } } } });
+    await recordChartSource(api, ns, 'app');
     await api.createOperation(ns, 'up', {
       type: 'Upgrade',
       engine: 'helm',

@@ -35,7 +35,11 @@ export const helmUpgrade: Template = {
       serviceAccountName: serviceAccountName('the helm runner Job'),
     },
   },
-  outputSchema: outputSchema({ jobName: 'Name of the helm runner Job (kubectl logs job/<jobName>)' }),
+  outputSchema: outputSchema({
+    jobName: 'Name of the helm runner Job (kubectl logs job/<jobName>)',
+    snapshotNames:
+      'Safe Upgrade with safety.backup (a catalog template): the VolumeSnapshots taken before the upgrade, comma-separated',
+  }),
   rbacProfile: 'upgrade.helm',
   preconditions: standardPreconditions([
     { name: 'RequiredServiceAccountPresent', parameter: 'serviceAccountName' },
