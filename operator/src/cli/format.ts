@@ -137,7 +137,12 @@ const nameList = (l: { count: number; names: string[] }) =>
     : `${l.count}: ${l.names.join(', ')}${l.count > l.names.length ? ` and ${l.count - l.names.length} more` : ''}`;
 
 function rolloutRows(r: RolloutStatus): string[] {
-  const run = r.run.reason === 'manual' ? `run-now ${r.run.request ?? ''}` : `slot ${r.run.scheduledTime}`;
+  const run =
+    r.run.reason === 'manual'
+      ? `run-now ${r.run.request ?? ''}`
+      : r.run.reason === 'change'
+        ? `change ${r.run.change ?? ''} first seen ${r.run.scheduledTime}`
+        : `slot ${r.run.scheduledTime}`;
   return [
     `Rollout (${run}, began ${r.startedAt}):`,
     ...rows([
@@ -175,6 +180,7 @@ export function watchStatus(w: WatchOperation): string {
           .join(', '),
       ],
     ]),
+    ...(s.rollout ? rolloutRows(s.rollout) : []),
     ...((s.conditions ?? []) as Cond[]).map((x) => `Condition: ${conditionLine(x)}`),
   ].join('\n');
 }
