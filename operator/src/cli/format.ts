@@ -162,6 +162,14 @@ function rolloutRows(r: RolloutStatus): string[] {
   ];
 }
 
+/** The waiting triggers, the first five named: a rolled-out change can hold back a whole fleet. */
+function pendingLine(targets: readonly { name: string; pendingTrigger?: string }[]): string | undefined {
+  const pending = targets.filter((t) => t.pendingTrigger).map((t) => `${t.name} ${t.pendingTrigger}`);
+  if (pending.length === 0) return undefined;
+  const more = pending.length > 5 ? ` and ${pending.length - 5} more` : '';
+  return `${pending.slice(0, 5).join(', ')}${more}`;
+}
+
 export function watchStatus(w: WatchOperation): string {
   const s = w.status ?? {};
   return [
@@ -172,13 +180,7 @@ export function watchStatus(w: WatchOperation): string {
       ['Last trigger', s.lastTriggerTime],
       ['Last success', s.lastSuccessfulTime],
       ['Active', s.active?.map((a) => `${a.name}${a.target ? ` (${a.target})` : ''}`).join(', ')],
-      [
-        'Pending',
-        s.targets
-          ?.filter((t) => t.pendingTrigger)
-          .map((t) => `${t.name} ${t.pendingTrigger}`)
-          .join(', '),
-      ],
+      ['Pending', pendingLine(s.targets ?? [])],
     ]),
     ...(s.rollout ? rolloutRows(s.rollout) : []),
     ...((s.conditions ?? []) as Cond[]).map((x) => `Condition: ${conditionLine(x)}`),

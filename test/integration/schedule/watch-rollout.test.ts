@@ -139,6 +139,9 @@ describe('a watched change rolled out in waves', () => {
     );
     expect(printed).toContainEqual(expect.stringMatching(/Failed: +2: db-00, db-01$/));
     expect(printed).toContainEqual(expect.stringMatching(/Not started: +27: db-03, .* and 7 more$/));
+    expect(printed).toContainEqual(
+      expect.stringMatching(/^Pending: +db-03 field:.*, db-07 field:\S+ and 22 more$/),
+    );
 
     // The cause is fixed; a person resumes: wave 2 (up to 50% = 15 instances) starts, and only it.
     lines.length = 0;
