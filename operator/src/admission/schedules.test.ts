@@ -335,6 +335,44 @@ describe('resume and abandon (ops.vworkspace.io/resume, /abandon on a CronOperat
   });
 });
 
+describe('a WatchOperation with spec.rollout (ADR 0056)', () => {
+  const watch = (rollout: unknown, annotations: Record<string, string> = {}) => {
+    const w = aWatchOperation();
+    return { ...w, metadata: { ...w.metadata, annotations }, spec: { ...w.spec, rollout } };
+  };
+
+  it('admits a strategy without a targetSelector, and denies each problem at its field', () => {
+    const ok = decideScheduler('WatchOperation', aRequest(watch({ waves: [1, '100%'] })), someFacts());
+    expect(ok.allowed).toBe(true);
+    const bad = decideScheduler('WatchOperation', aRequest(watch({ waves: [2, 1] })), someFacts());
+    expect(causesOf(bad)).toEqual([
+      { field: 'spec.rollout.waves[1]', message: expect.stringContaining('waves are cumulative') },
+    ]);
+  });
+
+  it.each([
+    ['ops.vworkspace.io/resume', 'starts the remaining waves'],
+    ['ops.vworkspace.io/abandon', 'ends the fleet run'],
+  ])('a new %s value needs the type verb on any instance, as creating it does', (key, why) => {
+    const update = (value: string, old?: string) =>
+      aRequest(watch({ waves: [1] }, { [key]: value }), {
+        operation: 'UPDATE',
+        oldObject: watch({ waves: [1] }, old === undefined ? {} : { [key]: old }),
+      });
+    expect(schedulerNeeds('WatchOperation', update('t1'))).toEqual({ access: [{ verb: 'backup' }] });
+    const denied = decideScheduler(
+      'WatchOperation',
+      update('t1'),
+      someFacts({ allow: (c) => ({ ok: true, value: { allowed: c.verb !== 'backup' } }) }),
+    );
+    expect(denied.status?.code).toBe(403);
+    expect(causesOf(denied)).toEqual([
+      { field: `metadata.annotations[${key}]`, message: expect.stringContaining(why) },
+    ]);
+    expect(schedulerNeeds('WatchOperation', update('t1', 't1'))).toEqual({ access: [] });
+  });
+});
+
 describe('spec.parametersFromTrigger', () => {
   const watch = (subs: unknown, parameters: Record<string, unknown> = {}) => {
     const w = aWatchOperation({ type: 'Upgrade', engine: 'helm', parameters });

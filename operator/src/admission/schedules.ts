@@ -23,7 +23,7 @@
 // it, so each needs the same verb as creating that Operation would; the run-as grants were judged for
 // the spec's editor (6). Resuming a halted fleet run (ops.vworkspace.io/resume) starts its remaining waves
 // and is checked the same way; abandoning one (ops.vworkspace.io/abandon) stops runs as skip-next does, and
-// is too. spec.rollout is checked with validateRolloutStrategy, each problem at its field. A run-now value longer than status.manualRun can record (256 characters) is
+// is too; on a WatchOperation both are checked as its creation is (5: any instance). spec.rollout is checked with validateRolloutStrategy, each problem at its field. A run-now value longer than status.manualRun can record (256 characters) is
 // refused at its annotation whenever it is set.
 
 import {
@@ -99,12 +99,14 @@ function newRunNow(kind: SchedulerKind, req: AdmissionRequest): string | undefin
  * (a run now), skip-next becoming "true" (a run skipped).
  */
 function controlRequests(kind: SchedulerKind, req: AdmissionRequest): string[] {
-  if (kind !== 'CronOperation' || req.operation !== 'UPDATE') return [];
-  const skip = (o: unknown) => annotationsOf(o)[ANNOTATION_SKIP_NEXT] === 'true';
+  if (req.operation !== 'UPDATE') return [];
   const changed = (key: string) => {
     const value = annotationsOf(req.object)[key];
     return value !== undefined && value !== '' && value !== annotationsOf(req.oldObject)[key];
   };
+  // A WatchOperation's rolled-out change (ADR 0056) is resumed and abandoned the same way.
+  if (kind === 'WatchOperation') return [ANNOTATION_RESUME, ANNOTATION_ABANDON].filter(changed);
+  const skip = (o: unknown) => annotationsOf(o)[ANNOTATION_SKIP_NEXT] === 'true';
   return [
     ...(newRunNow(kind, req) !== undefined ? [ANNOTATION_RUN_NOW] : []),
     ...(skip(req.object) && !skip(req.oldObject) ? [ANNOTATION_SKIP_NEXT] : []),
@@ -178,7 +180,7 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
     const controls = controlRequests(kind, req);
     const tooLong = checkRunNowLength(kind, req);
     if (controls.length === 0 && tooLong.length === 0) return allow(req.uid);
-    return respond(req.uid, [...tooLong, ...controlAccess(req, facts, controls)]);
+    return respond(req.uid, [...tooLong, ...controlAccess(kind, req, facts, controls)]);
   }
   const namespace = req.namespace ?? '';
   const problems: Problem[] = [...checkRunNowLength(kind, req)];
@@ -189,6 +191,7 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
   }
   if (kind === 'CronOperation')
     problems.push(...checkSchedule(spec), ...checkRollout(spec), ...retentionProblems(spec));
+  else problems.push(...checkRollout(spec, kind));
 
   const op = spec.operationTemplate;
   if (!isRecord(op) || !isRecord(op.spec)) {
@@ -280,31 +283,30 @@ const CONTROL_WHY: Record<string, string> = {
   [ANNOTATION_RUN_NOW]: 'runs the template now',
   [ANNOTATION_SKIP_NEXT]: "skips the schedule's next run, which is editing the schedule",
   [ANNOTATION_RESUME]: 'starts the remaining waves of the halted fleet run',
-  [ANNOTATION_ABANDON]: 'ends the fleet run, which is editing what the schedule does',
+  [ANNOTATION_ABANDON]: 'ends the fleet run, which is editing what the scheduler does',
 };
 
 /**
  * A run-now or skip-next request: the requester must be allowed to run the template's type on its
  * targets, as editing the CronOperation would need. Each problem is reported at each annotation set.
  */
-function controlAccess(req: AdmissionRequest, facts: Facts, keys: readonly string[]): Problem[] {
+function controlAccess(
+  kind: SchedulerKind,
+  req: AdmissionRequest,
+  facts: Facts,
+  keys: readonly string[],
+): Problem[] {
   const spec = specOf(req.object);
-  const fleet = isFleet('CronOperation', spec);
+  // A WatchOperation runs on whichever instance changes: any instance, as when it is created (5).
+  const fleet = kind === 'WatchOperation' || isFleet(kind, spec);
   const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: !fleet });
   const { template } = checkTemplate(view, TEMPLATE_BASE, facts);
   const sources = template ? sourceAccess(view, template, TEMPLATE_BASE) : [];
   const user = req.userInfo?.username ?? '';
   const problems = [
-    ...schedulerAccess('CronOperation', req, view.type, view.targetName, fleet, facts),
+    ...schedulerAccess(kind, req, view.type, view.targetName, fleet, facts),
     ...sources.flatMap((a) =>
-      checkAccess(
-        a.check,
-        user,
-        req.namespace ?? '',
-        a.field,
-        `the CronOperation's Operations ${a.why}`,
-        facts,
-      ),
+      checkAccess(a.check, user, req.namespace ?? '', a.field, `the ${kind}'s Operations ${a.why}`, facts),
     ),
   ];
   return keys.flatMap((key) =>
@@ -382,10 +384,11 @@ function checkSchedule(spec: Record<string, unknown>): Problem[] {
 }
 
 /** spec.rollout: each problem of validateRolloutStrategy at its field. */
-function checkRollout(spec: Record<string, unknown>): Problem[] {
+function checkRollout(spec: Record<string, unknown>, kind: SchedulerKind = 'CronOperation'): Problem[] {
   const r = spec.rollout;
   if (r === undefined) return [];
-  if (spec.targetSelector === undefined)
+  // A WatchOperation's fleet is its selector (all instances when unset).
+  if (kind === 'CronOperation' && spec.targetSelector === undefined)
     return [
       invalid(
         'spec.rollout',

@@ -24,12 +24,12 @@ export const ANNOTATION_SKIP_NEXT = `${OPS_GROUP}/skip-next`;
  */
 export const ANNOTATION_RUN_NOW = `${OPS_GROUP}/run-now`;
 /**
- * On a CronOperation with spec.rollout: any new value (e.g. a timestamp) resumes its halted fleet run
+ * On a CronOperation or WatchOperation with spec.rollout: any new value (e.g. a timestamp) resumes its halted fleet run
  * (`kubectl vws resume`); failures before it no longer count. status.rollout.resumeRequest records it.
  */
 export const ANNOTATION_RESUME = `${OPS_GROUP}/resume`;
 /**
- * On a CronOperation with spec.rollout: any new value ends its unfinished fleet run (`kubectl vws
+ * On a CronOperation or WatchOperation with spec.rollout: any new value ends its unfinished fleet run (`kubectl vws
  * abandon`); nothing more of it starts. status.rollout.abandonRequest records it.
  */
 export const ANNOTATION_ABANDON = `${OPS_GROUP}/abandon`;

@@ -283,7 +283,7 @@ export const REASONS = {
     'False',
     '(added) the API server or the admission webhook refused the Operation a run or trigger would create; Warning Event with the refusal',
   ),
-  // CronOperation Halted (spec.rollout; docs/rollout.md)
+  // CronOperation and WatchOperation Halted (spec.rollout; docs/rollout.md)
   WaveRunning: rollout('False', '(added) the fleet run rolls out; the message names the wave and the tally'),
   PausedBetweenWaves: rollout('False', '(added) a wave finished; the next starts after pauseBetweenWaves'),
   FailureBudgetExceeded: rollout(

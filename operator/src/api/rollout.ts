@@ -1,4 +1,4 @@
-// CronOperation spec.rollout and status.rollout: a fleet run (spec.targetSelector) rolled out in waves that
+// CronOperation and WatchOperation spec.rollout and status.rollout: a fleet run (spec.targetSelector) rolled out in waves that
 // halts when its failure budget is spent (docs/rollout.md, ADR 0043). Its own file so the CronOperation
 // schema only gains two fields.
 import { type Static, Type } from '@sinclair/typebox';
@@ -48,6 +48,12 @@ export const RolloutSchema = Type.Object(
 );
 export type Rollout = Static<typeof RolloutSchema>;
 
+/** WatchOperation spec.rollout: the same strategy; what forms one run is a change (ADR 0056). */
+export const WatchRolloutSchema = Type.Object(RolloutSchema.properties, {
+  description:
+    "Roll each watched change out in waves and halt it when too many instances fail. One run is the instances whose watched values changed to the same new values (or got the same trigger label value): it begins 10s after the first of them was seen, and later instances with that change join it while it is unfinished. A different change waits until the run is Completed or Abandoned; a change equal to an abandoned run's is dropped.",
+});
+
 export const ROLLOUT_INSTANCE_STATES = [
   'NotStarted',
   'Running',
@@ -88,12 +94,23 @@ export const RolloutStatusSchema = Type.Object(
   {
     run: Type.Object(
       {
-        reason: StringEnum(['schedule', 'manual'] as const, {
-          description: 'A scheduled slot or a run-now request.',
+        reason: StringEnum(['schedule', 'manual', 'change'] as const, {
+          description:
+            'A scheduled slot or a run-now request (CronOperation), or a watched change (WatchOperation).',
         }),
-        scheduledTime: DateTime({ description: 'The slot (or when the run-now request was acted on).' }),
+        scheduledTime: DateTime({
+          description:
+            'The slot (or when the run-now request was acted on); for a change, when its first instance was seen.',
+        }),
         request: Type.Optional(
           Type.String({ description: 'The run-now value (reason manual).', maxLength: 256 }),
+        ),
+        change: Type.Optional(
+          Type.String({
+            description:
+              'The change the run carries (reason change): fields=<hash of the watched values> or label:<key>=<value>.',
+            maxLength: 512,
+          }),
         ),
       },
       { description: 'The run being rolled out (the latest fleet run).' },

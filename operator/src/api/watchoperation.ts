@@ -12,6 +12,7 @@ import {
   parametersFromTriggerField,
   WatchOperationTemplateSchema,
 } from './operation-template.ts';
+import { RolloutStatusSchema, WatchRolloutSchema } from './rollout.ts';
 import {
   Conditions,
   cel,
@@ -94,6 +95,7 @@ export const WatchOperationSpecSchema = Type.Object(
       ),
     ),
     operationTemplate: WatchOperationTemplateSchema,
+    rollout: Type.Optional(WatchRolloutSchema),
   },
   {
     description:
@@ -133,7 +135,7 @@ export const WatchOperationStatusSchema = Type.Object(
     observedGeneration: Type.Optional(ObservedGeneration('WatchOperation')),
     conditions: Type.Optional(
       Conditions(
-        'Ready: True/WatchActive while watching; False with InvalidSelector, InvalidOperationTemplate or Suspended.',
+        "Ready: True/WatchActive while watching; False with InvalidSelector, InvalidOperationTemplate or Suspended. Halted (with spec.rollout): True/FailureBudgetExceeded when the latest run is halted, False with the run's reason otherwise.",
       ),
     ),
     active: Type.Optional(activeField()),
@@ -157,6 +159,7 @@ export const WatchOperationStatusSchema = Type.Object(
         'x-kubernetes-list-map-keys': ['name'],
       }),
     ),
+    rollout: Type.Optional(RolloutStatusSchema),
   },
   { description: 'The observed state of the watch, written by the operator.' },
 );

@@ -21,7 +21,7 @@ export type Command =
   | { cmd: 'status'; ref: ObjectRef; watch: boolean }
   | { cmd: 'history'; ref?: ObjectRef; type?: string; limit: number }
   | { cmd: 'backfill'; name: string; from: Date; to: Date }
-  | { cmd: 'resume' | 'abandon'; name: string };
+  | { cmd: 'resume' | 'abandon'; kind: 'cronoperation' | 'watchoperation'; name: string };
 
 export type Parsed = { ok: true; globals: Globals; command: Command } | { ok: false; message: string };
 
@@ -297,14 +297,14 @@ export function parseArgs(argv: readonly string[]): Parsed {
     }
     case 'resume':
     case 'abandon': {
-      if (!object) return need('name cronoperation/<name>');
+      if (!object) return need('name cronoperation/<name> or watchoperation/<name>');
       const ref = parseRef(object, 'cronoperation');
       if (typeof ref === 'string') return need(ref);
-      if (ref.kind !== 'cronoperation')
+      if (ref.kind !== 'cronoperation' && ref.kind !== 'watchoperation')
         return need(
-          `cannot ${verb} a ${ref.kind}: only a CronOperation's fleet run rolls out in waves (spec.rollout); name cronoperation/<name>`,
+          `cannot ${verb} a ${ref.kind}: only a CronOperation's or WatchOperation's run rolls out in waves (spec.rollout); name cronoperation/<name> or watchoperation/<name>`,
         );
-      return { ok: true, globals, command: { cmd: verb, name: ref.name } };
+      return { ok: true, globals, command: { cmd: verb, kind: ref.kind, name: ref.name } };
     }
     case 'approve':
     case 'cancel': {

@@ -137,7 +137,12 @@ const nameList = (l: { count: number; names: string[] }) =>
     : `${l.count}: ${l.names.join(', ')}${l.count > l.names.length ? ` and ${l.count - l.names.length} more` : ''}`;
 
 function rolloutRows(r: RolloutStatus): string[] {
-  const run = r.run.reason === 'manual' ? `run-now ${r.run.request ?? ''}` : `slot ${r.run.scheduledTime}`;
+  const run =
+    r.run.reason === 'manual'
+      ? `run-now ${r.run.request ?? ''}`
+      : r.run.reason === 'change'
+        ? `change ${r.run.change ?? ''} first seen ${r.run.scheduledTime}`
+        : `slot ${r.run.scheduledTime}`;
   return [
     `Rollout (${run}, began ${r.startedAt}):`,
     ...rows([
@@ -157,6 +162,14 @@ function rolloutRows(r: RolloutStatus): string[] {
   ];
 }
 
+/** The waiting triggers, the first five named: a rolled-out change can hold back a whole fleet. */
+function pendingLine(targets: readonly { name: string; pendingTrigger?: string }[]): string | undefined {
+  const pending = targets.filter((t) => t.pendingTrigger).map((t) => `${t.name} ${t.pendingTrigger}`);
+  if (pending.length === 0) return undefined;
+  const more = pending.length > 5 ? ` and ${pending.length - 5} more` : '';
+  return `${pending.slice(0, 5).join(', ')}${more}`;
+}
+
 export function watchStatus(w: WatchOperation): string {
   const s = w.status ?? {};
   return [
@@ -167,14 +180,9 @@ export function watchStatus(w: WatchOperation): string {
       ['Last trigger', s.lastTriggerTime],
       ['Last success', s.lastSuccessfulTime],
       ['Active', s.active?.map((a) => `${a.name}${a.target ? ` (${a.target})` : ''}`).join(', ')],
-      [
-        'Pending',
-        s.targets
-          ?.filter((t) => t.pendingTrigger)
-          .map((t) => `${t.name} ${t.pendingTrigger}`)
-          .join(', '),
-      ],
+      ['Pending', pendingLine(s.targets ?? [])],
     ]),
+    ...(s.rollout ? rolloutRows(s.rollout) : []),
     ...((s.conditions ?? []) as Cond[]).map((x) => `Condition: ${conditionLine(x)}`),
   ].join('\n');
 }

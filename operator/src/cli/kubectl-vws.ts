@@ -25,6 +25,7 @@ import {
   type Operation,
   type ResourceId,
   WATCH_OPERATION,
+  type WatchOperation,
 } from '../api/index.ts';
 import { printable } from '../api/printable.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
@@ -282,18 +283,25 @@ async function history(
  * ran, or was backfilled) is reported and left alone; any other refusal is printed as the server says it,
  * and the rest still go. Exit 0 when every slot has its Operation.
  */
-/** Resume or abandon a CronOperation's fleet run: the annotation, patched as the user (the webhook checks it). */
-async function rolloutControl(s: Session, verb: 'resume' | 'abandon', name: string, io: Io): Promise<number> {
-  const cron = await s.get<CronOperation>(CRON_OPERATION, name);
-  const problem = rolloutControlProblem(cron, verb);
+/** Resume or abandon a scheduler's rolled-out run: the annotation, patched as the user (the webhook checks it). */
+async function rolloutControl(
+  s: Session,
+  verb: 'resume' | 'abandon',
+  kind: 'cronoperation' | 'watchoperation',
+  name: string,
+  io: Io,
+): Promise<number> {
+  const def = kind === 'watchoperation' ? WATCH_OPERATION : CRON_OPERATION;
+  const owner = await s.get<CronOperation | WatchOperation>(def, name);
+  const problem = rolloutControlProblem(owner, verb);
   if (problem) {
     io.err(`error: ${problem}`);
     return 1;
   }
   const value = formatTime(Date.now());
-  await s.patch(CRON_OPERATION, name, rolloutPatch(verb, value));
+  await s.patch(def, name, rolloutPatch(verb, value));
   io.out(
-    `cronoperation.ops.vworkspace.io/${name} ${verb} requested (${verb === 'resume' ? ANNOTATION_RESUME : ANNOTATION_ABANDON}=${value}); follow it with kubectl vws status cronoperation/${name}`,
+    `${kind}.ops.vworkspace.io/${name} ${verb} requested (${verb === 'resume' ? ANNOTATION_RESUME : ANNOTATION_ABANDON}=${value}); follow it with kubectl vws status ${kind}/${name}`,
   );
   return 0;
 }
@@ -385,7 +393,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return await backfill(s, c, io);
       case 'resume':
       case 'abandon':
-        return await rolloutControl(s, c.cmd, c.name, io);
+        return await rolloutControl(s, c.cmd, c.kind, c.name, io);
     }
   } catch (err) {
     // As kubectl says it: the API server's reason and message (a webhook denial names the field).

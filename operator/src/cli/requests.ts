@@ -13,6 +13,7 @@ import {
   OPERATION,
   OPERATION_TYPES,
   type Operation,
+  type WatchOperation,
 } from '../api/index.ts';
 import { schedulerOwner } from '../api/scheduler-owner.ts';
 import type { Template } from '../catalog/index.ts';
@@ -27,9 +28,12 @@ export const rolloutPatch = (verb: 'resume' | 'abandon', value: string) => ({
   metadata: { annotations: { [verb === 'resume' ? ANNOTATION_RESUME : ANNOTATION_ABANDON]: value } },
 });
 /** Why `kubectl vws resume|abandon` has nothing to act on, or undefined when it has. */
-export function rolloutControlProblem(cron: CronOperation, verb: 'resume' | 'abandon'): string | undefined {
-  const name = `cronoperation/${cron.metadata.name}`;
-  const r = cron.status?.rollout;
+export function rolloutControlProblem(
+  owner: CronOperation | WatchOperation,
+  verb: 'resume' | 'abandon',
+): string | undefined {
+  const name = `${owner.kind === 'WatchOperation' ? 'watchoperation' : 'cronoperation'}/${owner.metadata.name}`;
+  const r = owner.status?.rollout;
   if (!r) return `${name} has no fleet run rolled out in waves (spec.rollout) to ${verb}`;
   if (verb === 'resume' && r.phase !== 'Halted')
     return `${name}: the fleet run is ${r.phase} (${r.reason}), not Halted; there is nothing to resume`;

@@ -29,7 +29,7 @@ function haltedWorld(): CronWorld {
 }
 
 describe('kubectl vws resume and abandon', () => {
-  it('parse for a CronOperation, as kind/name or kind name, and refuse other kinds', () => {
+  it('parse for a CronOperation or a WatchOperation, as kind/name or kind name, and refuse other kinds', () => {
     expect(parseArgs(['resume', 'cronoperation/nightly', '-n', 'team'])).toMatchObject({
       ok: true,
       command: { cmd: 'resume', name: 'nightly' },
@@ -38,9 +38,13 @@ describe('kubectl vws resume and abandon', () => {
       ok: true,
       command: { cmd: 'abandon', name: 'nightly' },
     });
-    const watch = parseArgs(['resume', 'watchoperation/w']);
-    expect(watch.ok).toBe(false);
-    expect(watch.ok ? '' : watch.message).toContain('only a CronOperation');
+    expect(parseArgs(['resume', 'watchoperation/w'])).toMatchObject({
+      ok: true,
+      command: { cmd: 'resume', kind: 'watchoperation', name: 'w' },
+    });
+    const op = parseArgs(['resume', 'operation/o']);
+    expect(op.ok).toBe(false);
+    expect(op.ok ? '' : op.message).toContain("only a CronOperation's or WatchOperation's run");
   });
 
   it('resume a Halted run only; abandon an unfinished one only', () => {

@@ -747,7 +747,8 @@ export function decideCron(
 /** The run a rollout rolls out, as the Operation names know it. */
 function runOf(r: RolloutStatus): CronRun {
   return withoutUndefined({
-    reason: r.run.reason,
+    // A CronOperation's run is never a watched change (WatchOperation, ADR 0056).
+    reason: r.run.reason === 'manual' ? 'manual' : 'schedule',
     time: parseTime(r.run.scheduledTime) ?? new Date(0),
     request: r.run.request,
   });

@@ -44,10 +44,12 @@ import {
 import { OPERATIONS_BY_WATCH } from '../indexes.ts';
 import type { SchedulerDeps } from './cron-controller.ts';
 import { refusalFor, withRefusals } from './refused.ts';
+import { unfinished } from './rollout-run.ts';
 import { ownerRequest, phaseChanged, ScheduleRuns } from './run-core.ts';
 import { decideWatch, type WatchPlan } from './watch-decide.ts';
 
 export const WATCH_CONTROLLER_NAME = 'watchoperation';
+const REFUSED_ROLLOUT_RECHECK_MS = 1000;
 
 export class WatchReconciler implements Reconciler {
   readonly #client: Client;
@@ -70,10 +72,12 @@ export class WatchReconciler implements Reconciler {
     });
     const now = new Date(this.#clock.now());
     const plan = decideWatch(watch, instances, ops, now);
+    let refusedAny = false;
     await this.#runs.execute(watch, { ...plan, instancePatches: marks(req.name, plan) }, ops, ctx, {
       kind: 'WatchOperation',
       refuse: (p, refused) => {
         if (refused.length === 0) return p;
+        refusedAny = true;
         const refusals = refused.map(({ op, err }) => {
           const trigger = op.metadata.annotations?.[ANNOTATION_TRIGGER] ?? 'a trigger';
           const what = `${trigger} on ApplicationInstance ${op.spec.targetRef.name}`;
@@ -82,7 +86,13 @@ export class WatchReconciler implements Reconciler {
         return { ...p, ...withRefusals(p.status, p.events, refusals, watch.metadata.generation, now) };
       },
     });
-    return {};
+    // A refused Operation of a rolled-out run counts as its instance's failure (rollout-run.ts): look
+    // again soon, since no Operation event will wake the run.
+    const after =
+      refusedAny && unfinished(plan.status.rollout)
+        ? Math.min(plan.requeueAfterMs ?? REFUSED_ROLLOUT_RECHECK_MS, REFUSED_ROLLOUT_RECHECK_MS)
+        : plan.requeueAfterMs;
+    return after !== undefined ? { requeueAfter: Math.max(1, after) } : {};
   }
 }
 

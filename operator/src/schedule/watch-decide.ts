@@ -18,7 +18,7 @@
 // controller adopts; a later change — even back to an earlier value — gives a new one.
 
 import { createHash } from 'node:crypto';
-import { formatTime } from '@vworkspace/runtime';
+import { formatTime, setCondition } from '@vworkspace/runtime';
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_TRIGGER,
@@ -37,9 +37,11 @@ import { matchesLabelSelector } from '../catalog/selectors.ts';
 import { createdOperationMetadata } from './created-metadata.ts';
 import { activeOperations, activeRefs, lastSuccessfulTime, operationsToPrune } from './history.ts';
 import { keepRefusal } from './refused.ts';
+import { haltedCondition } from './rollout-run.ts';
 import { type PlannedEvent, readyCondition, withoutUndefined } from './run-plan.ts';
 import { INVALID_OPERATION_TEMPLATE, templateBoundsProblem } from './template-bounds.ts';
 import { applyTriggerParameters, valueAt } from './trigger-parameters.ts';
+import { planWatchRollout, rolloutMode } from './watch-rollout-plan.ts';
 
 export { valueAt };
 
@@ -73,6 +75,8 @@ export interface WatchPlan {
   status: WatchOperationStatus;
   /** Something changed that must be remembered even if the status write fails. */
   decided: boolean;
+  /** Look again after this long (a rollout's gather window or pause between waves ends). */
+  requeueAfterMs?: number;
 }
 
 // ---- field values --------------------------------------------------------------------------------
@@ -219,6 +223,8 @@ export function decideWatch(
   const labelKeys = spec.triggers.labels ?? [];
   const paths = spec.triggers.fieldPaths ?? [];
   const policy = spec.concurrencyPolicy ?? 'Allow';
+  // Under spec.rollout (or while a run it began is unfinished) a trigger only waits: the rollout starts it.
+  const rolling = rolloutMode(watch);
   const plan: WatchPlan = {
     create: [],
     cancel: [],
@@ -309,7 +315,10 @@ export function decideWatch(
       // requests: they stay unmarked and fire after resume, as does a pending trigger.
     } else if (fresh) {
       mark = [...processed, ...newLabels];
-      if (running.length > 0 && policy === 'Forbid') {
+      if (rolling) {
+        next.pendingTrigger = fresh;
+        next.pendingSince = nowIso;
+      } else if (running.length > 0 && policy === 'Forbid') {
         next.pendingTrigger = fresh; // the latest wins: earlier pending triggers are coalesced into it
         next.pendingSince = nowIso;
         plan.events.push({
@@ -331,7 +340,7 @@ export function decideWatch(
         }
         run = fresh;
       }
-    } else if (before?.pendingTrigger && running.length === 0) {
+    } else if (!rolling && before?.pendingTrigger && running.length === 0) {
       run = before.pendingTrigger;
     }
 
@@ -400,6 +409,20 @@ export function decideWatch(
   }
   if (targets.length !== prevTargets.size) plan.decided = true;
   targets.sort(byName);
+  const rollout = rolling
+    ? planWatchRollout({
+        watch,
+        matching,
+        targets,
+        ops,
+        remaining,
+        createdNow,
+        plan,
+        now,
+        operationFor: (inst, trigger) =>
+          operationForTrigger(watch, inst, trigger, fieldsHash(inst, paths), undefined, nowIso).op,
+      })
+    : undefined;
 
   const active = activeRefs([...remaining, ...createdNow]);
   plan.status = withoutUndefined({
@@ -425,7 +448,16 @@ export function decideWatch(
     active: active.length ? active : undefined,
     watchingResources: matching.length,
     targets: targets.length ? targets : undefined,
+    rollout: rollout ?? prev.rollout,
   });
+  if (rollout)
+    plan.status.conditions = setCondition(
+      plan.status.conditions,
+      generation !== undefined
+        ? { ...haltedCondition(rollout), observedGeneration: generation }
+        : haltedCondition(rollout),
+      now,
+    );
   // A refused create (refused.ts) stays the Ready condition until an Operation is created again.
   plan.status.conditions = keepRefusal(prev.conditions, plan.status.conditions, plan.create.length > 0);
   return plan;
