@@ -136,7 +136,11 @@ describe('a fleet run rolled out in waves', () => {
     expect(errors).toEqual([]);
     await eventually('wave 2', async () => (await listOperations(raw, ns)).length === 15);
     expect(targets(await listOperations(raw, ns))).toEqual(FLEET.slice(0, 15));
-    expect((await getCron(ns)).status?.rollout).toMatchObject({ phase: 'Progressing', wave: { index: 2 } });
+    // The wave's Operations are created before the status that records them is written: wait for it.
+    await eventually('the run Progressing in wave 2', async () => {
+      const r = (await getCron(ns)).status?.rollout;
+      return r?.phase === 'Progressing' && r.wave?.index === 2 ? r : undefined;
+    });
     for (const t of FLEET.slice(3, 15))
       await finishOperation(raw, ns, opOf(await listOperations(raw, ns), t), 'Succeeded', clock.now());
 
