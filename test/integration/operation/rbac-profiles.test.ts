@@ -16,6 +16,7 @@ import {
   bindClaim,
   recordChartSource,
   releaseClaim,
+  releaseDeletedClaim,
   releaseDeployment,
   releaseRecord,
   requests,
@@ -90,17 +91,7 @@ describe('the profiles of the built-in templates suffice on least privilege', ()
       60_000,
     );
     // The claim deleted; the pvc-protection controller would release it (no pod mounts it).
-    const deleting = await eventually(
-      'the old claim deleted',
-      async () => {
-        const c = await get<KubernetesObject>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`);
-        return c.metadata?.deletionTimestamp && c.metadata.uid === old.metadata?.uid ? c : undefined;
-      },
-      60_000,
-    );
-    await patch(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`, {
-      metadata: { finalizers: null, resourceVersion: deleting.metadata?.resourceVersion },
-    });
+    await releaseDeletedClaim(api, ns, 'app-data', old);
     const restored = await eventually(
       'the claim created from the snapshot',
       async () => {

@@ -2,8 +2,9 @@
 // server: Helm's release record (labels only: the operator reads no more of it), the chart source the
 // instance controller records, and the release's claim and Deployment. What Helm, the instance controller
 // and the volume controllers would do, the test does as the admin.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { PATCH_TYPES } from '@vworkspace/runtime';
-import type { Api } from './support.ts';
+import { type Api, eventually } from './support.ts';
 
 /** GET, POST and merge PATCH as the admin. */
 export function requests(api: Api) {
@@ -80,4 +81,22 @@ export function releaseDeployment(api: Api, ns: string, claim: string, release =
       },
     },
   });
+}
+
+/**
+ * What the pvc-protection controller does once a restore deleted claim `name` (`old`, the claim before it):
+ * waits for that claim's deletion, then releases it (no pod mounts it any more).
+ */
+export async function releaseDeletedClaim(api: Api, ns: string, name: string, old: KubernetesObject) {
+  const { get, patch } = requests(api);
+  const path = `/api/v1/namespaces/${ns}/persistentvolumeclaims/${name}`;
+  const deleting = await eventually(
+    'the old claim deleted',
+    async () => {
+      const c = await get<KubernetesObject>(path);
+      return c.metadata?.deletionTimestamp && c.metadata.uid === old.metadata?.uid ? c : undefined;
+    },
+    60_000,
+  );
+  await patch(path, { metadata: { finalizers: null, resourceVersion: deleting.metadata?.resourceVersion } });
 }

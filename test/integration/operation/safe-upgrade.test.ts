@@ -19,6 +19,7 @@ import {
   bindClaim,
   recordChartSource,
   releaseClaim,
+  releaseDeletedClaim,
   releaseDeployment,
   releaseRecord,
   requests,
@@ -216,17 +217,7 @@ describe('Safe Upgrade: backup, post-check, rollback and restore on the real API
       async () => (await get<{ spec: { replicas: number } }>(apps)).spec.replicas === 0,
       60_000,
     );
-    const deleting = await eventually(
-      'the old claim deleted',
-      async () => {
-        const c = await get<KubernetesObject>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`);
-        return c.metadata?.deletionTimestamp && c.metadata.uid === old.metadata?.uid ? c : undefined;
-      },
-      60_000,
-    );
-    await patch(`/api/v1/namespaces/${ns}/persistentvolumeclaims/app-data`, {
-      metadata: { finalizers: null, resourceVersion: deleting.metadata?.resourceVersion },
-    });
+    await releaseDeletedClaim(api, ns, 'app-data', old);
     const snapshot = (await operation(ns)).status?.rollback?.backup;
     expect(snapshot).toBeTruthy();
     const restored = await eventually(
