@@ -232,19 +232,39 @@ describe('crash safety: SIGKILLed operator process, 50 Operations of mixed engin
         } catch (err) {
           throw new Error(`${String(err)}\n${await dump(await settled())}`);
         }
-        // Why each waiter waits, then cancel it: a not-started Operation ends Cancelled at once.
-        const reasons: string[] = [];
+        // Why each waiter waits. "Settled" above only says every waiter is Blocked or Pending: one that
+        // was queued behind a conflicting Operation is re-evaluated when that one ends, asynchronously, so
+        // its reason converges a moment later. Wait for it (a reason that never converges still fails).
+        const wrongReasons = async () => {
+          const out: string[] = [];
+          for (const p of waiters) {
+            const op = await get(p);
+            if (isTerminal(op) || p.expect.kind !== 'never') continue;
+            const waiting =
+              op.status?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True')?.reason ??
+              op.status?.conditions?.find((c) => c.type === 'Accepted' && c.status === 'False')?.reason;
+            if (waiting !== p.expect.why)
+              out.push(`${key(p)} waits for ${waiting}, expected ${p.expect.why}`);
+          }
+          return out;
+        };
+        let reasons: string[] = [];
+        await eventually(
+          'every waiter waits for its own reason',
+          async () => {
+            reasons = await wrongReasons();
+            return reasons.length === 0;
+          },
+          60_000,
+          1000,
+        ).catch(() => undefined);
+        expect(reasons).toEqual([]);
+        // Then cancel them: a not-started Operation ends Cancelled at once.
         for (const p of waiters) {
           const op = await get(p);
-          if (isTerminal(op) || p.expect.kind !== 'never') continue;
-          const waiting =
-            op.status?.conditions?.find((c) => c.type === 'Blocked' && c.status === 'True')?.reason ??
-            op.status?.conditions?.find((c) => c.type === 'Accepted' && c.status === 'False')?.reason;
-          if (waiting !== p.expect.why)
-            reasons.push(`${key(p)} waits for ${waiting}, expected ${p.expect.why}`);
+          if (isTerminal(op)) continue;
           await api.patchOperation(NAMESPACES[p.side], p.name, { spec: { cancel: true } });
         }
-        expect(reasons).toEqual([]);
         const notTerminal = async () => {
           const out: string[] = [];
           for (const p of plan) if (!isTerminal(await get(p))) out.push(key(p));
