@@ -100,6 +100,20 @@ describe('probeSecret in a CronOperation', () => {
     expect(decideScheduler('CronOperation', cron(), facts(true)).allowed).toBe(true);
   });
 
+  it('a run-now needs its requester to read the Secret too (the probe’s output is theirs)', () => {
+    const cronOp = aCronOperation({}, { ...drill(), targetRef: { name: 'shop' } });
+    const asked = {
+      ...cronOp,
+      metadata: { ...cronOp.metadata, annotations: { 'ops.vworkspace.io/run-now': 't1' } },
+    };
+    const runNow = aRequest(asked, { operation: 'UPDATE', oldObject: cronOp, user: 'dave' });
+    expect(schedulerNeeds('CronOperation', runNow).access).toContainEqual(readSecret);
+    const res = decideScheduler('CronOperation', runNow, facts(false));
+    expect(res.status?.code).toBe(403);
+    expect(fieldsOf(res)).toEqual(['metadata.annotations[ops.vworkspace.io/run-now]']);
+    expect(decideScheduler('CronOperation', runNow, facts(true)).allowed).toBe(true);
+  });
+
   it('may not come from the trigger', () => {
     const res = decideScheduler(
       'CronOperation',
