@@ -47,7 +47,7 @@ describe('spec.parameters.probeSecret of a Verify Operation', () => {
       {
         field: 'spec.parameters.probeSecret',
         message: expect.stringMatching(
-          /user "dave" may not get secrets\/shop-db in namespace team-a; .*name a Secret you may read.*needs RBAC verb "get" on resource secrets \(the core group\)/,
+          /user "dave" may not get secrets\/shop-db in namespace team-a; .*name a Secret you may read.*needs RBAC verb "get" on resource secrets \(group core\)/,
         ),
       },
     ]);
