@@ -7,7 +7,9 @@
 //      not loosen the template's floor (requiresApproval); the parameters ask for nothing the template
 //      does not grant (a ServiceAccount outside its list only from a requester who could run pods as it)
 //   4. spec.parametersFrom (and the template's defaults it falls back on): shape, parameters the template
-//      knows, outputs the sources can have, and get/list on operations for the requester (ADR 0007)
+//      knows, outputs the sources can have, and get/list on operations for the requester (ADR 0007);
+//      a drill's spec.parameters.probeSecret: get on that Secret for the requester, and never filled in
+//      by parametersFrom (probe-secret.ts, ADR 0057)
 //   5. the target exists in this namespace, advertises the capability, matches the template selectors
 //   6. the requester may <type lower-case> applicationinstances/<target> (SubjectAccessReview), or, for an
 //      Operation the operator creates for a CronOperation/WatchOperation, that object's checked authority
@@ -40,6 +42,7 @@ import {
   respond,
 } from './decision.ts';
 import { checkParametersFrom, sourceAccess } from './parameters-from.ts';
+import { checkProbeSecret, probeSecretAccess } from './probe-secret.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow, allowWithPatch } from './review.ts';
 import { checkScheduledBy, checkSchedulerReference, ownerAuthority } from './scheduled.ts';
 import { checkSource, cloneCheck } from './source.ts';
@@ -100,6 +103,7 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
     if (names.length > 0) needs.operations = [...new Set(names)];
     const { template } = templates ? checkTemplate(view, 'spec', templates) : {};
     if (template) needs.access.push(...sourceAccess(view, template, 'spec').map((a) => a.check));
+    needs.access.push(...probeSecretAccess(view, 'spec').map((a) => a.check));
   }
   if ((req.operation === 'CREATE' || req.operation === 'UPDATE') && isApprovalTransition(req)) {
     const { targetName } = approvalView(req);
@@ -161,6 +165,7 @@ export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionR
         problems.push(...checkAccess(a.check, user, namespace, a.field, a.why, requester));
       }
     }
+    problems.push(...checkProbeSecret(view, 'spec', user, namespace, requester));
     problems.push(...checkSchedulerReference(req, facts.scheduledBy !== undefined));
     problems.push(...checkTarget(view, template, namespace, 'spec', facts, { selectors: true }));
     problems.push(...checkSource(view, template, namespace, user, requester));

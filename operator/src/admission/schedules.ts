@@ -14,6 +14,9 @@
 //      Restore through the operator's identity.
 //   6. the parameters ask for nothing the template does not grant, judged for the requester (who is the
 //      authority behind every Operation the scheduler creates)
+//   6b. a drill's probeSecret: the requester may get that Secret, and no parametersFromTrigger fills it
+//      in (probe-secret.ts, ADR 0057); a run-now requester needs the same get (the probe's output is theirs
+//      to read)
 //   7. CronOperation spec.retention: the policy at its fields, and the requester may delete those backups
 //      themselves (create deletebackuprequests in Velero's namespace, delete volumesnapshots here): the
 //      operator deletes them with its own identity (retention.ts, ADR 0053)
@@ -49,6 +52,7 @@ import {
   respond,
 } from './decision.ts';
 import { sourceAccess } from './parameters-from.ts';
+import { checkProbeSecret, probeSecretAccess } from './probe-secret.ts';
 import { checkRetentionAccess, retentionAccess, retentionProblems } from './retention.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import {
@@ -158,8 +162,12 @@ function typeAndTargetNeeds(
   const runAs = sa === undefined || runNowOnly ? [] : runAsChecks(sa);
   if (!view.type) return { access: runAs };
   // A template's parametersFrom default (a Restore without backupName) reads Operations: list access.
+  // A drill's probe Secret is read by whoever runs the template, a run-now requester too (probe-secret.ts).
   const { template } = templates ? checkTemplate(view, TEMPLATE_BASE, templates) : {};
-  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE).map((a) => a.check) : [];
+  const sources = [
+    ...(template ? sourceAccess(view, template, TEMPLATE_BASE) : []),
+    ...probeSecretAccess(view, TEMPLATE_BASE),
+  ].map((a) => a.check);
   if (!fixed) return { access: [{ verb: typeVerb(view.type) }, ...sources, ...runAs] };
   if (view.targetName === undefined) return { access: [...sources, ...runAs] };
   return {
@@ -250,6 +258,16 @@ export function decideScheduler(kind: SchedulerKind, req: AdmissionRequest, fact
       if (!m.ok) warnings.push(`${m.message}; every scheduled Operation will be refused until this changes`);
     }
   }
+  problems.push(
+    ...checkProbeSecret(
+      view,
+      TEMPLATE_BASE,
+      req.userInfo?.username ?? '',
+      namespace,
+      facts,
+      subs.map((s) => s.parameter),
+    ),
+  );
   problems.push(...schedulerAccess(kind, req, view.type, fixed ? view.targetName : undefined, !fixed, facts));
   if (kind === 'CronOperation')
     problems.push(...checkRetentionAccess(spec, req.userInfo?.username ?? '', namespace, facts));
@@ -301,7 +319,10 @@ function controlAccess(
   const fleet = kind === 'WatchOperation' || isFleet(kind, spec);
   const { view } = readOperationSpec(templateSpecOf(spec), TEMPLATE_BASE, { target: !fleet });
   const { template } = checkTemplate(view, TEMPLATE_BASE, facts);
-  const sources = template ? sourceAccess(view, template, TEMPLATE_BASE) : [];
+  const sources = [
+    ...(template ? sourceAccess(view, template, TEMPLATE_BASE) : []),
+    ...probeSecretAccess(view, TEMPLATE_BASE),
+  ];
   const user = req.userInfo?.username ?? '';
   const problems = [
     ...schedulerAccess(kind, req, view.type, view.targetName, fleet, facts),

@@ -244,6 +244,8 @@ export interface RunnerJobOptions {
   args?: string[];
   serviceAccountName: string;
   containerEnv?: { name: string; value: string }[];
+  /** Secrets whose keys become environment variables (a Verify's probeSecret): by name, never by value. */
+  envFrom?: { secretRef: { name: string } }[];
   /** A second Job of the same Operation and attempt: part of its name (childName's suffix). */
   nameSuffix?: string;
   /** Created suspended: it runs only once an observation resumes it (spec.suspend: false). */
@@ -270,6 +272,8 @@ export function runnerJob(o: RunnerJobOptions): ChildManifest {
     image: o.image,
     command: o.command,
     ...(o.args && o.args.length > 0 ? { args: o.args } : {}),
+    // `env` wins over `envFrom` for the same name, so a Secret cannot override HOME or the VWS_* variables.
+    ...(o.envFrom && o.envFrom.length > 0 ? { envFrom: o.envFrom } : {}),
     env: [{ name: 'HOME', value: '/tmp' }, ...(o.containerEnv ?? [])],
     securityContext: restrictedContainerSecurityContext(),
     volumeMounts: [TMP_MOUNT],

@@ -10,6 +10,8 @@ import {
   LABEL_SCRATCH_FOR,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
+import { requiredObjects } from '../catalog/parameters.ts';
+import type { Json } from './object.ts';
 import type { ChildManifest, EngineEnvironment, MaterializeInput, PodOutcome } from './types.ts';
 import { veleroAdapter } from './velero.ts';
 import { SCRATCH_PREFIX, scratchNamespace } from './velero-verify.ts';
@@ -160,6 +162,26 @@ describe('velero Verify: what it creates', () => {
       verify({ backup: null, parameters: { command: PROBE, backupName: 'theirs-1' } }),
     );
     expect(!other.ok && !none.ok && other.message === none.message).toBe(true);
+  });
+
+  it('gives the probe its Secret by name only (envFrom), after nothing it could override', () => {
+    const [, , job] = materialized(
+      veleroAdapter.materialize(verify({ parameters: { command: PROBE, probeSecret: 'shop-db' } })),
+    );
+    const [container] = (job as unknown as { spec: { template: { spec: { containers: Json[] } } } }).spec
+      .template.spec.containers;
+    expect(container?.envFrom).toEqual([{ secretRef: { name: 'shop-db' } }]);
+    // `env` wins over `envFrom` for the same name: the Secret cannot move the probe to another namespace.
+    expect(container?.env).toContainEqual(expect.objectContaining({ name: 'VWS_SCRATCH_NAMESPACE' }));
+    const [, , plain] = materialized(veleroAdapter.materialize(verify()));
+    expect(JSON.stringify(plain)).not.toContain('envFrom');
+  });
+
+  it('a probe Secret is a Secret the drill waits for (RequiredSecretsPresent)', () => {
+    const template = verify().template;
+    expect(requiredObjects(template, { command: PROBE, probeSecret: 'shop-db' }).secrets).toEqual([
+      'shop-db',
+    ]);
   });
 
   it('refuses an image outside the allowlist', () => {

@@ -39,6 +39,16 @@ import type {
 } from './types.ts';
 import { NEVER_BACKED_UP, VELERO_API_VERSION } from './velero-scope.ts';
 
+/**
+ * The probe's `envFrom` for `parameters.probeSecret` (ADR 0057): the Secret of the Operation's namespace, by
+ * name. The operator never reads it; admission checked that the requester may `get` it, since the probe's
+ * last lines reach status.
+ */
+export function probeSecretEnvFrom(parameters: Record<string, unknown>): { secretRef: { name: string } }[] {
+  const name = str(parameters.probeSecret);
+  return name ? [{ secretRef: { name } }] : [];
+}
+
 /** The probe's container in its Job's pod. */
 export const PROBE_CONTAINER = 'probe';
 export const SCRATCH_PREFIX = 'vws-verify-';
@@ -147,6 +157,7 @@ export function materializeVerify(
     serviceAccountName: 'default',
     nameSuffix: 'probe',
     suspend: true,
+    envFrom: probeSecretEnvFrom(parameters),
     containerEnv: [
       { name: 'VWS_SCRATCH_NAMESPACE', value: scratch },
       { name: 'VWS_BACKUP_NAME', value: backupName },

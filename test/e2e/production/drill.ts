@@ -35,19 +35,34 @@ export async function allowProbeImage(j: Journey, image: string): Promise<void> 
 
 /**
  * The probe: waits for the restored server in the scratch namespace, then prints the row count and the md5
- * of pgbench_accounts (the journey's `accountsMd5`). The owner passes the release's password as any client
- * of the database would (the built-in template takes no Secret reference yet).
+ * of pgbench_accounts (the journey's `accountsMd5`). Without `password`, psql takes PGPASSWORD from the
+ * environment: the drill's probeSecret (probeSecretFor), so the password is in no spec.
  */
-export function rowsProbe(release: string, password: string): string[] {
+export function rowsProbe(release: string, password?: string): string[] {
   const host = `${release}-postgres.$VWS_SCRATCH_NAMESPACE.svc`;
   return [
     'sh',
     '-c',
     [
       `for i in $(seq 100); do pg_isready -q -h ${host} && break; sleep 3; done`,
-      `PGPASSWORD='${password}' psql -X -At -v ON_ERROR_STOP=1 -h ${host} -U postgres -c "SELECT count(*) || ' ' || md5(string_agg(aid || ':' || bid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts"`,
+      `${password === undefined ? '' : `PGPASSWORD='${password}' `}psql -X -At -v ON_ERROR_STOP=1 -h ${host} -U postgres -c "SELECT count(*) || ' ' || md5(string_agg(aid || ':' || bid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts"`,
     ].join('; '),
   ];
+}
+
+/**
+ * The owner's Secret for drills (ADR 0057): `<release>-probe` with PGPASSWORD, the release's superuser
+ * password, which the probe gets as its environment (parameters.probeSecret). Returns its name.
+ */
+export async function probeSecretFor(j: Journey, namespace: string, release: string): Promise<string> {
+  const name = `${release}-probe`;
+  await apply(j.node.client, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace },
+    stringData: { PGPASSWORD: await databasePassword(j, namespace, release) },
+  });
+  return name;
 }
 
 /** The release's superuser password, from the chart's Secret (the owner knows it). */

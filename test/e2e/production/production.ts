@@ -32,6 +32,7 @@ import {
   databasePassword,
   instanceWithDrill,
   noScratchLeft,
+  probeSecretFor,
   rowsProbe,
 } from './drill.ts';
 import { Journey } from './journey.ts';
@@ -492,7 +493,9 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
       'v: restore drills: the velero backup restored into a scratch namespace passes a psql row count and checksum; with its files damaged in the bucket the drill fails with what Velero said; no scratch namespace is left',
       async () => {
         await allowProbeImage(j, j.postgresImage);
-        const probe = rowsProbe(RELEASE, await databasePassword(j, NAMESPACE, RELEASE));
+        // The password reaches the probe from a Secret (parameters.probeSecret), never through a spec.
+        const probeSecret = await probeSecretFor(j, NAMESPACE, RELEASE);
+        const probe = rowsProbe(RELEASE);
         const drill = (name: string) =>
           eventually(`Verify ${name} to be admitted (the catalog entry loaded)`, () =>
             j.api
@@ -500,7 +503,12 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
                 type: 'Verify',
                 engine: 'velero',
                 targetRef: { name: RELEASE },
-                parameters: { backupName: j.veleroBackup, image: j.postgresImage, command: probe },
+                parameters: {
+                  backupName: j.veleroBackup,
+                  image: j.postgresImage,
+                  command: probe,
+                  probeSecret,
+                },
               })
               .then(() => true),
           ).then(() => j.api.finished(NAMESPACE, name, 600_000));
@@ -510,6 +518,14 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
           `v: ${passed.status?.phase} ${passed.status?.conditions?.find((c) => c.type === 'Succeeded')?.message}`,
         );
         await j.expectSucceeded(passed, 'VerifyPassed');
+        const job = await j.node.client.request<{
+          spec: { template: { spec: { containers: { envFrom?: unknown }[] } } };
+        }>({ method: 'GET', path: `/apis/batch/v1/namespaces/${NAMESPACE}/jobs/${outputs.probeJobName}` });
+        const envFrom = job.spec.template.spec.containers[0]?.envFrom;
+        say(`v: probe Job ${outputs.probeJobName}: envFrom ${JSON.stringify(envFrom)}`);
+        expect(envFrom).toEqual([{ secretRef: { name: probeSecret } }]);
+        const password = await databasePassword(j, NAMESPACE, RELEASE);
+        expect(JSON.stringify(passed)).not.toContain(password);
         expect(outputs.verifiedBackup).toBe(j.veleroBackup);
         expect(outputs.probeOutput).toBe(`${before.accounts} ${before.accountsMd5}`);
         expect(Number(outputs.rtoSeconds)).toBeGreaterThan(0);

@@ -3,6 +3,8 @@
 // permission, so the holes to fear are a tenant drilling (and so reading, through the probe) another
 // team's backup, a tenant choosing the namespace, and a scratch namespace left behind. The Velero and Job
 // controllers are played by the test (status patches); the operator does everything else.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { PATCH_TYPES } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +20,9 @@ import { startWorld, type World } from './harness.ts';
 import { childrenOf, completeVeleroChild, getInstance, jobsIn, settled } from './support.ts';
 
 const OPS = '/apis/ops.vworkspace.io/v1alpha1';
+type ProbeJob = KubernetesObject & {
+  spec: { template: { spec: { containers: { env?: unknown; envFrom?: unknown }[] } } };
+};
 const backup = { type: 'Backup', engine: 'velero', targetRef: { name: 'shop' } };
 const drill = (parameters: Record<string, unknown> = {}) => ({
   type: 'Verify',
@@ -62,6 +67,12 @@ describe('a restore drill reads only its namespace’s backups and leaves no scr
       body: { status },
     });
   };
+  /** The probe Job of drill `op` in namespace a, once it exists. */
+  const probeJob = (op: string) =>
+    w.waitFor(`the probe Job of ${op}`, async () => {
+      const [j] = await childrenOf(w, jobsIn(a), op);
+      return j as ProbeJob | undefined;
+    });
   const backupIn = async (ns: string, user: string, name: string) => {
     await w.operation(w.as(user), ns, name, backup);
     return (await completeVeleroChild(w, backups, ns, name)).metadata!.name!;
@@ -92,6 +103,15 @@ describe('a restore drill reads only its namespace’s backups and leaves no scr
         },
       ]);
     }
+    // dave may drill like alice but may not read the namespace's Secrets.
+    await w.grant('dave', a, [
+      {
+        apiGroups: ['ops.vworkspace.io'],
+        resources: ['operations', 'cronoperations'],
+        verbs: ['create', 'get', 'list', 'patch', 'delete'],
+      },
+      { apiGroups: ['apps.vworkspace.io'], resources: ['applicationinstances'], verbs: ['restore'] },
+    ]);
     // carol may back up the instance but not restore it.
     await w.grant('carol', a, [
       { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create', 'get'] },
@@ -220,6 +240,97 @@ describe('a restore drill reads only its namespace’s backups and leaves no scr
     });
   });
 
+  it('a probe Secret: only a requester who may read it names it; the probe Job gets it by name, its value is nowhere else', async () => {
+    const secret = 'shop-db';
+    const value = `pw-${randomBytes(12).toString('hex')}`;
+    await w.admin.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${a}/secrets`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: secret },
+        stringData: { PGPASSWORD: value },
+      },
+    });
+    // dave may create drills but not get the Secret: naming it would have the probe print it into status.
+    const denied = await w.denial(w.operation(w.as('dave'), a, 'dave-drill', drill({ probeSecret: secret })));
+    expect(denied.code).toBe(403);
+    expect(denied.causes.map((c) => c.field)).toEqual(['spec.parameters.probeSecret']);
+    expect(denied.causes[0]?.message).toContain(`may not get secrets/${secret} in namespace ${a}`);
+    const cron = {
+      apiVersion: 'ops.vworkspace.io/v1alpha1',
+      kind: 'CronOperation',
+      spec: { schedule: '0 0 1 1 *', operationTemplate: { spec: drill({ probeSecret: secret }) } },
+    };
+    const cronDenied = await w.denial(
+      w.as('dave').request({
+        method: 'POST',
+        path: `${OPS}/namespaces/${a}/cronoperations`,
+        body: { ...cron, metadata: { name: 'dave-drills' } },
+      }),
+    );
+    expect(cronDenied.causes.map((c) => c.field)).toEqual([
+      'spec.operationTemplate.spec.parameters.probeSecret',
+    ]);
+    // Nor may a name come from another Operation's outputs, which admission cannot check.
+    const fromOutputs = await w.denial(
+      w.operation(w.as('alice'), a, 'drill-from-outputs', {
+        ...drill(),
+        parametersFrom: [
+          { latest: { type: 'Backup' }, outputs: [{ output: 'backupName', parameter: 'probeSecret' }] },
+        ],
+      }),
+    );
+    const cause = fromOutputs.causes.find((c) => c.field === 'spec.parametersFrom[0].outputs[0].parameter');
+    expect(cause?.message).toContain('set spec.parameters.probeSecret');
+
+    // alice may get exactly that Secret.
+    await w.grant('alice', a, [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [secret] },
+    ]);
+    await w.operation(w.as('alice'), a, 'drill-secret', drill({ probeSecret: secret }));
+    await waitPhase(a, 'drill-secret', 'Running');
+    const probe = await probeJob('drill-secret');
+    const container = probe.spec.template.spec.containers[0];
+    expect(container?.envFrom).toEqual([{ secretRef: { name: secret } }]);
+    const op = await w.getOperation(a, 'drill-secret');
+    const events = await w.admin.request({
+      method: 'GET',
+      path: `/apis/events.k8s.io/v1/namespaces/${a}/events`,
+    });
+    for (const [what, text] of [
+      ['the probe Job', JSON.stringify(probe)],
+      ['the Operation (spec, status, outputs)', JSON.stringify(op)],
+      ['the events', JSON.stringify(events)],
+      ["the operator's log", readFileSync(w.operator.logPath, 'utf8')],
+    ] as const) {
+      expect(text.includes(value), `the Secret's value in ${what}`).toBe(false);
+    }
+    await w.as('alice').request({
+      method: 'PATCH',
+      path: `${OPS}/namespaces/${a}/operations/drill-secret`,
+      contentType: PATCH_TYPES.merge,
+      body: { spec: { cancel: true } },
+    });
+    await scratchGoing(a, 'drill-secret');
+  });
+
+  it('a drill naming a Secret that does not exist waits Blocked/MissingSecret, with nothing created', async () => {
+    await w.grant('alice', a, [
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: ['not-yet'] },
+    ]);
+    await w.operation(w.as('alice'), a, 'drill-no-secret', drill({ probeSecret: 'not-yet' }));
+    const blocked = await waitPhase(a, 'drill-no-secret', 'Blocked');
+    const cond = blocked.status?.conditions?.find((c) => c.type === 'Blocked');
+    expect(cond).toMatchObject({ status: 'True', reason: 'MissingSecret' });
+    expect(cond?.message).toContain('Secret not-yet does not exist');
+    expect(await scratchOf(a, 'drill-no-secret')).toEqual([]);
+    await w
+      .as('alice')
+      .request({ method: 'DELETE', path: `${OPS}/namespaces/${a}/operations/drill-no-secret` });
+  });
+
   it('a CronOperation creates Verify Operations', async () => {
     await w.as('alice').request({
       method: 'POST',
@@ -229,7 +340,8 @@ describe('a restore drill reads only its namespace’s backups and leaves no scr
         kind: 'CronOperation',
         metadata: { name: 'weekly-drill' },
         // Once a year: only the run-now request creates an Operation during the test.
-        spec: { schedule: '0 0 1 1 *', operationTemplate: { spec: drill() } },
+        // alice may read shop-db (the probe Secret test above): her schedule may name it.
+        spec: { schedule: '0 0 1 1 *', operationTemplate: { spec: drill({ probeSecret: 'shop-db' }) } },
       },
     });
     await w.as('alice').request({
@@ -250,5 +362,7 @@ describe('a restore drill reads only its namespace’s backups and leaves no scr
     const out = await settled(w, a, op.metadata.name ?? '');
     expect(out.op.status?.phase).toBe('Running');
     expect(await scratchOf(a, op.metadata.name ?? '')).toHaveLength(1);
+    const probe = await probeJob(op.metadata.name ?? '');
+    expect(probe.spec.template.spec.containers[0]?.envFrom).toEqual([{ secretRef: { name: 'shop-db' } }]);
   });
 });

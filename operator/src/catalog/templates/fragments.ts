@@ -48,6 +48,17 @@ export function objectName(description: string) {
 }
 
 /**
+ * A restore drill's `probeSecret` (ADR 0057): a Secret of the Operation's namespace whose keys the probe gets
+ * as environment variables. Admission requires the requester's `get` on it (the probe's output reaches
+ * status); it can only be written in spec.parameters, never filled from parametersFrom.
+ */
+export function probeSecret() {
+  return objectName(
+    "Name of a Secret in this namespace whose keys become the probe's environment variables (envFrom), e.g. PGPASSWORD for psql. The probe's last lines reach status, so the requester needs RBAC get on this Secret (checked at admission); the operator never reads it. A Secret that does not exist yet blocks the drill (MissingSecret)",
+  );
+}
+
+/**
  * An outputSchema: what the engine's observe() writes to status.outputs, every value a string.
  * `patterns` declares keys that depend on the release (e.g. `snapshot.<pvc>`).
  */

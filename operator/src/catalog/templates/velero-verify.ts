@@ -1,6 +1,6 @@
 import type { Template } from '../template.ts';
 import { standardPreconditions } from '../template.ts';
-import { objectName, outputSchema } from './fragments.ts';
+import { objectName, outputSchema, probeSecret } from './fragments.ts';
 import { RUNCOMMAND_IMAGES } from './job-runcommand.ts';
 
 /**
@@ -31,11 +31,12 @@ export const veleroVerify: Template = {
       command: {
         type: 'array',
         description:
-          'The probe: a command run without a shell once the restore completed (e.g. ["sh", "-c", "until pg_isready -h db.$VWS_SCRATCH_NAMESPACE.svc; do sleep 2; done; psql … -c \'select count(*) …\'"]). Exit code 0 passes the drill; its last log lines are the verdict. It should wait for the restored pods itself. Environment: VWS_SCRATCH_NAMESPACE, VWS_BACKUP_NAME, VWS_RELEASE',
+          'The probe: a command run without a shell once the restore completed (e.g. ["sh", "-c", "until pg_isready -h db.$VWS_SCRATCH_NAMESPACE.svc; do sleep 2; done; psql … -c \'select count(*) …\'"]). Exit code 0 passes the drill; its last log lines are the verdict. It should wait for the restored pods itself. Environment: VWS_SCRATCH_NAMESPACE, VWS_BACKUP_NAME, VWS_RELEASE, and the keys of probeSecret',
         minItems: 1,
         maxItems: 64,
         items: { type: 'string', minLength: 1, maxLength: 4096 },
       },
+      probeSecret: probeSecret(),
     },
   },
   outputSchema: outputSchema({
@@ -50,7 +51,8 @@ export const veleroVerify: Template = {
     rpoSeconds: "The backup's age in seconds when the probe passed (its completion to the probe's)",
   }),
   rbacProfile: 'verify.velero',
-  preconditions: standardPreconditions(),
+  // A probe Secret that does not exist (yet) blocks the drill (MissingSecret) before anything is created.
+  preconditions: standardPreconditions([{ name: 'RequiredSecretsPresent', parameter: 'probeSecret' }]),
   targetSelectors: { capabilities: [{ verb: 'restore', engine: 'velero' }] },
   // A drill reads backups and never touches the instance: it may run while the instance is not Ready.
   defaults: { requireReady: false, retryLimit: 0, activeDeadlineSeconds: 3600 },
