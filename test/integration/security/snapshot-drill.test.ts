@@ -139,8 +139,14 @@ describe('a snapshot drill reads only its instance’s snapshot Backups and neve
           resources: ['applicationinstances'],
           verbs: ['backup', 'restore'],
         },
+        { apiGroups: ['snapshot.storage.k8s.io'], resources: ['volumesnapshots'], verbs: ['get', 'list'] },
       ]);
     }
+    // carol may run drills of the instance but not read its VolumeSnapshots herself.
+    await w.grant('carol', a, [
+      { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create', 'get'] },
+      { apiGroups: ['apps.vworkspace.io'], resources: ['applicationinstances'], verbs: ['restore'] },
+    ]);
   });
   afterAll(async () => {
     await w?.stop();
@@ -160,6 +166,22 @@ describe('a snapshot drill reads only its instance’s snapshot Backups and neve
       expect(out.accepted?.message).toContain(`there is no VolumeSnapshot ${name} made by a snapshot Backup`);
       expect(await copiesOf(a, op)).toEqual([]);
     }
+  });
+
+  it('refuses a requester who may not read the VolumeSnapshots the drill would read (403 at the field)', async () => {
+    await snapshot(a, 'nightly-0', true);
+    const named = await w.denial(
+      w.operation(w.as('carol'), a, 'carol-named', drill({ snapshotName: 'nightly-0' })),
+    );
+    expect(named.code).toBe(403);
+    expect(named.causes.map((c) => c.field)).toEqual(['spec.parameters.snapshotName']);
+    expect(named.message).toContain(
+      'may not get volumesnapshots.snapshot.storage.k8s.io/nightly-0 in namespace',
+    );
+    const newest = await w.denial(w.operation(w.as('carol'), a, 'carol-newest', drill()));
+    expect(newest.causes.map((c) => c.field)).toEqual(['spec.parameters']);
+    expect(newest.message).toContain('may not list volumesnapshots.snapshot.storage.k8s.io');
+    expect(await copiesOf(a, 'carol-named')).toEqual([]);
   });
 
   it('a passing drill: RTO and RPO in the outputs, the copy deleted, the source snapshot untouched', async () => {
