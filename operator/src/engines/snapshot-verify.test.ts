@@ -84,6 +84,8 @@ describe('snapshot Verify: what it restores', () => {
     });
     const pod = (probe.spec as { template: { spec: Record<string, unknown> } }).template.spec;
     expect(pod.automountServiceAccountToken).toBe(false);
+    // The copy's files readable to the probe's (non-root) group; still the restricted profile.
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, fsGroup: 65532 });
     expect(pod.volumes).toContainEqual({
       name: 'restored-0',
       persistentVolumeClaim: { claimName: copy.metadata.name },

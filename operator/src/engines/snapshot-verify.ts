@@ -27,7 +27,7 @@ import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
-import { describeOutcomes, logTail, observeJob, runnerJob } from './runner-pod.ts';
+import { describeOutcomes, logTail, observeJob, RUNNER_UID, runnerJob } from './runner-pod.ts';
 import { chooseSnapshots, claimOf } from './snapshot-restore.ts';
 import type {
   CancelAction,
@@ -149,6 +149,10 @@ export function materializeSnapshotVerify(input: MaterializeInput): MaterializeR
   const podSpec = at(probe, 'spec', 'template', 'spec') as Json;
   // The probe reads the copies; it needs no API access.
   podSpec.automountServiceAccountToken = false;
+  // The copies hold the application's files under its own user (a database's data directory is 0700): the
+  // runner's group as fsGroup lets a driver that supports it (CSIDriver fsGroupPolicy) give the probe read
+  // access to the copy. Only the copy's ownership changes, never the snapshot's.
+  podSpec.securityContext = { ...(podSpec.securityContext as Json), fsGroup: RUNNER_UID };
   const container = (podSpec.containers as Json[])[0] as Json;
   copies.forEach((c, i) => {
     const claim = chosen.picks[i]?.claim ?? '';
