@@ -7,6 +7,7 @@
 //   - reading what RBAC does not let the requester read (ADR 0007): `get` on the named Operation for
 //     operationRef, `list` on operations for latest (also the template's default, e.g. a Restore without
 //     backupName). Same namespace only: operationRef has no namespace field and one is refused.
+
 import {
   ENGINES,
   type Engine,
@@ -45,6 +46,7 @@ import {
   retry,
   type SourceOperation,
 } from './decision.ts';
+import { drillAccess } from './drill.ts';
 import type { OperationSpecView } from './spec-view.ts';
 
 const matches = (pattern: string, v: unknown, max: number): v is string =>
@@ -230,6 +232,8 @@ export function sourceAccess(view: OperationSpecView, template: Template, base: 
         : `leaving ${latest.outputs.map((m) => `${base}.parameters.${parameterOf(m)}`).join(', ')} unset (${latest.from} then reads it from the latest Succeeded ${describeFilter(latest.source.latest!)} Operation; set it explicitly to avoid that)`,
     });
   }
+  // A snapshot drill reads a VolumeSnapshot for the requester (drill.ts).
+  out.push(...drillAccess(view, template, base));
   return out;
 }
 

@@ -108,6 +108,8 @@ export const ANNOTATION_ATTEMPT = `${OPS_GROUP}/attempt`;
  * annotation, not a label: PVC names may be longer than a label value).
  */
 export const ANNOTATION_PVC = `${OPS_GROUP}/pvc`;
+/** On a claim a snapshot Verify restored: the VolumeSnapshot it was made from. */
+export const ANNOTATION_SNAPSHOT = `${OPS_GROUP}/snapshot`;
 /** On helmHookJob children made from a Helm hook: the hook's name in the release record (the chart's Job name). */
 export const ANNOTATION_HELM_HOOK = `${OPS_GROUP}/helm-hook`;
 /** On helmHookJob children made from a Helm hook: `<step>/<steps>`, the place in the hook-weight order. */

@@ -98,7 +98,7 @@ export const ENGINE_TYPES: Readonly<Record<Engine, readonly OperationType[]>> = 
   helm: ['Upgrade'],
   helmHookJob: ['Migration'],
   volsync: ['Backup', 'Restore'],
-  snapshot: ['Backup', 'Restore'],
+  snapshot: ['Backup', 'Restore', 'Verify'],
 };
 
 export function engineSupportsType(engine: Engine, type: OperationType): boolean {
@@ -146,5 +146,6 @@ export const RBAC_PROFILES = [
   'restore.snapshot',
   'verify.velero',
   'safeUpgrade.helm',
+  'verify.snapshot',
 ] as const;
 export type BuiltinRbacProfile = (typeof RBAC_PROFILES)[number];

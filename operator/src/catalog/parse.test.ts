@@ -98,7 +98,7 @@ describe('parseCatalog', () => {
     expect(problems.map((p) => [p.path, p.message])).toEqual([
       [
         'templates[1].engine',
-        'template (wrong-pair) skipped: engine snapshot cannot run Upgrade; it runs Backup, Restore',
+        'template (wrong-pair) skipped: engine snapshot cannot run Upgrade; it runs Backup, Restore, Verify',
       ],
       [
         'templates[2].inputSchema',

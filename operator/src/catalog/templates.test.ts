@@ -29,6 +29,7 @@ describe('built-in templates', () => {
       'RunCommand/job',
       'Runbook/workflow',
       'Upgrade/helm',
+      'Verify/snapshot',
       'Verify/velero',
     ]);
     expect(new Set(BUILTIN_TEMPLATES.map((t) => t.name)).size).toBe(BUILTIN_TEMPLATES.length);

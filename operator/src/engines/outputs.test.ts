@@ -25,6 +25,7 @@ const PARAMETERS: Record<string, Record<string, unknown>> = {
   'helm-upgrade': { version: '6.7.0' },
   'job-runcommand': { command: ['true'] },
   'velero-verify': { command: ['true'] },
+  'snapshot-verify': { command: ['true'] },
   'workflow-runbook': { workflowTemplateRef: { name: 'db-maintenance' } },
   'volsync-backup': { repository: { data: 'restic-data', db: 'restic-db' } },
   'volsync-restore': { repository: { data: 'restic-data', db: 'restic-db' } },
@@ -58,6 +59,8 @@ function succeededStatus(c: ChildManifest): Record<string, unknown> {
       return { readyToUse: true };
     case 'ConfigMap': // a snapshot Restore's plan: its progress shows on the claims (AFTER)
       return {};
+    case 'PersistentVolumeClaim': // a snapshot Verify's restored copy
+      return { phase: 'Bound' };
     case 'Namespace': // a Verify's scratch namespace
       return { phase: 'Active' };
     default:

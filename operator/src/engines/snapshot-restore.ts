@@ -69,7 +69,7 @@ export interface RestorePlan {
 type Refusal = { ok: false; reason: string; message: string };
 
 /** The snapshot's claim: the annotation the snapshot engine writes, else its source. */
-function claimOf(snapshot: KubernetesObject): string {
+export function claimOf(snapshot: KubernetesObject): string {
   return (
     snapshot.metadata?.annotations?.[ANNOTATION_PVC] ??
     str(at(snapshot, 'spec', 'source', 'persistentVolumeClaimName')) ??

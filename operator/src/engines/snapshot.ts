@@ -15,6 +15,12 @@ import { asManifest, at, nameOf, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import { releasePvcs } from './pvcs.ts';
 import { cancelRestore, materializeRestore, observeRestore } from './snapshot-restore.ts';
+import {
+  cancelSnapshotVerify,
+  cleanupSnapshotVerify,
+  materializeSnapshotVerify,
+  observeSnapshotVerify,
+} from './snapshot-verify.ts';
 import type {
   CancelAction,
   ChildAction,
@@ -24,11 +30,13 @@ import type {
   MaterializeResult,
   Observation,
 } from './types.ts';
+import { PROBE_CONTAINER } from './velero-verify.ts';
 
 export const SNAPSHOT_API_VERSION = 'snapshot.storage.k8s.io/v1';
 
 function materialize(input: MaterializeInput): MaterializeResult {
   if (input.op.spec.type === 'Restore') return materializeRestore(input);
+  if (input.op.spec.type === 'Verify') return materializeSnapshotVerify(input);
   return snapshotBackup(input, str(input.parameters.volumeSnapshotClassName));
 }
 
@@ -144,15 +152,26 @@ function cancel(children: readonly KubernetesObject[]): CancelAction[] {
 
 export const snapshotAdapter: EngineAdapter = {
   engine: 'snapshot',
-  types: ['Backup', 'Restore'],
+  types: ['Backup', 'Restore', 'Verify'],
   childKinds: [
     { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots' },
     // A Restore's child: its plan (snapshot-restore.ts).
     { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps' },
+    // A Verify's probe (snapshot-verify.ts); its restored claims are read by name (no informer).
+    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
   ],
   materialize,
-  observe: (children, input) =>
-    input.op.spec.type === 'Restore' ? observeRestore(children, input) : observeSnapshots(children),
-  cancel: (children, input) =>
-    input?.op.spec.type === 'Restore' ? cancelRestore(children, input) : cancel(children),
+  observe: (children, input) => {
+    if (input.op.spec.type === 'Restore') return observeRestore(children, input);
+    if (input.op.spec.type === 'Verify') return observeSnapshotVerify(children, input);
+    return observeSnapshots(children);
+  },
+  cancel: (children, input) => {
+    if (input?.op.spec.type === 'Restore') return cancelRestore(children, input);
+    if (input?.op.spec.type === 'Verify') return cancelSnapshotVerify(children, input.op);
+    return cancel(children);
+  },
+  podOutcomeContainer: PROBE_CONTAINER,
+  cleanup: (children, op) =>
+    op.spec.type === 'Verify' ? cleanupSnapshotVerify(children, op) : { actions: [], pending: false },
 };

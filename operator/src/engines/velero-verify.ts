@@ -190,14 +190,15 @@ function finalizerPatch(op: Operation, on: boolean): CancelAction {
   };
 }
 
-const seconds = (from: string | undefined, to: string | undefined): number | undefined => {
+/** Whole seconds from one RFC 3339 time to another (never negative); undefined when either is missing. */
+export const seconds = (from: string | undefined, to: string | undefined): number | undefined => {
   const a = Date.parse(from ?? '');
   const b = Date.parse(to ?? '');
   return Number.isNaN(a) || Number.isNaN(b) ? undefined : Math.max(0, Math.round((b - a) / 1000));
 };
 
 /** When a Job finished: completionTime, else the Complete / SuccessCriteriaMet condition's time. */
-function finishedAt(job: KubernetesObject): string | undefined {
+export function finishedAt(job: KubernetesObject): string | undefined {
   const done = str(at(job, 'status', 'completionTime'));
   if (done) return done;
   const conds = (at(job, 'status', 'conditions') as Json[] | undefined) ?? [];

@@ -17,7 +17,7 @@ import { releaseRef } from '../release/ref.ts';
 import { mayMaterialize } from './decide.ts';
 import { readReleaseHooks } from './release-hooks.ts';
 import { readHookJobs, readReleaseState } from './release-state.ts';
-import { readRestoreFacts } from './restore-facts.ts';
+import { readDrillFacts, readRestoreFacts } from './restore-facts.ts';
 import { asRestoreBackup, newestBackup, type RestoreBackup, sourceNamespace } from './restore-source.ts';
 
 export class EnvironmentReader {
@@ -70,6 +70,17 @@ export class EnvironmentReader {
         signal,
       );
       if (facts) env.restore = facts;
+    } else if (op.spec.engine === 'snapshot' && op.spec.type === 'Verify') {
+      // A drill's snapshots and the claims they were of, read only while a child may be made.
+      if (mayMaterialize(op, children)) {
+        const facts = await readDrillFacts(
+          this.#client,
+          ns,
+          { release: release.name, instance: op.spec.targetRef.name },
+          signal,
+        );
+        if (facts) env.restore = facts;
+      }
     } else if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
       env.pvcs = await this.#releasePvcs(ns, release.name, signal);
     }

@@ -5,7 +5,7 @@
 // be deleted again under its new uid). RBAC: the restore.snapshot profile.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { type KubeClient, resourcePath, statusCode } from '@vworkspace/runtime';
-import { LABEL_HELM_INSTANCE } from '../api/annotations.ts';
+import { LABEL_HELM_INSTANCE, LABEL_INSTANCE } from '../api/annotations.ts';
 import type { RestoreFacts } from '../engines/types.ts';
 
 async function list(
@@ -73,4 +73,35 @@ async function read(
     pods,
     ...(snapshots ? { snapshots } : {}),
   };
+}
+
+/**
+ * A snapshot Verify, before its children exist: the release's claims (their class and access modes for the
+ * copies) and the instance's snapshot Backups (label ops.vworkspace.io/instance); no workloads or pods, it
+ * touches none. undefined on 403 (RbacProfilePresent reports the missing grant). RBAC: verify.snapshot.
+ */
+export async function readDrillFacts(
+  client: KubeClient,
+  namespace: string,
+  o: { release: string; instance: string },
+  signal: AbortSignal,
+): Promise<RestoreFacts | undefined> {
+  const core = { group: '', version: 'v1', namespace };
+  const snapshots = { group: 'snapshot.storage.k8s.io', version: 'v1', plural: 'volumesnapshots', namespace };
+  try {
+    const [pvcs, snaps] = await Promise.all([
+      list(
+        client,
+        { ...core, plural: 'persistentvolumeclaims' },
+        `${LABEL_HELM_INSTANCE}=${o.release}`,
+        'PersistentVolumeClaim',
+        signal,
+      ),
+      list(client, snapshots, `${LABEL_INSTANCE}=${o.instance}`, 'VolumeSnapshot', signal),
+    ]);
+    return { pvcs, workloads: [], pods: [], snapshots: snaps };
+  } catch (err) {
+    if (statusCode(err) === 403) return undefined;
+    throw err;
+  }
 }

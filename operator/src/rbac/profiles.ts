@@ -145,6 +145,17 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
       rule('snapshot.storage.k8s.io', 'volumesnapshots', ['get', 'list']),
     ],
   },
+  'verify.snapshot': {
+    id: 'verify.snapshot',
+    description:
+      "Restore drills of snapshot Backups: read the namespace's VolumeSnapshots and the release's claims, create claims from the VolumeSnapshots (and delete them when the drill ends), run the probe Job that mounts them and read its pod's exit code and log tail. No VolumeSnapshot is written.",
+    rules: [
+      rule('snapshot.storage.k8s.io', 'volumesnapshots', ['get', 'list']),
+      rule('', 'persistentvolumeclaims', ['get', 'list', 'create', 'delete']),
+      rule('batch', 'jobs', WRITE),
+      ...POD_OUTCOME,
+    ],
+  },
 };
 
 export const RBAC_PROFILE_LIST: readonly RbacProfile[] = RBAC_PROFILES.map(

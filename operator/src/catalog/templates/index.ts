@@ -5,6 +5,7 @@ import { helmUpgrade } from './helm-upgrade.ts';
 import { jobRunCommand } from './job-runcommand.ts';
 import { snapshotBackup } from './snapshot-backup.ts';
 import { snapshotRestore } from './snapshot-restore.ts';
+import { snapshotVerify } from './snapshot-verify.ts';
 import { veleroBackup } from './velero-backup.ts';
 import { veleroRestore } from './velero-restore.ts';
 import { veleroVerify } from './velero-verify.ts';
@@ -27,6 +28,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   volsyncRestore,
   snapshotBackup,
   snapshotRestore,
+  snapshotVerify,
 ];
 
 export {
@@ -35,6 +37,7 @@ export {
   jobRunCommand,
   snapshotBackup,
   snapshotRestore,
+  snapshotVerify,
   veleroBackup,
   veleroRestore,
   veleroVerify,
