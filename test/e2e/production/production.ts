@@ -380,6 +380,70 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
     );
 
     step(
+      "w: snapshot drill (snapshot-verify): the newest snapshot backup restored into new claims beside the instance, the probe finds PostgreSQL's files on the copy; a probe that fails fails the drill; the source snapshots unchanged, no copy left",
+      async () => {
+        const snapshotVersions = async () =>
+          Object.fromEntries(
+            (
+              await j.node.client.request<{
+                items: { metadata: { name: string; resourceVersion?: string } }[];
+              }>({
+                method: 'GET',
+                path: `/apis/snapshot.storage.k8s.io/v1/namespaces/${NAMESPACE}/volumesnapshots`,
+              })
+            ).items.map((v) => [v.metadata.name, v.metadata.resourceVersion]),
+          );
+        const claims = async () =>
+          (
+            await j.node.client.request<{ items: { metadata: { name: string } }[] }>({
+              method: 'GET',
+              path: `/api/v1/namespaces/${NAMESPACE}/persistentvolumeclaims`,
+            })
+          ).items
+            .map((c) => c.metadata.name)
+            .sort();
+        const snapshotsBefore = await snapshotVersions();
+        const claimsBefore = await claims();
+        const data = `$VWS_RESTORED_DIR/${pvcOf(RELEASE)}/pgdata`;
+        const drill = (name: string, check: string) =>
+          eventually(`Verify ${name} to be admitted`, () =>
+            j.api
+              .createOperation(NAMESPACE, name, {
+                type: 'Verify',
+                engine: 'snapshot',
+                targetRef: { name: RELEASE },
+                parameters: { command: ['sh', '-c', check] },
+              })
+              .then(() => true),
+          ).then(() => j.api.finished(NAMESPACE, name, 600_000));
+        const passed = await drill(
+          'snapdrill',
+          `test -s ${data}/global/pg_control && echo "PostgreSQL $(cat ${data}/PG_VERSION) data directory, $(ls ${data}/base | wc -l) databases"`,
+        );
+        const outputs = (passed.status?.outputs ?? {}) as Record<string, string>;
+        say(
+          `w: ${passed.status?.phase} ${passed.status?.conditions?.find((c) => c.type === 'Succeeded')?.message}; probe: ${outputs.probeOutput}; copies: ${outputs.restoredClaims}`,
+        );
+        await j.expectReconciledByThePod(passed, 'Succeeded', 'VerifyPassed');
+        expect(outputs.probeOutput).toMatch(/^PostgreSQL \d+ data directory, \d+ databases$/);
+        expect(Number(outputs.rtoSeconds)).toBeGreaterThan(0);
+        const instance = await instanceWithDrill(j, NAMESPACE, RELEASE, 'snapdrill');
+        expect(instance.lastVerifiedBackup).toMatchObject({ operation: 'snapdrill' });
+
+        const failed = await drill('snapdrill-failing', `test -s ${data}/no-such-file`);
+        const c = failed.status?.conditions?.find((x) => x.type === 'Succeeded');
+        say(`w: ${failed.status?.phase} ${c?.reason}: ${c?.message}`);
+        await j.expectReconciledByThePod(failed, 'Failed', 'VerifyProbeFailed');
+        // Data is sacred: the drill only read the snapshots; its copies are gone.
+        await eventually(
+          "the drills' copies deleted",
+          async () => JSON.stringify(await claims()) === JSON.stringify(claimsBefore),
+        );
+        expect(await snapshotVersions()).toEqual(snapshotsBefore);
+      },
+    );
+
+    step(
       'e: snapshot Restore: the volume replaced by the newest snapshot backup; the database starts on it with its rows',
       async () => {
         // The instance advertises restore: velero and snapshot: snapshot; the snapshot Restore template takes
