@@ -179,14 +179,14 @@ function finalizerPatch(op: Operation, on: boolean): CancelAction {
   };
 }
 
-const seconds = (from: string | undefined, to: string | undefined): number | undefined => {
+export const seconds = (from: string | undefined, to: string | undefined): number | undefined => {
   const a = Date.parse(from ?? '');
   const b = Date.parse(to ?? '');
   return Number.isNaN(a) || Number.isNaN(b) ? undefined : Math.max(0, Math.round((b - a) / 1000));
 };
 
 /** When a Job finished: completionTime, else the Complete / SuccessCriteriaMet condition's time. */
-function finishedAt(job: KubernetesObject): string | undefined {
+export function finishedAt(job: KubernetesObject): string | undefined {
   const done = str(at(job, 'status', 'completionTime'));
   if (done) return done;
   const conds = (at(job, 'status', 'conditions') as Json[] | undefined) ?? [];
