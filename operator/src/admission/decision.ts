@@ -29,9 +29,16 @@ export interface AccessCheck {
    * Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom);
    * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount);
    * `deletebackuprequests` (velero.io) / `volumesnapshots` (snapshot.storage.k8s.io): whether the requester
-   * could delete the backups a CronOperation's spec.retention deletes (retention.ts).
+   * could delete the backups a CronOperation's spec.retention deletes (retention.ts); `secrets` (core): whether
+   * the requester may read a repository Secret a restore drill reads (repository-access.ts).
    */
-  resource?: 'operations' | 'pods' | 'serviceaccounts' | 'deletebackuprequests' | 'volumesnapshots';
+  resource?:
+    | 'operations'
+    | 'pods'
+    | 'serviceaccounts'
+    | 'deletebackuprequests'
+    | 'volumesnapshots'
+    | 'secrets';
   /** Unset: the request's namespace. A clone's check is in the namespace its backups come from. */
   namespace?: string;
 }

@@ -286,7 +286,7 @@ export function checkAccess(
 ): Problem[] {
   const r = facts.access[accessKey(check)];
   const what = accessResource(check);
-  const resource = `${what.resource}.${what.group}${check.name ? `/${check.name}` : ''}`;
+  const resource = `${what.group ? `${what.resource}.${what.group}` : what.resource}${check.name ? `/${check.name}` : ''}`;
   const where = check.namespace ?? namespace;
   if (!r || !r.ok) {
     return [
@@ -298,13 +298,16 @@ export function checkAccess(
   }
   if (r.value.allowed) return [];
   // The engine's own kinds (spec.retention) are not about an instance or an Operation.
-  const engineKind = check.resource === 'deletebackuprequests' || check.resource === 'volumesnapshots';
+  const engineKind =
+    check.resource === 'deletebackuprequests' ||
+    check.resource === 'volumesnapshots' ||
+    check.resource === 'secrets';
   const kind = check.resource === 'operations' ? 'Operation' : 'ApplicationInstance';
   const target = engineKind ? '' : ` for ${check.name ? `the ${kind} ${check.name}` : `every ${kind}`}`;
   return [
     forbidden(
       field,
-      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${where}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group})${target}: ask ${engineKind && check.namespace ? `an admin of namespace ${where}` : 'the namespace admin'} for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
+      `Forbidden: user "${user}" may not ${check.verb} ${resource} in namespace ${where}; ${why} needs RBAC verb "${check.verb}" on resource ${what.resource} (group ${what.group || 'core'})${target}: ask ${engineKind && check.namespace ? `an admin of namespace ${where}` : 'the namespace admin'} for a Role and RoleBinding granting it${r.value.reason ? ` (${r.value.reason})` : ''}`,
     ),
   ];
 }
