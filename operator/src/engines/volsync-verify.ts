@@ -24,12 +24,13 @@ import {
   LABEL_SCRATCH_FOR,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
+import { drillVerdict } from './drill-verdict.ts';
 import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
-import { failed, running, succeeded } from './observation.ts';
+import { failed, running } from './observation.ts';
 import { releasePvcs } from './pvcs.ts';
-import { describeOutcomes, jobFinished, logTail, observeJob, runnerJob } from './runner-pod.ts';
+import { runnerJob } from './runner-pod.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -40,7 +41,7 @@ import type {
   ObserveInput,
   VolsyncBackupRecord,
 } from './types.ts';
-import { finishedAt, PROBE_CONTAINER, seconds } from './velero-verify.ts';
+import { PROBE_CONTAINER } from './velero-verify.ts';
 import { claimRepositories } from './volsync-repositories.ts';
 
 /** Where the probe finds the restored claims: /restore/<claim>. */
@@ -253,7 +254,6 @@ export function observeVolsyncVerify(
       : {}),
     ...(job ? { probeJobName: nameOf(job) } : {}),
   };
-  const where = `claim(s) ${claims.map(nameOf).join(', ')}`;
   if (destinations.length === 0) {
     if (claims.some((c) => !c.metadata?.deletionTimestamp)) {
       return running('VerifyRestoreInProgress', 'waiting for the ReplicationDestinations to appear', outputs);
@@ -265,63 +265,18 @@ export function observeVolsyncVerify(
       outputs,
     );
   }
-  if (restored.phase === 'Running') {
-    return running('VerifyRestoreInProgress', `restoring into ${where}: ${restored.message}`, outputs);
-  }
-  if (restored.phase === 'Failed') {
-    return failed(
-      'VerifyRestoreFailed',
-      `the drill failed: backup ${backupName} did not restore into ${where}: ${restored.message}. Take a new Backup and verify it; this one cannot be counted on`,
-      false,
-      outputs,
-    );
-  }
-  if (!job) return running('VerifyProbeRunning', 'waiting for the probe Job to appear', outputs);
-  if (at(job, 'spec', 'suspend') === true && !jobFinished(job)) {
-    return {
-      ...running('VerifyProbeRunning', `restored into ${where}; starting the probe`, outputs),
-      actions: [{ kind: 'patch', child: asManifest(job), patch: { spec: { suspend: false } } }],
-    };
-  }
-  const obs = observeJob(
-    [job],
-    { running: 'VerifyProbeRunning', succeeded: 'VerifyPassed', failed: 'VerifyProbeFailed' },
-    'probe',
-    input.pods,
-  );
-  const last = input.pods?.at(-1)?.logTail;
-  const said: Record<string, string> = last ? { probeOutput: logTail(last) } : {};
-  if (obs.phase === 'Running') return { ...obs, outputs: { ...outputs, ...obs.outputs } };
-  if (obs.phase === 'Failed') {
-    const outcome = describeOutcomes(input.pods);
-    return failed(
-      'VerifyProbeFailed',
-      `the drill failed: the probe rejected the copy of backup ${backupName} restored into ${where}${outcome ? `: ${outcome}` : ` (${obs.message})`}. The backup cannot be counted on: find out why, take a new Backup and verify it`,
-      false,
-      { ...outputs, ...said },
-    );
-  }
   // The restore starts when the first ReplicationDestination is created (VolSync starts its mover then).
   const start = destinations
     .map((d) => d.metadata?.creationTimestamp)
     .filter((t) => t !== undefined)
     .map((t) => new Date(t).toISOString())
     .sort()[0];
-  const end = finishedAt(job);
-  const rto = seconds(start, end);
-  const rpo = seconds(first?.metadata?.annotations?.[ANNOTATION_BACKUP_COMPLETED_AT], end);
-  return succeeded(
-    'VerifyPassed',
-    `backup ${backupName} restored into ${where} and the probe passed${rto !== undefined ? `: RTO ${rto}s` : ''}${rpo !== undefined ? `, the backup was ${rpo}s old` : ''}`,
-    {
-      ...outputs,
-      ...said,
-      verifiedBackup: backupName,
-      ...(end ? { verifiedAt: end } : {}),
-      ...(rto !== undefined ? { rtoSeconds: String(rto) } : {}),
-      ...(rpo !== undefined ? { rpoSeconds: String(rpo) } : {}),
-    },
-  );
+  return drillVerdict(restored, job, input, outputs, {
+    backupName,
+    where: `claim(s) ${claims.map(nameOf).join(', ')}`,
+    restoreStartedAt: start,
+    backupCompletedAt: first?.metadata?.annotations?.[ANNOTATION_BACKUP_COMPLETED_AT],
+  });
 }
 
 /** The children among `children` that are the very ones this Operation created (the uids it recorded). */
