@@ -29,8 +29,9 @@ export interface AccessCheck {
    * Unset: applicationinstances (apps.vworkspace.io); `operations`: ops.vworkspace.io (parametersFrom);
    * `pods` / `serviceaccounts`: the core group (whether the requester could run pods as a ServiceAccount);
    * `deletebackuprequests` (velero.io) / `volumesnapshots` (snapshot.storage.k8s.io): whether the requester
-   * could delete the backups a CronOperation's spec.retention deletes (retention.ts); `secrets`: whether the
-   * requester may read the Secret a drill's probe gets (probe-secret.ts).
+   * could delete the backups a CronOperation's spec.retention deletes (retention.ts); `secrets` (core): whether
+   * the requester may read the Secret a drill's probe gets (probe-secret.ts) or a repository Secret a restore
+   * drill reads (repository-access.ts).
    */
   resource?:
     | 'operations'

@@ -47,6 +47,7 @@ import {
   type SourceOperation,
 } from './decision.ts';
 import { drillAccess } from './drill.ts';
+import { repositoryAccess } from './repository-access.ts';
 import type { OperationSpecView } from './spec-view.ts';
 
 const matches = (pattern: string, v: unknown, max: number): v is string =>
@@ -208,9 +209,12 @@ export interface SourceAccess {
   why: string;
 }
 
-/** The reviews reading the sources needs: get on each named Operation, list when any `latest` applies. */
+/**
+ * The reviews reading the sources needs: get on each named Operation, list when any `latest` applies; and
+ * get on the repository Secrets a restore drill reads (repository-access.ts).
+ */
 export function sourceAccess(view: OperationSpecView, template: Template, base: string): SourceAccess[] {
-  const out: SourceAccess[] = [];
+  const out: SourceAccess[] = [...repositoryAccess(view, template, base)];
   const sources = parameterSources(view, template);
   for (const [i, s] of (view.parametersFrom ?? []).entries()) {
     if (s.operationRef) {

@@ -172,5 +172,7 @@ export const ANNOTATION_ADMISSION = `${OPS_GROUP}/admission`;
 export const LABEL_SCRATCH_FOR = `${OPS_GROUP}/scratch-for`;
 /** On a Verify's velero Restore: when the Backup it restores completed (the drill's RPO starts there). */
 export const ANNOTATION_BACKUP_COMPLETED_AT = `${OPS_GROUP}/backup-completed-at`;
+/** On a volsync Verify's ReplicationDestinations (ADR 0060): the Backup Operation whose snapshot they restore. */
+export const ANNOTATION_BACKUP_OPERATION = `${OPS_GROUP}/backup-operation`;
 /** On a Verify Operation while its scratch namespace may exist: removed once it is gone. */
 export const FINALIZER_SCRATCH_NAMESPACE = `${OPS_GROUP}/scratch-namespace`;

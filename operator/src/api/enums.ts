@@ -97,7 +97,7 @@ export const ENGINE_TYPES: Readonly<Record<Engine, readonly OperationType[]>> = 
   job: STEP_TYPES,
   helm: ['Upgrade'],
   helmHookJob: ['Migration'],
-  volsync: ['Backup', 'Restore'],
+  volsync: ['Backup', 'Restore', 'Verify'],
   snapshot: ['Backup', 'Restore', 'Verify'],
 };
 
@@ -147,5 +147,6 @@ export const RBAC_PROFILES = [
   'verify.velero',
   'safeUpgrade.helm',
   'verify.snapshot',
+  'verify.volsync',
 ] as const;
 export type BuiltinRbacProfile = (typeof RBAC_PROFILES)[number];

@@ -24,7 +24,7 @@ import {
 
 export const OperationTypeField = StringEnum(OPERATION_TYPES, {
   description:
-    'The day-2 action: Backup, Restore, Upgrade, Migration, RunCommand, Runbook or Verify (a restore drill: a backup restored into a scratch namespace and probed). The target must advertise the matching capability annotation (ops.vworkspace.io/<type in lowercase>: <engine>; Verify: ops.vworkspace.io/restore).',
+    'The day-2 action: Backup, Restore, Upgrade, Migration, RunCommand, Runbook or Verify (a restore drill: a backup restored into a scratch namespace, or for restic into claims beside the instance, and probed). The target must advertise the matching capability annotation (ops.vworkspace.io/<type in lowercase>: <engine>; Verify: ops.vworkspace.io/restore).',
 });
 
 export const EngineField = StringEnum(ENGINES, {

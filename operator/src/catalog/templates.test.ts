@@ -17,7 +17,7 @@ const fieldErrors = (name: string, params: unknown) => {
 };
 
 describe('built-in templates', () => {
-  it('are the nine of the design, the snapshot restore and the velero restore drill, with unique names', () => {
+  it('are the nine of the design, the snapshot restore and the velero and volsync restore drills, with unique names', () => {
     expect(BUILTIN_TEMPLATES.map((t) => `${t.type}/${t.engine}`).sort()).toEqual([
       'Backup/snapshot',
       'Backup/velero',
@@ -31,6 +31,7 @@ describe('built-in templates', () => {
       'Upgrade/helm',
       'Verify/snapshot',
       'Verify/velero',
+      'Verify/volsync',
     ]);
     expect(new Set(BUILTIN_TEMPLATES.map((t) => t.name)).size).toBe(BUILTIN_TEMPLATES.length);
   });

@@ -29,6 +29,7 @@ const PARAMETERS: Record<string, Record<string, unknown>> = {
   'workflow-runbook': { workflowTemplateRef: { name: 'db-maintenance' } },
   'volsync-backup': { repository: { data: 'restic-data', db: 'restic-db' } },
   'volsync-restore': { repository: { data: 'restic-data', db: 'restic-db' } },
+  'volsync-verify': { repository: { data: 'restic-data', db: 'restic-db' }, command: ['true'] },
 };
 
 /** What a snapshot Restore starts from: the release's claim, its workload, a snapshot Backup of it. */
@@ -59,7 +60,7 @@ function succeededStatus(c: ChildManifest): Record<string, unknown> {
       return { readyToUse: true };
     case 'ConfigMap': // a snapshot Restore's plan: its progress shows on the claims (AFTER)
       return {};
-    case 'PersistentVolumeClaim': // a snapshot Verify's restored copy
+    case 'PersistentVolumeClaim': // a snapshot or volsync Verify's restored copy
       return { phase: 'Bound' };
     case 'Namespace': // a Verify's scratch namespace
       return { phase: 'Active' };
@@ -89,6 +90,15 @@ describe('built-in outputSchemas', () => {
           helmImage:
             'quay.io/vworkspace/helm@sha256:0000000000000000000000000000000000000000000000000000000000000000',
           restore: BEFORE_RESTORE,
+          // A volsync Verify's Backup and the claims its copies are sized by.
+          volsyncBackups: [
+            {
+              operation: 'restic-nightly',
+              completedAt: '2026-11-28T10:00:00Z',
+              repository: { data: 'restic-data', db: 'restic-db' },
+            },
+          ],
+          releaseClaims: [aClaim('data'), aClaim('db')],
           // Two hook Jobs: the sequence's outputs (jobName and jobNames).
           releaseHooks: {
             revision: 1,

@@ -23,6 +23,7 @@ import {
   MANAGED_BY,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
+import { finishedAt, seconds } from './drill-verdict.ts';
 import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
@@ -38,7 +39,7 @@ import type {
   Observation,
   ObserveInput,
 } from './types.ts';
-import { finishedAt, PROBE_CONTAINER, seconds } from './velero-verify.ts';
+import { PROBE_CONTAINER } from './velero-verify.ts';
 
 /** Where the probe finds the copy of claim <pvc>: `/restored/<pvc>` (VWS_RESTORED_DIR). */
 export const RESTORED_DIR = '/restored';

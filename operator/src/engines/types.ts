@@ -68,6 +68,13 @@ export interface EngineEnvironment {
    * among them (helm-hook-stop.ts).
    */
   helmHookJobs?: readonly KubernetesObject[];
+  /**
+   * volsync Verify: the Succeeded volsync Backup Operations of the target in its namespace, newest first
+   * (volsync-verify.ts), read from the Operation cache when a child may be made.
+   */
+  volsyncBackups?: readonly VolsyncBackupRecord[];
+  /** volsync Verify: the release's PersistentVolumeClaims themselves (each restored copy is sized by one). */
+  releaseClaims?: readonly KubernetesObject[];
   /** snapshot Restore: the claims, workloads, pods (and, before the plan, snapshots) it acts on. */
   restore?: RestoreFacts;
   /**
@@ -89,6 +96,16 @@ export interface RestoreFacts {
   pods: readonly KubernetesObject[];
   /** The VolumeSnapshots to choose from (read only before the plan exists). */
   snapshots?: readonly KubernetesObject[];
+}
+
+/** A Succeeded volsync Backup Operation of the instance, as a drill reads it (volsync-verify.ts). */
+export interface VolsyncBackupRecord {
+  /** The Backup Operation's name: the backup a drill verifies. */
+  operation: string;
+  /** When it finished (RFC 3339): the restore point (restoreAsOf) and where the RPO starts. */
+  completedAt: string;
+  /** Its spec.parameters.repository: the repository Secret(s) it wrote to. */
+  repository: unknown;
 }
 
 /** A release as the labels of its Helm release Secrets describe it (owner=helm, name, version, status). */

@@ -23,11 +23,12 @@ import {
 } from '../api/annotations.ts';
 import { OPERATION } from '../api/constants.ts';
 import type { Operation } from '../api/operation.ts';
+import { drillVerdict } from './drill-verdict.ts';
 import { allowedImages } from './job.ts';
 import { childMetadata, shortHash } from './names.ts';
 import { asManifest, at, type Json, ofKind, str, stringArray } from './object.ts';
-import { failed, running, succeeded } from './observation.ts';
-import { describeOutcomes, jobFinished, logTail, observeJob, runnerJob } from './runner-pod.ts';
+import { failed, running } from './observation.ts';
+import { runnerJob } from './runner-pod.ts';
 import type {
   CancelAction,
   ChildManifest,
@@ -190,24 +191,6 @@ function finalizerPatch(op: Operation, on: boolean): CancelAction {
   };
 }
 
-/** Whole seconds from one RFC 3339 time to another (never negative); undefined when either is missing. */
-export const seconds = (from: string | undefined, to: string | undefined): number | undefined => {
-  const a = Date.parse(from ?? '');
-  const b = Date.parse(to ?? '');
-  return Number.isNaN(a) || Number.isNaN(b) ? undefined : Math.max(0, Math.round((b - a) / 1000));
-};
-
-/** When a Job finished: completionTime, else the Complete / SuccessCriteriaMet condition's time. */
-export function finishedAt(job: KubernetesObject): string | undefined {
-  const done = str(at(job, 'status', 'completionTime'));
-  if (done) return done;
-  const conds = (at(job, 'status', 'conditions') as Json[] | undefined) ?? [];
-  const c = conds.find(
-    (x) => (x.type === 'Complete' || x.type === 'SuccessCriteriaMet') && x.status === 'True',
-  );
-  return str(c?.lastTransitionTime);
-}
-
 /**
  * The drill's state. `restored` is the velero adapter's observation of the Restore child (velero.ts), so
  * what Velero's Restore status says of a damaged backup (phase, error count, failureReason) reaches the message.
@@ -240,68 +223,14 @@ export function observeVerify(
       outputs,
     );
   }
-  if (restored.phase === 'Running') {
-    return running(
-      'VerifyRestoreInProgress',
-      `restoring into scratch namespace ${scratch}: ${restored.message}`,
-      outputs,
-    );
-  }
-  if (restored.phase === 'Failed') {
-    return failed(
-      'VerifyRestoreFailed',
-      `the drill failed: backup ${backupName} did not restore into scratch namespace ${scratch}: ${restored.message}. Take a new Backup and verify it; this one cannot be counted on`,
-      false,
-      outputs,
-    );
-  }
-  if (!job) return running('VerifyProbeRunning', 'waiting for the probe Job to appear', outputs);
-  if (at(job, 'spec', 'suspend') === true && !jobFinished(job)) {
-    return {
-      ...running(
-        'VerifyProbeRunning',
-        `restored into scratch namespace ${scratch}; starting the probe`,
-        outputs,
-      ),
-      actions: [{ kind: 'patch', child: asManifest(job), patch: { spec: { suspend: false } } }],
-    };
-  }
-  const obs = observeJob(
-    [job],
-    { running: 'VerifyProbeRunning', succeeded: 'VerifyPassed', failed: 'VerifyProbeFailed' },
-    'probe',
-    input.pods,
-  );
-  const last = input.pods?.at(-1)?.logTail;
-  const said: Record<string, string> = last ? { probeOutput: logTail(last) } : {};
-  if (obs.phase === 'Running') return { ...obs, outputs: { ...outputs, ...obs.outputs } };
-  if (obs.phase === 'Failed') {
-    const outcome = describeOutcomes(input.pods);
-    return failed(
-      'VerifyProbeFailed',
-      `the drill failed: the probe rejected the copy of backup ${backupName} restored into ${scratch}${outcome ? `: ${outcome}` : ` (${obs.message})`}. The backup cannot be counted on: find out why, take a new Backup and verify it`,
-      false,
-      { ...outputs, ...said },
-    );
-  }
   const created = restore.metadata?.creationTimestamp;
-  const start =
-    str(at(restore, 'status', 'startTimestamp')) ?? (created ? new Date(created).toISOString() : undefined);
-  const end = finishedAt(job);
-  const rto = seconds(start, end);
-  const rpo = seconds(restore.metadata?.annotations?.[ANNOTATION_BACKUP_COMPLETED_AT], end);
-  return succeeded(
-    'VerifyPassed',
-    `backup ${backupName} restored into ${scratch} and the probe passed${rto !== undefined ? `: RTO ${rto}s` : ''}${rpo !== undefined ? `, the backup was ${rpo}s old` : ''}`,
-    {
-      ...outputs,
-      ...said,
-      verifiedBackup: backupName,
-      ...(end ? { verifiedAt: end } : {}),
-      ...(rto !== undefined ? { rtoSeconds: String(rto) } : {}),
-      ...(rpo !== undefined ? { rpoSeconds: String(rpo) } : {}),
-    },
-  );
+  return drillVerdict(restored, job, input, outputs, {
+    backupName,
+    where: `scratch namespace ${scratch}`,
+    restoreStartedAt:
+      str(at(restore, 'status', 'startTimestamp')) ?? (created ? new Date(created).toISOString() : undefined),
+    backupCompletedAt: restore.metadata?.annotations?.[ANNOTATION_BACKUP_COMPLETED_AT],
+  });
 }
 
 /** Cancel and deadline: stop the probe and drop the copy; the Restore is deleted (Velero stops tracking it). */

@@ -13,8 +13,16 @@ import type {
   MaterializeInput,
   MaterializeResult,
   Observation,
+  ObserveInput,
 } from './types.ts';
+import { PROBE_CONTAINER } from './velero-verify.ts';
 import { claimRepositories } from './volsync-repositories.ts';
+import {
+  cancelVolsyncVerify,
+  cleanupVolsyncVerify,
+  materializeVolsyncVerify,
+  observeVolsyncVerify,
+} from './volsync-verify.ts';
 
 export const VOLSYNC_API_VERSION = 'volsync.backube/v1alpha1';
 const SOURCE = 'ReplicationSource';
@@ -86,11 +94,21 @@ export const KEEP_EVERY_SNAPSHOT = { last: 'unlimited' };
 function materialize(input: MaterializeInput): MaterializeResult {
   const { op, parameters, attempt } = input;
   const restore = op.spec.type === 'Restore';
+  if (op.spec.type === 'Verify') {
+    if (parameters.method === 'rsync-tls') {
+      return {
+        ok: false,
+        reason: 'InvalidParameters',
+        message: 'a volsync Verify drills a restic backup; method rsync-tls has no backup to restore',
+      };
+    }
+    return materializeVolsyncVerify(input, manualTrigger(op.metadata.name ?? '', attempt));
+  }
   if (!restore && op.spec.type !== 'Backup') {
     return {
       ok: false,
       reason: 'TemplateNotFound',
-      message: `the volsync engine runs Backup and Restore, not ${op.spec.type}`,
+      message: `the volsync engine runs Backup, Restore and Verify, not ${op.spec.type}`,
     };
   }
   const restic = parameters.method !== 'rsync-tls';
@@ -122,7 +140,14 @@ function materialize(input: MaterializeInput): MaterializeResult {
   return { ok: true, children };
 }
 
-function observe(children: readonly KubernetesObject[]): Observation {
+function observe(children: readonly KubernetesObject[], input: ObserveInput): Observation {
+  if (input.op.spec.type === 'Verify') {
+    return observeVolsyncVerify(children, input, observeSyncs(ofKind(children, DESTINATION)));
+  }
+  return observeSyncs(children);
+}
+
+function observeSyncs(children: readonly KubernetesObject[]): Observation {
   const all = [...ofKind(children, SOURCE), ...ofKind(children, DESTINATION)];
   if (all.length === 0) return running('VolSyncSyncInProgress', 'waiting for the VolSync objects to appear');
   const kind = all[0]?.kind ?? SOURCE;
@@ -175,7 +200,8 @@ function lastLine(logs: string): string {
  * Job it keeps recreating the Job and cache PVC, and the owner can stay in deletion for minutes (seen with
  * VolSync v0.14.0, docs/adr/0020-volsync-on-the-real-node.md). Once the owner is gone, VolSync stops.
  */
-function cancel(children: readonly KubernetesObject[]): CancelAction[] {
+function cancel(children: readonly KubernetesObject[], input?: ObserveInput): CancelAction[] {
+  if (input?.op.spec.type === 'Verify') return cancelVolsyncVerify(children, input.op);
   return [...ofKind(children, SOURCE), ...ofKind(children, DESTINATION)].map((c) => ({
     kind: 'delete',
     child: asManifest(c),
@@ -185,12 +211,17 @@ function cancel(children: readonly KubernetesObject[]): CancelAction[] {
 
 export const volsyncAdapter: EngineAdapter = {
   engine: 'volsync',
-  types: ['Backup', 'Restore'],
+  types: ['Backup', 'Restore', 'Verify'],
+  // A Verify's restored claims are children too, read by name (no informer: nothing waits on their events).
   childKinds: [
     { apiVersion: VOLSYNC_API_VERSION, kind: SOURCE, plural: 'replicationsources' },
     { apiVersion: VOLSYNC_API_VERSION, kind: DESTINATION, plural: 'replicationdestinations' },
+    { apiVersion: 'batch/v1', kind: 'Job', plural: 'jobs' },
   ],
   materialize,
   observe,
   cancel,
+  podOutcomeContainer: PROBE_CONTAINER,
+  cleanup: (children, op) =>
+    op.spec.type === 'Verify' ? cleanupVolsyncVerify(children, op) : { actions: [], pending: false },
 };

@@ -211,6 +211,7 @@ export function setupOperationController(mgr: Manager, deps: OperationController
       veleroNamespace,
       helmImage: deps.helmImage,
       parametersOf,
+      operations: (ns) => operations.list(ns),
       safetyOf: (op) => {
         const r = resolveOperation(op, templates());
         return r.ok ? r.template.safety : undefined;

@@ -12,6 +12,7 @@ import { MIGRATION_CONFIGMAP_KEY, migrationConfigMapName } from '../engines/helm
 import { isSafeUpgrade } from '../engines/helm-safe.ts';
 import { jobFinished } from '../engines/runner-pod.ts';
 import type { EngineEnvironment } from '../engines/types.ts';
+import { volsyncBackupRecords } from '../engines/volsync-verify.ts';
 import { workflowTemplateServiceAccounts } from '../engines/workflow.ts';
 import { releaseRef } from '../release/ref.ts';
 import { mayMaterialize } from './decide.ts';
@@ -26,6 +27,7 @@ export class EnvironmentReader {
   readonly #helmImage: string | undefined;
   readonly #parametersOf: (op: Operation) => Record<string, unknown>;
   readonly #safetyOf: (op: Operation) => Safety | undefined;
+  readonly #operations: (namespace: string) => readonly Operation[];
 
   constructor(opts: {
     client: KubeClient;
@@ -35,12 +37,15 @@ export class EnvironmentReader {
     parametersOf: (op: Operation) => Record<string, unknown>;
     /** The resolved template's `safety` (a Safe Upgrade, ADR 0055); undefined for every other Operation. */
     safetyOf?: (op: Operation) => Safety | undefined;
+    /** The Operations of a namespace (the cache): a volsync Verify's Backups. */
+    operations?: (namespace: string) => readonly Operation[];
   }) {
     this.#client = opts.client;
     this.veleroNamespace = opts.veleroNamespace;
     this.#helmImage = opts.helmImage;
     this.#parametersOf = opts.parametersOf;
     this.#safetyOf = opts.safetyOf ?? (() => undefined);
+    this.#operations = opts.operations ?? (() => []);
   }
 
   /** The environment of an Operation that decides nothing outside its own status (ended or paused). */
@@ -80,6 +85,14 @@ export class EnvironmentReader {
           signal,
         );
         if (facts) env.restore = facts;
+      }
+    } else if (op.spec.engine === 'volsync' && op.spec.type === 'Verify') {
+      // A drill sizes each restored copy by its claim, and restores what a Backup of the instance wrote.
+      const claims = await this.#releaseClaims(ns, release.name, signal);
+      env.pvcs = claims.map((p) => p.metadata?.name ?? '').sort();
+      if (mayMaterialize(op, children)) {
+        env.releaseClaims = claims;
+        env.volsyncBackups = volsyncBackupRecords(this.#operations(ns), op.spec.targetRef.name);
       }
     } else if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
       env.pvcs = await this.#releasePvcs(ns, release.name, signal);
@@ -182,13 +195,19 @@ export class EnvironmentReader {
 
   /** The names of the release's PersistentVolumeClaims (label app.kubernetes.io/instance), sorted. */
   async #releasePvcs(ns: string, release: string, signal: AbortSignal): Promise<string[]> {
+    const claims = await this.#releaseClaims(ns, release, signal);
+    return claims.map((p) => p.metadata?.name ?? '').sort();
+  }
+
+  /** The release's PersistentVolumeClaims (label app.kubernetes.io/instance). */
+  async #releaseClaims(ns: string, release: string, signal: AbortSignal): Promise<KubernetesObject[]> {
     const list = await this.#client.request<{ items?: KubernetesObject[] }>({
       method: 'GET',
       path: resourcePath({ group: '', version: 'v1', plural: 'persistentvolumeclaims', namespace: ns }),
       query: { labelSelector: `${LABEL_HELM_INSTANCE}=${release}` },
       signal,
     });
-    return (list.items ?? []).map((p) => p.metadata?.name ?? '').sort();
+    return list.items ?? [];
   }
 
   /**

@@ -123,6 +123,17 @@ export const RBAC_PROFILE_DEFINITIONS: Readonly<Record<BuiltinRbacProfile, RbacP
     description: "Create VolSync ReplicationDestinations for the release's PersistentVolumeClaims.",
     rules: [rule('volsync.backube', 'replicationdestinations', WRITE), PVC_READ],
   },
+  'verify.volsync': {
+    id: 'verify.volsync',
+    description:
+      "Restore drills of restic backups: create a claim per claim of the release and a VolSync ReplicationDestination restoring into it (the repository Secret stays where it is), run the probe Job on the restored claims and read its pod's exit code and log tail; delete the claims and ReplicationDestinations when the drill ends.",
+    rules: [
+      rule('volsync.backube', 'replicationdestinations', WRITE),
+      rule('', 'persistentvolumeclaims', ['get', 'list', 'create', 'delete']),
+      rule('batch', 'jobs', WRITE),
+      ...POD_OUTCOME,
+    ],
+  },
   'backup.snapshot': {
     id: 'backup.snapshot',
     description:

@@ -7,13 +7,14 @@ import { ensureObjectStore } from '../../../hack/lib/engines/object-store.ts';
 import { listKeys, s3 } from '../../../hack/lib/engines/s3.ts';
 import { OPERATORS_NAMESPACE } from '../../../hack/lib/olm.ts';
 import { apply } from '../../../hack/lib/real-node.ts';
-import { LABEL_CATALOG, LABEL_SCRATCH_FOR } from '../../../operator/src/api/annotations.ts';
+import { LABEL_CATALOG, LABEL_OPERATION, LABEL_SCRATCH_FOR } from '../../../operator/src/api/annotations.ts';
 import type {
   ApplicationInstance,
   ApplicationInstanceStatus,
 } from '../../../operator/src/api/applicationinstance.ts';
 import { APPLICATION_INSTANCE } from '../../../operator/src/api/constants.ts';
 import { veleroVerify } from '../../../operator/src/catalog/templates/velero-verify.ts';
+import { volsyncVerify } from '../../../operator/src/catalog/templates/volsync-verify.ts';
 import { eventually } from '../../support/eventually.ts';
 import type { Journey } from './journey.ts';
 
@@ -129,5 +130,62 @@ export function instanceWithDrill(
     },
     120_000,
     1_000,
+  );
+}
+
+/**
+ * The platform admin's catalog entry for restic drills (ADR 0060): the built-in volsync-verify, replaced
+ * (same name) with the PostgreSQL image as the only probe image. A ConfigMap of its own beside `drills`.
+ */
+export async function allowResticProbeImage(j: Journey, image: string): Promise<void> {
+  const schema = structuredClone(volsyncVerify.inputSchema) as { properties: Record<string, unknown> };
+  schema.properties.image = { type: 'string', enum: [image], default: image };
+  await apply(j.node.client, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'restic-drills', namespace: OPERATORS_NAMESPACE, labels: { [LABEL_CATALOG]: 'true' } },
+    data: { 'catalog.yaml': YAML.stringify({ templates: [{ ...volsyncVerify, inputSchema: schema }] }) },
+  });
+}
+
+/**
+ * The restic drill's probe: starts PostgreSQL on the restored copy of `claim` (its socket in /tmp, no
+ * network), prints the row count and md5 of pgbench_accounts as rowsProbe does, and stops the server. The
+ * copy's files are uid 65532's, mode 0700, as restic gave them back (privileged movers): the probe's uid.
+ */
+export function resticRowsProbe(claim: string): string[] {
+  const data = `$VWS_RESTORE_DIR/${claim}/pgdata`;
+  // One command a line: the server goes to the background (`&`), which a `;` may not follow.
+  return [
+    'sh',
+    '-c',
+    [
+      `chmod 0700 ${data}`,
+      `postgres -D ${data} -c listen_addresses= -c unix_socket_directories=/tmp -c jit=off >/tmp/postgres.log 2>&1 &`,
+      'for i in $(seq 100); do pg_isready -q -h /tmp && break; sleep 2; done',
+      `out=$(psql -X -At -v ON_ERROR_STOP=1 -h /tmp -U postgres -c "SELECT count(*) || ' ' || md5(string_agg(aid || ':' || bid || ':' || abalance, ',' ORDER BY aid)) FROM pgbench_accounts" 2>&1)`,
+      'rc=$?',
+      `pg_ctl -D ${data} stop -m fast >/dev/null 2>&1`,
+      '[ $rc -eq 0 ] || tail -5 /tmp/postgres.log',
+      'echo "$out"',
+      'exit $rc',
+    ].join('\n'),
+  ];
+}
+
+/** Waits until the restic drill `operation` left no restored claim (gone, or its deletion begun). */
+export async function noCopyLeft(j: Journey, namespace: string, operation: string): Promise<void> {
+  await eventually(
+    `the restored claims of ${operation} to be gone`,
+    async () => {
+      const list = await j.node.client.request<{ items: { metadata?: { deletionTimestamp?: string } }[] }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${namespace}/persistentvolumeclaims`,
+        query: { labelSelector: `${LABEL_OPERATION}=${operation}` },
+      });
+      return list.items.every((c) => c.metadata?.deletionTimestamp);
+    },
+    120_000,
+    2_000,
   );
 }

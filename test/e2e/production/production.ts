@@ -28,11 +28,14 @@ import {
 } from './day-two.ts';
 import {
   allowProbeImage,
+  allowResticProbeImage,
   damageBackupArchive,
   databasePassword,
   instanceWithDrill,
+  noCopyLeft,
   noScratchLeft,
   probeSecretFor,
+  resticRowsProbe,
   rowsProbe,
 } from './drill.ts';
 import { Journey } from './journey.ts';
@@ -307,6 +310,44 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
         const now = await db.state();
         say(`volsync: restored: ${showState(now)}`);
         expect(now).toEqual(before);
+      },
+    );
+
+    step(
+      'VolSync drill (verify.volsync): the restic backup restored into a copy beside the database, PostgreSQL started on the copy: the rows and checksum of the backup; the copy is gone',
+      async () => {
+        await allowResticProbeImage(j, j.postgresImage);
+        const started = Date.now();
+        await eventually('the restic drill to be admitted (the catalog entry loaded)', () =>
+          j.api
+            .createOperation(NAMESPACE, 'restic-drill', {
+              type: 'Verify',
+              engine: 'volsync',
+              targetRef: { name: RELEASE },
+              parameters: {
+                repository: RESTIC_SECRET,
+                image: j.postgresImage,
+                command: resticRowsProbe(pvcOf(RELEASE)),
+              },
+            })
+            .then(() => true),
+        );
+        const drill = await j.api.finished(NAMESPACE, 'restic-drill', 600_000);
+        const outputs = (drill.status?.outputs ?? {}) as Record<string, string>;
+        const c = drill.status?.conditions?.find((x) => x.type === 'Succeeded');
+        say(
+          `volsync drill: ${drill.status?.phase} ${c?.reason}: ${c?.message} (step ${Math.round((Date.now() - started) / 1000)}s)`,
+        );
+        await j.expectSucceeded(drill, 'VerifyPassed');
+        expect(outputs.verifiedBackup).toBe('restic-backup');
+        expect(outputs.probeOutput).toBe(`${before.accounts} ${before.accountsMd5}`);
+        expect(Number(outputs.rtoSeconds)).toBeGreaterThan(0);
+        const instance = await instanceWithDrill(j, NAMESPACE, RELEASE, 'restic-drill');
+        expect(instance.lastVerifiedBackup).toMatchObject({
+          backup: 'restic-backup',
+          operation: 'restic-drill',
+        });
+        await noCopyLeft(j, NAMESPACE, 'restic-drill');
       },
     );
 

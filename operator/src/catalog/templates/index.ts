@@ -11,6 +11,7 @@ import { veleroRestore } from './velero-restore.ts';
 import { veleroVerify } from './velero-verify.ts';
 import { volsyncBackup } from './volsync-backup.ts';
 import { volsyncRestore } from './volsync-restore.ts';
+import { volsyncVerify } from './volsync-verify.ts';
 import { workflowRunbook } from './workflow-runbook.ts';
 
 export { DEFAULT_RUNNER_SERVICE_ACCOUNT } from './fragments.ts';
@@ -26,6 +27,7 @@ export const BUILTIN_TEMPLATES: readonly Template[] = [
   workflowRunbook,
   volsyncBackup,
   volsyncRestore,
+  volsyncVerify,
   snapshotBackup,
   snapshotRestore,
   snapshotVerify,
@@ -43,5 +45,6 @@ export {
   veleroVerify,
   volsyncBackup,
   volsyncRestore,
+  volsyncVerify,
   workflowRunbook,
 };
