@@ -43,7 +43,7 @@ describe('a drill needs get on its repository Secrets', () => {
     expect(repositorySecrets(undefined)).toEqual([]);
   });
 
-  it('asks for get on each repository Secret of a Verify, and not for a Backup', () => {
+  it('asks for get on each repository Secret of a volsync Verify, Backup or Restore', () => {
     const op = anOperation(drill({ 'data-0': 'restic-a', 'wal-0': 'restic-b' }), {
       [ANNOTATION_CREATED_BY]: 'alice',
     });
@@ -53,7 +53,7 @@ describe('a drill needs get on its repository Secrets', () => {
       { engine: 'volsync', parameters: { repository: 'restic-a' } },
       { [ANNOTATION_CREATED_BY]: 'alice' },
     );
-    expect(operationNeeds(aRequest(backup), someFacts()).access).not.toContainEqual(secretCheck('restic-a'));
+    expect(operationNeeds(aRequest(backup), someFacts()).access).toContainEqual(secretCheck('restic-a'));
   });
 
   it('denies at the field naming a Secret the requester may not read, and admits one they may', () => {

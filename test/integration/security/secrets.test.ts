@@ -48,6 +48,8 @@ describe('the operator never holds Secret data it does not need', () => {
     await w.grant('alice', a, [
       { apiGroups: ['ops.vworkspace.io'], resources: ['operations'], verbs: ['create'] },
       { apiGroups: ['apps.vworkspace.io'], resources: ['applicationinstances'], verbs: ['backup'] },
+      // A volsync Operation's requester must be able to read its repository Secret (ADR 0060).
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['restic-config'], verbs: ['get'] },
     ]);
     needles = {
       "team b's release record": await dataNeedle(w, b, 'sh.helm.release.v1.payroll.v1', 'release'),

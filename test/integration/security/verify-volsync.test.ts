@@ -113,6 +113,31 @@ describe('a restic drill reads only repositories its requester may read, beside 
     expect(mapped.causes.map((c) => c.field)).toEqual([`spec.parameters.repository[${RELEASE_CLAIM}]`]);
   });
 
+  it('refuses a Backup or Restore with a repository whose Secret the requester may not read', async () => {
+    // A Backup with retain makes VolSync forget that repository's snapshots; a Restore reads it into the
+    // requester's instance: both act on the repository with credentials the requester may not read.
+    const backup = await w.denial(
+      w.operation(w.as('alice'), a, 'forget-payroll', {
+        type: 'Backup',
+        engine: 'volsync',
+        targetRef: { name: 'shop' },
+        parameters: { repository: 'restic-payroll', retain: { daily: 1 } },
+      }),
+    );
+    expect(backup.code).toBe(403);
+    expect(backup.causes.map((c) => c.field)).toEqual(['spec.parameters.repository']);
+    const restore = await w.denial(
+      w.operation(w.as('alice'), a, 'read-payroll', {
+        type: 'Restore',
+        engine: 'volsync',
+        targetRef: { name: 'shop' },
+        parameters: { repository: { [RELEASE_CLAIM]: 'restic-payroll' } },
+      }),
+    );
+    expect(restore.code).toBe(403);
+    expect(restore.causes.map((c) => c.field)).toEqual([`spec.parameters.repository[${RELEASE_CLAIM}]`]);
+  });
+
   it('a passing drill restores the Backup into a copy beside the instance, probes it, records RTO and RPO, and drops the copy', async () => {
     await w.operation(w.as('alice'), a, 'nightly', {
       type: 'Backup',
