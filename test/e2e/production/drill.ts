@@ -13,6 +13,7 @@ import type {
   ApplicationInstanceStatus,
 } from '../../../operator/src/api/applicationinstance.ts';
 import { APPLICATION_INSTANCE } from '../../../operator/src/api/constants.ts';
+import { snapshotVerify } from '../../../operator/src/catalog/templates/snapshot-verify.ts';
 import { veleroVerify } from '../../../operator/src/catalog/templates/velero-verify.ts';
 import { volsyncVerify } from '../../../operator/src/catalog/templates/volsync-verify.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -138,13 +139,27 @@ export function instanceWithDrill(
  * (same name) with the PostgreSQL image as the only probe image. A ConfigMap of its own beside `drills`.
  */
 export async function allowResticProbeImage(j: Journey, image: string): Promise<void> {
-  const schema = structuredClone(volsyncVerify.inputSchema) as { properties: Record<string, unknown> };
+  await allowDrillProbeImage(j, volsyncVerify, 'restic-drills', image);
+}
+
+/** The same for snapshot drills (ADR 0059): snapshot-verify with the PostgreSQL image as its probe image. */
+export async function allowSnapshotProbeImage(j: Journey, image: string): Promise<void> {
+  await allowDrillProbeImage(j, snapshotVerify, 'snapshot-drills', image);
+}
+
+async function allowDrillProbeImage(
+  j: Journey,
+  template: typeof volsyncVerify | typeof snapshotVerify,
+  configMap: string,
+  image: string,
+): Promise<void> {
+  const schema = structuredClone(template.inputSchema) as { properties: Record<string, unknown> };
   schema.properties.image = { type: 'string', enum: [image], default: image };
   await apply(j.node.client, {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: 'restic-drills', namespace: OPERATORS_NAMESPACE, labels: { [LABEL_CATALOG]: 'true' } },
-    data: { 'catalog.yaml': YAML.stringify({ templates: [{ ...volsyncVerify, inputSchema: schema }] }) },
+    metadata: { name: configMap, namespace: OPERATORS_NAMESPACE, labels: { [LABEL_CATALOG]: 'true' } },
+    data: { 'catalog.yaml': YAML.stringify({ templates: [{ ...template, inputSchema: schema }] }) },
   });
 }
 
@@ -154,7 +169,15 @@ export async function allowResticProbeImage(j: Journey, image: string): Promise<
  * copy's files are uid 65532's, mode 0700, as restic gave them back (privileged movers): the probe's uid.
  */
 export function resticRowsProbe(claim: string): string[] {
-  const data = `$VWS_RESTORE_DIR/${claim}/pgdata`;
+  return copyRowsProbe('$VWS_RESTORE_DIR', claim);
+}
+
+/**
+ * The same probe on a copy under `dir`: a snapshot drill's copies are at $VWS_RESTORED_DIR/<claim>, the
+ * files uid 65532's as the database wrote them (the PostgreSQL image's user, the probe's uid).
+ */
+export function copyRowsProbe(dir: string, claim: string): string[] {
+  const data = `${dir}/${claim}/pgdata`;
   // One command a line: the server goes to the background (`&`), which a `;` may not follow.
   return [
     'sh',

@@ -29,6 +29,8 @@ import {
 import {
   allowProbeImage,
   allowResticProbeImage,
+  allowSnapshotProbeImage,
+  copyRowsProbe,
   damageBackupArchive,
   databasePassword,
   instanceWithDrill,
@@ -421,7 +423,7 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
     );
 
     step(
-      "w: snapshot drill (snapshot-verify): the newest snapshot backup restored into new claims beside the instance, the probe finds PostgreSQL's files on the copy; a probe that fails fails the drill; the source snapshots unchanged, no copy left",
+      'w: snapshot drill (snapshot-verify): the newest snapshot backup restored into new claims beside the instance, PostgreSQL started on the copy: the rows and checksum of the backup; a probe that fails fails the drill; the source snapshots unchanged, no copy left',
       async () => {
         const snapshotVersions = async () =>
           Object.fromEntries(
@@ -450,33 +452,31 @@ export function productionJourney(theNode: () => RealNode, say: (m: string) => v
             .sort();
         const snapshotsBefore = await snapshotVersions();
         const claimsBefore = await claims();
+        await allowSnapshotProbeImage(j, j.postgresImage);
         const data = `$VWS_RESTORED_DIR/${pvcOf(RELEASE)}/pgdata`;
-        const drill = (name: string, check: string) =>
-          eventually(`Verify ${name} to be admitted`, () =>
+        const drill = (name: string, command: string[]) =>
+          eventually(`Verify ${name} to be admitted (the catalog entry loaded)`, () =>
             j.api
               .createOperation(NAMESPACE, name, {
                 type: 'Verify',
                 engine: 'snapshot',
                 targetRef: { name: RELEASE },
-                parameters: { command: ['sh', '-c', check] },
+                parameters: { image: j.postgresImage, command },
               })
               .then(() => true),
           ).then(() => j.api.finished(NAMESPACE, name, 600_000));
-        const passed = await drill(
-          'snapdrill',
-          `test -s ${data}/global/pg_control && echo "PostgreSQL $(cat ${data}/PG_VERSION) data directory, $(ls ${data}/base | wc -l) databases"`,
-        );
+        const passed = await drill('snapdrill', copyRowsProbe('$VWS_RESTORED_DIR', pvcOf(RELEASE)));
         const outputs = (passed.status?.outputs ?? {}) as Record<string, string>;
         say(
           `w: ${passed.status?.phase} ${passed.status?.conditions?.find((c) => c.type === 'Succeeded')?.message}; probe: ${outputs.probeOutput}; copies: ${outputs.restoredClaims}`,
         );
         await j.expectReconciledByThePod(passed, 'Succeeded', 'VerifyPassed');
-        expect(outputs.probeOutput).toMatch(/^PostgreSQL \d+ data directory, \d+ databases$/);
+        expect(outputs.probeOutput).toBe(`${before.accounts} ${before.accountsMd5}`);
         expect(Number(outputs.rtoSeconds)).toBeGreaterThan(0);
         const instance = await instanceWithDrill(j, NAMESPACE, RELEASE, 'snapdrill');
         expect(instance.lastVerifiedBackup).toMatchObject({ operation: 'snapdrill' });
 
-        const failed = await drill('snapdrill-failing', `test -s ${data}/no-such-file`);
+        const failed = await drill('snapdrill-failing', ['sh', '-c', `test -s ${data}/no-such-file`]);
         const c = failed.status?.conditions?.find((x) => x.type === 'Succeeded');
         say(`w: ${failed.status?.phase} ${c?.reason}: ${c?.message}`);
         await j.expectReconciledByThePod(failed, 'Failed', 'VerifyProbeFailed');
