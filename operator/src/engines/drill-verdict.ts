@@ -9,6 +9,9 @@ import { describeOutcomes, jobFinished, logTail, observeJob } from './runner-pod
 import type { Observation, ObserveInput } from './types.ts';
 
 /** What the verdict's messages and measures need to know of the drill. */
+/** Where every drill's probe finds the restored copy of claim <pvc>: `/restored/<pvc>` (VWS_RESTORED_DIR). */
+export const RESTORED_DIR = '/restored';
+
 export interface DrillFacts {
   /** The backup restored, as the outputs name it. */
   backupName: string;

@@ -23,7 +23,7 @@ import {
   MANAGED_BY,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
-import { finishedAt, seconds } from './drill-verdict.ts';
+import { finishedAt, RESTORED_DIR, seconds } from './drill-verdict.ts';
 import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
@@ -40,9 +40,6 @@ import type {
   ObserveInput,
 } from './types.ts';
 import { PROBE_CONTAINER } from './velero-verify.ts';
-
-/** Where the probe finds the copy of claim <pvc>: `/restored/<pvc>` (VWS_RESTORED_DIR). */
-export const RESTORED_DIR = '/restored';
 
 /** A copy's size when neither the snapshot nor its claim says one (a snapshot not ready reports none). */
 const DEFAULT_SIZE = '1Gi';

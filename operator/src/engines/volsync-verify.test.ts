@@ -16,10 +16,11 @@ import {
   LABEL_SCRATCH_FOR,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
+import { RESTORED_DIR } from './drill-verdict.ts';
 import { ANNOTATION_PVC } from './names.ts';
 import type { ChildManifest, MaterializeInput, PodOutcome, VolsyncBackupRecord } from './types.ts';
 import { manualTrigger, volsyncAdapter } from './volsync.ts';
-import { RESTORE_ROOT, volsyncBackupRecords } from './volsync-verify.ts';
+import { volsyncBackupRecords } from './volsync-verify.ts';
 
 const PROBE = ['sh', '-c', 'echo rows=42'];
 const CLAIMS = ['data-db-0', 'data-files'];
@@ -266,9 +267,9 @@ describe('volsync Verify: the children', () => {
     };
     expect(pod.automountServiceAccountToken).toBe(false);
     const byVolume = new Map(pod.volumes.map((v) => [v.name, v.persistentVolumeClaim?.claimName]));
-    const mounts = pod.containers[0]!.volumeMounts.filter((m) => m.mountPath.startsWith(RESTORE_ROOT));
+    const mounts = pod.containers[0]!.volumeMounts.filter((m) => m.mountPath.startsWith(RESTORED_DIR));
     expect(mounts.map((m) => [m.mountPath, byVolume.get(m.name)])).toEqual(
-      CLAIMS.map((c, i) => [`${RESTORE_ROOT}/${c}`, copies[i]!.metadata.name]),
+      CLAIMS.map((c, i) => [`${RESTORED_DIR}/${c}`, copies[i]!.metadata.name]),
     );
     expect(pod.containers[0]!.env).toEqual(
       expect.arrayContaining([
@@ -322,11 +323,11 @@ describe('volsync Verify: observe', () => {
         synced: true,
         job: { conditions: [jobCondition('Failed', 'BackoffLimitExceeded')] },
       }),
-      { op, attempt: 1, pods: pods(1, 'FATAL: no pgdata in /restore/data-db-0') },
+      { op, attempt: 1, pods: pods(1, 'FATAL: no pgdata in /restored/data-db-0') },
     );
     expect(obs).toMatchObject({ phase: 'Failed', reason: 'VerifyProbeFailed' });
     expect(obs.message).toContain('no pgdata');
-    expect(obs.outputs?.probeOutput).toBe('FATAL: no pgdata in /restore/data-db-0');
+    expect(obs.outputs?.probeOutput).toBe('FATAL: no pgdata in /restored/data-db-0');
   });
 
   it('a passing probe records the verified backup, the RTO from the first restore and the backup’s age', () => {

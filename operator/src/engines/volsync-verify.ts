@@ -1,6 +1,6 @@
 // volsync engine, Verify: a restore drill of a restic backup (ADR 0060). Restores what a Succeeded volsync
 // Backup Operation of the instance wrote (parameters.backupName, else the newest) into fresh claims the
-// drill creates, runs the template's probe Job with those claims mounted at /restore/<claim>, and reports
+// drill creates, runs the template's probe Job with those claims mounted at /restored/<claim>, and reports
 // the verdict with the measured RTO (restore start → probe done) and the backup's age (RPO). The claims and
 // ReplicationDestinations go whatever the outcome (cleanup). Pure.
 //
@@ -24,7 +24,7 @@ import {
   LABEL_SCRATCH_FOR,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
-import { drillVerdict } from './drill-verdict.ts';
+import { drillVerdict, RESTORED_DIR } from './drill-verdict.ts';
 import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
@@ -43,9 +43,6 @@ import type {
 } from './types.ts';
 import { PROBE_CONTAINER } from './velero-verify.ts';
 import { claimRepositories } from './volsync-repositories.ts';
-
-/** Where the probe finds the restored claims: /restore/<claim>. */
-export const RESTORE_ROOT = '/restore';
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -210,7 +207,7 @@ export function materializeVolsyncVerify(input: MaterializeInput, trigger: strin
     nameSuffix: 'probe',
     suspend: true,
     containerEnv: [
-      { name: 'VWS_RESTORE_DIR', value: RESTORE_ROOT },
+      { name: 'VWS_RESTORED_DIR', value: RESTORED_DIR },
       { name: 'VWS_BACKUP_NAME', value: backup.operation },
       { name: 'VWS_CLAIMS', value: found.pvcs.join(',') },
     ],
@@ -228,7 +225,7 @@ export function materializeVolsyncVerify(input: MaterializeInput, trigger: strin
   const container = (podSpec.containers as Json[])[0] as Json;
   container.volumeMounts = [
     ...(container.volumeMounts as Json[]),
-    ...found.pvcs.map((claim, i) => ({ name: `restored-${i}`, mountPath: `${RESTORE_ROOT}/${claim}` })),
+    ...found.pvcs.map((claim, i) => ({ name: `restored-${i}`, mountPath: `${RESTORED_DIR}/${claim}` })),
   ];
   return { ok: true, children: [...claims, ...destinations, probe] };
 }

@@ -169,7 +169,7 @@ async function allowDrillProbeImage(
  * copy's files are uid 65532's, mode 0700, as restic gave them back (privileged movers): the probe's uid.
  */
 export function resticRowsProbe(claim: string): string[] {
-  return copyRowsProbe('$VWS_RESTORE_DIR', claim);
+  return copyRowsProbe('$VWS_RESTORED_DIR', claim);
 }
 
 /**

@@ -16,7 +16,7 @@ const drill = (repository: unknown, extra: Record<string, unknown> = {}) => ({
   type: 'Verify',
   engine: 'volsync',
   targetRef: { name: 'shop' },
-  parameters: { repository, command: ['sh', '-c', 'ls /restore/data-shop-0'], ...extra },
+  parameters: { repository, command: ['sh', '-c', 'ls /restored/data-shop-0'], ...extra },
 });
 
 describe('a restic drill reads only repositories its requester may read, beside the instance, and leaves no copy', () => {

@@ -11,7 +11,7 @@ import { RUNCOMMAND_IMAGES } from './job-runcommand.ts';
 export const volsyncVerify: Template = {
   name: 'volsync-verify',
   description:
-    "Restore drill of a restic backup: restores the snapshot a Succeeded volsync Backup Operation of the instance wrote (parameters.backupName, else the newest) into new claims of the namespace, one per claim of the release (the instance's own claims are never touched), with one VolSync ReplicationDestination each reading the Backup's repository Secret; then runs the probe Job with the copies mounted at /restore/<claim>, and reports the verdict, the measured RTO (restore start to probe done) and the backup's age (RPO) in outputs and in the instance's status.lastVerifiedBackup / lastDrill. The copies and ReplicationDestinations are deleted whatever the outcome.",
+    "Restore drill of a restic backup: restores the snapshot a Succeeded volsync Backup Operation of the instance wrote (parameters.backupName, else the newest) into new claims of the namespace, one per claim of the release (the instance's own claims are never touched), with one VolSync ReplicationDestination each reading the Backup's repository Secret; then runs the probe Job with the copies mounted at /restored/<claim>, and reports the verdict, the measured RTO (restore start to probe done) and the backup's age (RPO) in outputs and in the instance's status.lastVerifiedBackup / lastDrill. The copies and ReplicationDestinations are deleted whatever the outcome.",
   type: 'Verify',
   engine: 'volsync',
   inputSchema: {
@@ -35,7 +35,7 @@ export const volsyncVerify: Template = {
       command: {
         type: 'array',
         description:
-          'The probe: a command run without a shell once every claim is restored, with the copies mounted read-write at /restore/<claim> (e.g. start the database on the copy and count rows). Exit code 0 passes the drill; its last log lines are the verdict. Environment: VWS_RESTORE_DIR (/restore), VWS_CLAIMS (the claims, comma-separated), VWS_BACKUP_NAME',
+          'The probe: a command run without a shell once every claim is restored, with the copies mounted read-write at /restored/<claim> (e.g. start the database on the copy and count rows). Exit code 0 passes the drill; its last log lines are the verdict. Environment: VWS_RESTORED_DIR (/restored), VWS_CLAIMS (the claims, comma-separated), VWS_BACKUP_NAME',
         minItems: 1,
         maxItems: 64,
         items: { type: 'string', minLength: 1, maxLength: 4096 },
