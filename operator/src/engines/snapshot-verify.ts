@@ -23,10 +23,10 @@ import {
   MANAGED_BY,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
+import { probeParameters } from './drill-probe.ts';
 import { finishedAt, RESTORED_DIR, seconds } from './drill-verdict.ts';
-import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
-import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
+import { asManifest, at, type Json, nameOf, ofKind, str } from './object.ts';
 import { failed, running, succeeded } from './observation.ts';
 import { describeOutcomes, logTail, observeJob, RUNNER_UID, runnerJob } from './runner-pod.ts';
 import { chooseSnapshots, claimOf } from './snapshot-restore.ts';
@@ -79,19 +79,9 @@ export function materializeSnapshotVerify(input: MaterializeInput): MaterializeR
   const claims = backups.map((s) => ({ metadata: { name: claimOf(s) } }));
   const chosen = chooseSnapshots(parameters, target, { ...facts, pvcs: claims, snapshots: backups });
   if (!chosen.ok) return chosen;
-  const image = str(parameters.image);
-  const allowed = allowedImages(template.inputSchema);
-  if (!image || !allowed.includes(image)) {
-    return {
-      ok: false,
-      reason: 'InvalidParameters',
-      message: `parameters.image ${JSON.stringify(image ?? null)} is not allowed by template ${template.name}; use one of: ${allowed.join(', ') || '(none: the template has no image allowlist)'}`,
-    };
-  }
-  const command = stringArray(parameters.command);
-  if (command.length === 0) {
-    return { ok: false, reason: 'InvalidParameters', message: 'parameters.command is required: the probe' };
-  }
+  const probeRun = probeParameters(input);
+  if (!probeRun.ok) return probeRun;
+  const { image, command } = probeRun;
   const byName = new Map(backups.map((s) => [nameOf(s), s]));
   const cut = chosen.picks
     .map((p) => cutAt(byName.get(p.snapshot) ?? {}))

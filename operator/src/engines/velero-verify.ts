@@ -23,10 +23,10 @@ import {
 } from '../api/annotations.ts';
 import { OPERATION } from '../api/constants.ts';
 import type { Operation } from '../api/operation.ts';
+import { probeParameters } from './drill-probe.ts';
 import { drillVerdict } from './drill-verdict.ts';
-import { allowedImages } from './job.ts';
 import { childMetadata, shortHash } from './names.ts';
-import { asManifest, at, type Json, ofKind, str, stringArray } from './object.ts';
+import { asManifest, at, type Json, ofKind, str } from './object.ts';
 import { failed, running } from './observation.ts';
 import { runnerJob } from './runner-pod.ts';
 import type {
@@ -101,19 +101,9 @@ export function materializeVerify(
       message: `parameters.backupName: velero.io Backup ${backupName} is ${backup.phase || 'New'}, not Completed; verify it once it has completed`,
     };
   }
-  const image = str(parameters.image);
-  const allowed = allowedImages(template.inputSchema);
-  if (!image || !allowed.includes(image)) {
-    return {
-      ok: false,
-      reason: 'InvalidParameters',
-      message: `parameters.image ${JSON.stringify(image ?? null)} is not allowed by template ${template.name}; use one of: ${allowed.join(', ') || '(none: the template has no image allowlist)'}`,
-    };
-  }
-  const command = stringArray(parameters.command);
-  if (command.length === 0) {
-    return { ok: false, reason: 'InvalidParameters', message: 'parameters.command is required: the probe' };
-  }
+  const probeRun = probeParameters(input);
+  if (!probeRun.ok) return probeRun;
+  const { image, command } = probeRun;
   const scratch = scratchNamespace(op, attempt);
   const ns: ChildManifest = {
     apiVersion: 'v1',

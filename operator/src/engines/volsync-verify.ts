@@ -24,8 +24,8 @@ import {
   LABEL_SCRATCH_FOR,
 } from '../api/annotations.ts';
 import type { Operation } from '../api/operation.ts';
+import { probeParameters } from './drill-probe.ts';
 import { drillVerdict, RESTORED_DIR } from './drill-verdict.ts';
-import { allowedImages } from './job.ts';
 import { childMetadata, childName, NAME_LIMITS } from './names.ts';
 import { asManifest, at, type Json, nameOf, ofKind, str, stringArray } from './object.ts';
 import { failed, running } from './observation.ts';
@@ -150,19 +150,9 @@ export function materializeVolsyncVerify(input: MaterializeInput, trigger: strin
       message: `parameters.repository: Backup Operation ${backup.operation} wrote to ${written.ok ? describeMap(written.byClaim) : JSON.stringify(backup.repository)}, not ${describeMap(wanted.byClaim)}; name the repository Secret(s) the Backup wrote to (a drill reads only what a Backup of this namespace wrote)`,
     };
   }
-  const image = str(parameters.image);
-  const allowed = allowedImages(template.inputSchema);
-  if (!image || !allowed.includes(image)) {
-    return {
-      ok: false,
-      reason: 'InvalidParameters',
-      message: `parameters.image ${JSON.stringify(image ?? null)} is not allowed by template ${template.name}; use one of: ${allowed.join(', ') || '(none: the template has no image allowlist)'}`,
-    };
-  }
-  const command = stringArray(parameters.command);
-  if (command.length === 0) {
-    return { ok: false, reason: 'InvalidParameters', message: 'parameters.command is required: the probe' };
-  }
+  const probeRun = probeParameters(input);
+  if (!probeRun.ok) return probeRun;
+  const { image, command } = probeRun;
   const sources = new Map((env.releaseClaims ?? []).map((c) => [c.metadata?.name ?? '', c]));
   const claims: ChildManifest[] = [];
   const destinations: ChildManifest[] = [];
