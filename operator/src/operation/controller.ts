@@ -24,6 +24,7 @@ import {
   type Informer,
   type KubeClient,
   type KubeConfigLike,
+  keyOf,
   type Logger,
   type Manager,
   type ObjectWriter,
@@ -168,17 +169,25 @@ export function setupOperationController(mgr: Manager, deps: OperationController
     for (const op of operations.list(ns)) if (waiting(op)) wake(objectKey(op));
     log.debug({ kind, namespace: ns, name }, 'waited-for object changed');
   });
+  // What deciding about one Operation reads: the Operations on its target (conflicts, dependencies,
+  // parametersFrom `latest`) and those its parametersFrom names (operationRef). An index lookup, not a
+  // scan of the namespace: a namespace of many instances holds all their Operations, and a scan per
+  // reconcile made a burst of N Operations there cost N² (issue 26).
+  const concerning = (op: Operation): readonly Operation[] => {
+    const ns = op.metadata.namespace ?? '';
+    const same = onTarget(ns, op.spec.targetRef.name);
+    const named = (op.spec.parametersFrom ?? []).flatMap((s) => {
+      const source = s.operationRef ? operations.getByKey(keyOf(ns, s.operationRef.name)) : undefined;
+      return source && source.spec.targetRef.name !== op.spec.targetRef.name ? [source] : [];
+    });
+    return named.length > 0 ? [...same, ...named] : same;
+  };
   const access = new AccessCache(new SelfAccessReviewer(deps.client), { clock });
   const requesters = deps.admission && new AccessCache(new SubjectAccessReviewer(deps.client), { clock });
   /** spec.parameters after parametersFrom and the template's defaults; {} when they do not resolve (decide reports that). */
   const parametersOf = (op: Operation): Record<string, unknown> => {
     // The resolution decide materializes with: parametersFrom may supply backupName or configMapName.
-    const r = resolveRequest(
-      op,
-      templates(),
-      operations.list(op.metadata.namespace ?? ''),
-      new Date(clock.now()),
-    );
+    const r = resolveRequest(op, templates(), concerning(op), new Date(clock.now()));
     return r.ok ? r.parameters : {};
   };
   const reconciler = new OperationReconciler({
@@ -195,7 +204,7 @@ export function setupOperationController(mgr: Manager, deps: OperationController
     adapterFor: deps.adapterFor,
     templates,
     facts: new PreconditionReader({
-      operations: (ns) => operations.list(ns),
+      operations: concerning,
       instancesOfRelease: indexed(instances, INSTANCES_BY_RELEASE),
       templates,
       catalog: deps.templates?.catalog?.bind(deps.templates),
@@ -211,7 +220,7 @@ export function setupOperationController(mgr: Manager, deps: OperationController
       veleroNamespace,
       helmImage: deps.helmImage,
       parametersOf,
-      operations: (ns) => operations.list(ns),
+      operations: concerning,
       safetyOf: (op) => {
         const r = resolveOperation(op, templates());
         return r.ok ? r.template.safety : undefined;

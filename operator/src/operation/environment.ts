@@ -27,7 +27,7 @@ export class EnvironmentReader {
   readonly #helmImage: string | undefined;
   readonly #parametersOf: (op: Operation) => Record<string, unknown>;
   readonly #safetyOf: (op: Operation) => Safety | undefined;
-  readonly #operations: (namespace: string) => readonly Operation[];
+  readonly #operations: (op: Operation) => readonly Operation[];
 
   constructor(opts: {
     client: KubeClient;
@@ -37,8 +37,8 @@ export class EnvironmentReader {
     parametersOf: (op: Operation) => Record<string, unknown>;
     /** The resolved template's `safety` (a Safe Upgrade, ADR 0055); undefined for every other Operation. */
     safetyOf?: (op: Operation) => Safety | undefined;
-    /** The Operations of a namespace (the cache): a volsync Verify's Backups. */
-    operations?: (namespace: string) => readonly Operation[];
+    /** The cached Operations on `op`'s target (at least): a volsync Verify's Backups. */
+    operations?: (op: Operation) => readonly Operation[];
   }) {
     this.#client = opts.client;
     this.veleroNamespace = opts.veleroNamespace;
@@ -92,7 +92,7 @@ export class EnvironmentReader {
       env.pvcs = claims.map((p) => p.metadata?.name ?? '').sort();
       if (mayMaterialize(op, children)) {
         env.releaseClaims = claims;
-        env.volsyncBackups = volsyncBackupRecords(this.#operations(ns), op.spec.targetRef.name);
+        env.volsyncBackups = volsyncBackupRecords(this.#operations(op), op.spec.targetRef.name);
       }
     } else if (op.spec.engine === 'volsync' || op.spec.engine === 'snapshot') {
       env.pvcs = await this.#releasePvcs(ns, release.name, signal);

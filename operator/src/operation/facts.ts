@@ -34,8 +34,11 @@ export interface AdmissionCheck {
 }
 
 export interface FactsOptions {
-  /** The cached Operations of a namespace. */
-  operations: (namespace: string) => Operation[];
+  /**
+   * The cached Operations deciding about `op` reads: those on its target (conflicts, dependencies,
+   * parametersFrom `latest`) and those its parametersFrom names (operationRef).
+   */
+  operations: (op: Operation) => readonly Operation[];
   /** The cached instances of a release (namespace, name). */
   instancesOfRelease: (namespace: string, name: string) => ApplicationInstance[];
   templates: () => readonly Template[];
@@ -68,7 +71,7 @@ export class PreconditionReader {
     const target = instance ?? absentTarget?.recorded;
     const ns = op.metadata.namespace ?? '';
     const now = new Date(o.now());
-    const ops = o.operations(ns);
+    const ops = o.operations(op);
     // The same resolution evaluatePreconditions makes: parameters read through parametersFrom name
     // Secrets and ServiceAccounts too.
     const resolved = resolveRequest(op, o.templates(), ops, now);

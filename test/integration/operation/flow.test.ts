@@ -133,6 +133,27 @@ describe('Operation results flow and waiting that says what to do', () => {
     expect(parametersOf((await childrenOf(ns, 'r1'))[0])).toMatchObject({ note: 'snap-1' });
   });
 
+  it('operationRef may name an Operation on another instance of the namespace, and waits for it too', async () => {
+    // What decide reads is looked up by target and by the names parametersFrom gives, not by scanning the
+    // namespace: a source on another target must still be found.
+    const ns = await createNamespace(kc, 'flow');
+    await api.createInstance(ns, 'app', { restore: 'workflow' }, true);
+    await api.createInstance(ns, 'other', { backup: 'workflow' }, true);
+    await op(ns, 'elsewhere', 'flow-backup', { targetRef: { name: 'other' } });
+    const source = await eventually('elsewhere Running', phase(ns, 'elsewhere', 'Running'));
+    await op(ns, 'r2', 'flow-restore', {
+      parametersFrom: [{ operationRef: { name: 'elsewhere' }, outputs: [{ output: 'result', parameter: 'note' }] }],
+    });
+    const waiting = await eventually('r2 Blocked', phase(ns, 'r2', 'Blocked'));
+    expect(cond(waiting, 'Blocked')?.message).toContain('spec.parametersFrom[0]: Operation elsewhere is Running');
+    await api.setChild(ns, source.status!.childRef!.name, { phase: 'Succeeded', output: 'from-other' });
+    const r2 = await eventually('r2 Running', phase(ns, 'r2', 'Running'));
+    expect(r2.status?.inputs).toEqual([
+      expect.objectContaining({ operation: 'elsewhere', uid: source.metadata.uid, parameters: { note: 'from-other' } }),
+    ]);
+    expect(parametersOf((await childrenOf(ns, 'r2'))[0])).toMatchObject({ note: 'from-other' });
+  });
+
   it("the template's default: a Restore without the parameter restores the target's latest Succeeded Backup", async () => {
     const ns = await createNamespace(kc, 'flow');
     await api.createInstance(ns, 'app', { backup: 'workflow', restore: 'workflow' }, true);
