@@ -154,6 +154,11 @@ export class NameWatcher {
   readonly #onChange: (kind: NamedKind, namespace: string, name: string) => void;
   readonly #informers = new Map<string, Informer<KubernetesObject>>();
   readonly #wanted = new Map<string, Set<string>>(); // operation key → informer ids
+  /**
+   * informer id → how many Operations want it: a release looks at its own ids only, not at every waiting
+   * Operation's (a scan of all of them per reconcile cost a burst of N waiting Operations N²; issue 26).
+   */
+  readonly #users = new Map<string, number>();
 
   constructor(deps: WatcherDeps, onChange: (kind: NamedKind, namespace: string, name: string) => void) {
     this.#deps = deps;
@@ -178,7 +183,10 @@ export class NameWatcher {
       set = new Set();
       this.#wanted.set(operationKey, set);
     }
-    set.add(id);
+    if (!set.has(id)) {
+      set.add(id);
+      this.#users.set(id, (this.#users.get(id) ?? 0) + 1);
+    }
     let inf = this.#informers.get(id);
     if (!inf) {
       const resource = { group: '', version: 'v1', plural: kind, namespace };
@@ -204,19 +212,26 @@ export class NameWatcher {
   release(operationKey: string, keep: readonly string[] = []): void {
     const set = this.#wanted.get(operationKey);
     if (!set) return;
-    for (const id of [...set]) if (!keep.includes(id)) set.delete(id);
-    if (set.size === 0) this.#wanted.delete(operationKey);
-    const inUse = new Set([...this.#wanted.values()].flatMap((s) => [...s]));
-    for (const [id, inf] of this.#informers) {
-      if (inUse.has(id)) continue;
+    for (const id of [...set]) {
+      if (keep.includes(id)) continue;
+      set.delete(id);
+      const users = (this.#users.get(id) ?? 1) - 1;
+      if (users > 0) {
+        this.#users.set(id, users);
+        continue;
+      }
+      this.#users.delete(id);
+      const inf = this.#informers.get(id);
       this.#informers.delete(id);
-      void inf.stop();
+      void inf?.stop();
     }
+    if (set.size === 0) this.#wanted.delete(operationKey);
   }
 
   async stop(): Promise<void> {
     await Promise.all([...this.#informers.values()].map((i) => i.stop()));
     this.#informers.clear();
     this.#wanted.clear();
+    this.#users.clear();
   }
 }
