@@ -3,10 +3,12 @@
 // one lookup answers "the Operations on this target" without scanning the namespace.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { type Informer, keyOf } from '@vworkspace/runtime';
+import { findCondition, type Informer, keyOf } from '@vworkspace/runtime';
 import type { ApplicationInstance } from './api/applicationinstance.ts';
 import type { Operation } from './api/operation.ts';
+import { CONDITION_READY } from './api/reasons.ts';
 import { type SchedulerKind, schedulerOwner } from './api/scheduler-owner.ts';
+import type { ReadyReason } from './release/helm-release.ts';
 import { releaseRef } from './release/ref.ts';
 
 type Index<T> = { name: string; fn: (obj: T) => string | readonly string[] | undefined };
@@ -53,6 +55,20 @@ export const INSTANCES_BY_RELEASE: Index<ApplicationInstance> = {
     const ref = releaseRef(i);
     return keyOf(ref.namespace, ref.name);
   },
+};
+
+/**
+ * ApplicationInstances refused their release because another instance claims it (Ready reason
+ * ReleaseClaimed), all under `namespace/ReleaseClaimed`: what an instance that changes or goes may free,
+ * found without reading every instance of the namespace on every instance event.
+ */
+const RELEASE_CLAIMED: ReadyReason = 'ReleaseClaimed';
+export const INSTANCES_REFUSED_A_RELEASE: Index<ApplicationInstance> = {
+  name: 'applicationinstances:release-claimed',
+  fn: (i) =>
+    findCondition(i.status?.conditions, CONDITION_READY)?.reason === RELEASE_CLAIMED
+      ? keyOf(i.metadata.namespace, RELEASE_CLAIMED)
+      : undefined,
 };
 
 /** Helm release Secrets by `namespace/<release name>` (Helm's `name` label). */

@@ -43,14 +43,19 @@ import {
   OPERATION,
   type Operation,
 } from '../api/index.ts';
-import { HELM_SECRETS_BY_RELEASE, INSTANCES_BY_RELEASE, indexed, OPERATIONS_BY_TARGET } from '../indexes.ts';
+import {
+  HELM_SECRETS_BY_RELEASE,
+  INSTANCES_BY_RELEASE,
+  INSTANCES_REFUSED_A_RELEASE,
+  indexed,
+  OPERATIONS_BY_TARGET,
+} from '../indexes.ts';
 import { HELM_RELEASE_SECRET_TYPE, type SecretLike } from '../release/helm-release.ts';
 import { releaseRef } from '../release/ref.ts';
 import { cronTargets } from '../schedule/targets.ts';
 import { registerBackupMetrics } from './backup-metrics.ts';
 import { type CatalogSource, InstanceReconciler } from './reconciler.ts';
 import type { ReadSecret, ReleaseRecords } from './release-records.ts';
-import { readyReason } from './status.ts';
 
 export const INSTANCE_CONTROLLER_NAME = 'applicationinstance';
 
@@ -176,10 +181,12 @@ export function setupInstanceController(mgr: Manager, deps: InstanceControllerDe
 
   // An instance that changes or goes may free a release another one was refused (ReleaseClaimed): those
   // of its namespace are evaluated again (its old release name is not in the event).
+  // Found by index: reading every instance of the namespace on every instance event made a namespace
+  // of N instances cost N² per round of status writes (issue 26).
+  const refused = indexed(instances, INSTANCES_REFUSED_A_RELEASE);
   b.watches<ApplicationInstance>(APPLICATION_INSTANCE, (i) =>
-    instances
-      .list(i.metadata.namespace)
-      .filter((o) => o.metadata.name !== i.metadata.name && readyReason(o.status) === 'ReleaseClaimed')
+    refused(i.metadata.namespace, 'ReleaseClaimed')
+      .filter((o) => o.metadata.name !== i.metadata.name)
       .map((o) => requestOf(o.metadata.namespace, o.metadata.name ?? '')),
   );
   b.watchesSource(secrets, (secret) =>

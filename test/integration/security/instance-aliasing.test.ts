@@ -120,4 +120,12 @@ describe("an instance cannot borrow another instance's release", () => {
     ).toEqual([]);
     expect(await childrenOf(w, jobsIn(ns), 'upgrade-shop')).toEqual([]);
   });
+
+  it('re-reads the release for the refused instance when the instance that claims it goes', async () => {
+    // The refused instances are found by an index on their Ready reason when another instance changes or
+    // goes; nothing else (no resync) would evaluate `mine` again.
+    await w.admin.request({ method: 'DELETE', path: `${APPS}/namespaces/${ns}/applicationinstances/shop` });
+    const mine = await instanceWithReady(w, ns, 'mine', 'ReleaseDeployed');
+    expect(mine.status?.release).toBeDefined();
+  });
 });
