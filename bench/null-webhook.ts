@@ -47,6 +47,9 @@ const server = createServer(
   },
 );
 
+// As the operator's server (admission/server.ts): idle connections outlive the API server's 90 s.
+server.keepAliveTimeout = 120_000;
+server.headersTimeout = 121_000;
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
 });

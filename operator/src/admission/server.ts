@@ -20,6 +20,9 @@ export const DEFAULT_CERT_DIR = '/tmp/k8s-webhook-server/serving-certs';
  */
 export const MAX_ADMISSION_BODY_BYTES = 4 * 1024 * 1024;
 
+/** How long an idle connection is kept: past the API server's own 90 s idle timeout (see the server). */
+export const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+
 export type AdmissionHandler = (request: AdmissionRequest) => Promise<AdmissionResponse> | AdmissionResponse;
 
 export interface WebhookLog {
@@ -188,6 +191,15 @@ export async function startWebhookServer(opts: WebhookServerOptions): Promise<We
       })();
     },
   );
+
+  // Idle connections stay open longer than the API server keeps them (its webhook client drops an idle
+  // connection after 90 s, Go's default). With Node's default of 5 s the server closed connections the
+  // API server was just reusing, and that request failed ("write: broken pipe", a 500 for the user under
+  // failurePolicy Fail; Go retries no POST): seen in the bench's 2,000-Operation burst. Go's own servers
+  // (controller-runtime's webhook server) never close an idle connection first either.
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // Node requires the headers timeout to exceed the keep-alive timeout.
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
 
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);

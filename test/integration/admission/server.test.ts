@@ -1,8 +1,11 @@
 // The webhook server behind the real API server: registered by URL on loopback, its denials reach
-// the client verbatim, and a rotated certificate is picked up without a restart.
+// the client verbatim, idle connections outlive the API server's reuse, and a rotated certificate is
+// picked up without a restart.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AdmissionregistrationV1Api,
   ApiException,
@@ -110,6 +113,31 @@ describe('admission webhook server', () => {
       'admission webhook "configmaps.test.vworkspace.io" denied the request: data.forbidden: remove the key «forbidden» — reserved',
     );
     await expect(createCm('good', { fine: 'x' })).resolves.toBeTruthy();
+  });
+
+  it("keeps an idle connection open past Node's 5 s default, so the API server can reuse it", async () => {
+    // The API server's webhook client keeps idle connections 90 s; a server that closes one first makes the
+    // request that was reusing it fail with "broken pipe". Asserts reuse after an idle 6 s, not a speed.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: cert.caPem });
+    const post = () =>
+      new Promise<boolean>((ok, fail) => {
+        const req = request(
+          { host: '127.0.0.1', port: server.port, method: 'POST', path: '/validate-nothing', agent },
+          (res) => {
+            res.resume();
+            res.on('end', () => ok(req.reusedSocket));
+          },
+        );
+        req.on('error', fail);
+        req.end('{}');
+      });
+    try {
+      expect(await post()).toBe(false);
+      await sleep(6_000);
+      expect(await post()).toBe(true);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('serves a rotated certificate without a restart', async () => {
