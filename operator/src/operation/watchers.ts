@@ -21,6 +21,7 @@ import {
   type Logger,
   type RestMapper,
   realClock,
+  requestSignal,
   scopedListerWatcher,
   silentLogger,
   splitApiVersion,
@@ -202,9 +203,11 @@ export class NameWatcher {
       inf.start();
       this.#informers.set(id, inf);
     }
-    const timeout = AbortSignal.timeout(10_000);
-    const synced = await inf.waitForSync(signal ? AbortSignal.any([signal, timeout]) : timeout);
-    if (!synced) throw new Error(`could not list ${kind} ${namespace}/${name} yet; retrying`);
+    if (!inf.hasSynced()) {
+      const deadline = requestSignal(signal, 10_000);
+      const synced = await inf.waitForSync(deadline.signal).finally(deadline.done);
+      if (!synced) throw new Error(`could not list ${kind} ${namespace}/${name} yet; retrying`);
+    }
     return inf.get(name, namespace) !== undefined;
   }
 

@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   apiVersionOf,
   isAlreadyExists,
@@ -10,6 +10,7 @@ import {
   type KubeClient,
   type KubeRequest,
   RestMapper,
+  requestSignal,
   resourcePath,
   splitApiVersion,
   statusCode,
@@ -110,5 +111,42 @@ describe('RestMapper', () => {
       await m.pathFor({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'n' } }),
     ).toBe('/api/v1/namespaces/n/configmaps/c');
     expect(d.calls).toEqual([]);
+  });
+});
+
+describe('requestSignal', () => {
+  it('aborts with a TimeoutError after the time, and not once done', () => {
+    vi.useFakeTimers();
+    try {
+      const timed = requestSignal(undefined, 1_000);
+      vi.advanceTimersByTime(999);
+      expect(timed.signal.aborted).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(timed.signal.aborted).toBe(true);
+      expect((timed.signal.reason as DOMException).name).toBe('TimeoutError');
+
+      const ended = requestSignal(undefined, 1_000);
+      ended.done();
+      vi.advanceTimersByTime(5_000);
+      expect(ended.signal.aborted).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("follows the caller's signal, already aborted or later, and lets go of it once done", () => {
+    const caller = new AbortController();
+    const later = requestSignal(caller.signal, 60_000);
+    const finished = requestSignal(caller.signal, 60_000);
+    finished.done();
+    caller.abort(new Error('leadership lost'));
+    expect(later.signal.aborted).toBe(true);
+    expect((later.signal.reason as Error).message).toBe('leadership lost');
+    expect(finished.signal.aborted).toBe(false);
+    later.done();
+
+    const before = requestSignal(caller.signal, 60_000);
+    expect(before.signal.aborted).toBe(true);
+    before.done();
   });
 });

@@ -186,6 +186,34 @@ function clientNodeConfig(kc: KubeConfigLike): KubeConfig {
   return kc as KubeConfig;
 }
 
+/**
+ * One request's signal: aborted by the caller's signal or after `ms`, whichever comes first; `done()`
+ * frees both once the request ended. Not `AbortSignal.any([caller, AbortSignal.timeout(ms)])`: the caller's
+ * signal is usually a controller's, alive for the process, and every composite made from it stays
+ * registered with it until garbage-collected: in a burst of requests that cleanup was a visible share of
+ * the operator's CPU (bench operations; docs/performance.md).
+ */
+export function requestSignal(
+  caller: AbortSignal | undefined,
+  ms: number,
+): { signal: AbortSignal; done(): void } {
+  const own = new AbortController();
+  const timer = setTimeout(
+    () => own.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+    ms,
+  );
+  const onAbort = () => own.abort(caller?.reason);
+  if (caller?.aborted) onAbort();
+  else caller?.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: own.signal,
+    done: () => {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
 export class RestClient implements KubeClient, KubeWatcher {
   readonly #kc: KubeConfigLike;
   readonly #opts: RestClientOptions;
@@ -283,8 +311,20 @@ export class RestClient implements KubeClient, KubeWatcher {
 
   async #send(server: string, req: KubeRequest): Promise<{ status: number; text: string }> {
     const transport = await this.#transportOnce();
-    const timeout = AbortSignal.timeout(req.timeoutMs ?? 30_000);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    const deadline = requestSignal(req.signal, req.timeoutMs ?? 30_000);
+    try {
+      return await this.#sendWithin(server, req, transport, deadline.signal);
+    } finally {
+      deadline.done();
+    }
+  }
+
+  async #sendWithin(
+    server: string,
+    req: KubeRequest,
+    transport: Transport | undefined,
+    signal: AbortSignal,
+  ): Promise<{ status: number; text: string }> {
     if (!transport) return this.#sendFallback(server, req, signal);
     const url = urlOf(transport, req.path, req.query ?? {});
     const headers: Record<string, string> = {
