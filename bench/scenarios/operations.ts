@@ -331,10 +331,9 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
       title: `${o.n} Operations → children`,
       params: { n: o.n, runs: o.runs, operator: o.operator ?? {} },
       rows: [
-        row(`all ${o.n} children exist (vs raw Jobs)`, ' s', opTimes, rawTimes, (_, __, r) => ({
-          text: o.n <= 500 ? 'ratio ≤ 3' : 'none at this size',
-          met: o.n <= 500 ? (r ?? Number.NaN) <= 3 : true,
-        })),
+        // Issue 11's target (≤ 3× raw Jobs at 500) sits below what any implementation of the design costs
+        // (the floor is ~6× raw Jobs); issue 26 restates it against the floor, at both sizes.
+        row(`all ${o.n} children exist (vs raw Jobs)`, ' s', opTimes, rawTimes),
         row(
           `all ${o.n} children exist (vs kube-controller-manager: ${o.n} Jobs written → all their Pods)`,
           ' s',
@@ -347,7 +346,10 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
           floorTimes,
           rawTimes,
         ),
-        row(`all ${o.n} children exist (vs the floor)`, ' s', opTimes, floorTimes),
+        row(`all ${o.n} children exist (vs the floor)`, ' s', opTimes, floorTimes, (_, __, r) => ({
+          text: 'ratio ≤ 1.2',
+          met: (r ?? Number.NaN) <= 1.2,
+        })),
       ],
       notes,
       data: { opTimes, rawTimes, kcmTimes, floorTimes, floorWrites, acceptedTimes, requestsPerOp, throttled },
