@@ -29,19 +29,43 @@ export function deriveSigningKey(servingKeyPem: Buffer): SigningKey {
   return { id: createHash('sha256').update(key).digest('hex').slice(0, 12), key };
 }
 
+/**
+ * How long one look at the key file is trusted. Every admission request asks for the current key, and a
+ * synchronous stat per request sat on the event loop of both webhooks (bench admission; issue 26). A
+ * rotation is taken within this; a stamp signed with a key not seen yet makes find() look at once.
+ */
+export const KEY_CHECK_INTERVAL_MS = 1_000;
+
 /** The keys of `certDir/tls.key`: re-derived when the file changes, every key seen kept for verifying. */
 export class SigningKeys implements SigningKeySource {
   readonly #path: string;
+  readonly #now: () => number;
   readonly #seen = new Map<string, SigningKey>();
   #current: SigningKey | undefined;
   #stamp = '';
+  #checkedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(certDir: string) {
+  constructor(certDir: string, now: () => number = Date.now) {
     this.#path = join(certDir, 'tls.key');
+    this.#now = now;
   }
 
   /** The key to sign with now; undefined while the certificate is not there. */
   current(): SigningKey | undefined {
+    if (this.#current && this.#now() - this.#checkedAt < KEY_CHECK_INTERVAL_MS) return this.#current;
+    return this.#check();
+  }
+
+  /** A key by id: the current one or one seen since start (looking at the file now for one not seen). */
+  find(id: string): SigningKey | undefined {
+    const seen = this.#seen.get(id);
+    if (seen) return seen;
+    this.#check();
+    return this.#seen.get(id);
+  }
+
+  #check(): SigningKey | undefined {
+    this.#checkedAt = this.#now();
     try {
       const st = statSync(this.#path);
       const stamp = `${st.mtimeMs}/${st.size}/${st.ino}`;
@@ -55,11 +79,5 @@ export class SigningKeys implements SigningKeySource {
       // Not mounted (yet): keep what we had.
     }
     return this.#current;
-  }
-
-  /** A key by id: the current one or one seen since start. */
-  find(id: string): SigningKey | undefined {
-    this.current();
-    return this.#seen.get(id);
   }
 }
