@@ -142,14 +142,22 @@ describe('Operation results flow and waiting that says what to do', () => {
     await op(ns, 'elsewhere', 'flow-backup', { targetRef: { name: 'other' } });
     const source = await eventually('elsewhere Running', phase(ns, 'elsewhere', 'Running'));
     await op(ns, 'r2', 'flow-restore', {
-      parametersFrom: [{ operationRef: { name: 'elsewhere' }, outputs: [{ output: 'result', parameter: 'note' }] }],
+      parametersFrom: [
+        { operationRef: { name: 'elsewhere' }, outputs: [{ output: 'result', parameter: 'note' }] },
+      ],
     });
     const waiting = await eventually('r2 Blocked', phase(ns, 'r2', 'Blocked'));
-    expect(cond(waiting, 'Blocked')?.message).toContain('spec.parametersFrom[0]: Operation elsewhere is Running');
+    expect(cond(waiting, 'Blocked')?.message).toContain(
+      'spec.parametersFrom[0]: Operation elsewhere is Running',
+    );
     await api.setChild(ns, source.status!.childRef!.name, { phase: 'Succeeded', output: 'from-other' });
     const r2 = await eventually('r2 Running', phase(ns, 'r2', 'Running'));
     expect(r2.status?.inputs).toEqual([
-      expect.objectContaining({ operation: 'elsewhere', uid: source.metadata.uid, parameters: { note: 'from-other' } }),
+      expect.objectContaining({
+        operation: 'elsewhere',
+        uid: source.metadata.uid,
+        parameters: { note: 'from-other' },
+      }),
     ]);
     expect(parametersOf((await childrenOf(ns, 'r2'))[0])).toMatchObject({ note: 'from-other' });
   });
