@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeApiError } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { ANNOTATION_ADMISSION } from '../../../operator/src/api/annotations.ts';
 import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import { startWorld, type World } from './harness.ts';
 
@@ -83,6 +84,7 @@ describe('approval floor: an Operation may tighten its template policy, never lo
     // The webhooks judge only namespaces carrying the world label: without it, b is a namespace whose
     // webhook is down (failurePolicy aside), and the Operation reaches the operator unjudged.
     const ns = `/api/v1/namespaces/${b}`;
+    let name = 'unjudged';
     await w.admin.request({
       method: 'PATCH',
       path: ns,
@@ -94,8 +96,20 @@ describe('approval floor: an Operation may tighten its template policy, never lo
       // go, our webhook still judges b and denies this loosening (a full run saw that once).
       for (let tries = 1; ; tries++) {
         try {
-          await w.operation(w.admin, b, 'unjudged', spec({ requiresApproval: false, retryLimit: 5 }));
-          break;
+          await w.operation(w.admin, b, name, spec({ requiresApproval: false, retryLimit: 5 }));
+          // The two webhooks are matched one after the other: the mutating one may still have judged b
+          // (and signed the record) when the validating one no longer did. That Operation was judged, so
+          // it is not what this test needs: take it away and create another.
+          const stored = await w.getOperation(b, name);
+          if (stored.metadata.annotations?.[ANNOTATION_ADMISSION] === undefined) break;
+          await w.admin.request({
+            method: 'DELETE',
+            path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${b}/operations/${name}`,
+          });
+          if (tries >= 100)
+            throw new Error(`${name} was still signed by the mutating webhook after ${tries} tries`);
+          name = `unjudged-${tries}`;
+          await sleep(300);
         } catch (err) {
           const judged =
             err instanceof KubeApiError && err.code === 403 && /admission webhook/.test(err.message);
@@ -112,8 +126,8 @@ describe('approval floor: an Operation may tighten its template policy, never lo
       });
     }
     // Before ADR 0029 it waited Blocked/AwaitingApproval (the floor); now nothing unadmitted runs at all.
-    const op = await w.waitFor('unjudged to be refused by the reconciler', async () => {
-      const o = await w.getOperation(b, 'unjudged');
+    const op = await w.waitFor(`${name} to be refused by the reconciler`, async () => {
+      const o = await w.getOperation(b, name);
       return o.status?.phase === 'Failed' ? o : undefined;
     });
     const accepted = op.status?.conditions?.find((c) => c.type === 'Accepted');
