@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { KEEP_ALIVE_TIMEOUT_MS } from '@vworkspace/operator';
 
 const certDir = process.argv[2];
 if (!certDir) {
@@ -48,8 +49,8 @@ const server = createServer(
 );
 
 // As the operator's server (admission/server.ts): idle connections outlive the API server's 90 s.
-server.keepAliveTimeout = 120_000;
-server.headersTimeout = 121_000;
+server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
 });
