@@ -7,6 +7,7 @@
 // - shutdown stops accepting keys; workers still get what is queued and in-flight work finishes.
 
 import { type Clock, realClock, type TimerHandle } from './clock.ts';
+import { Fifo } from './fifo.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './rate-limiter.ts';
 
 /** Hooks for the controller-runtime workqueue_* metrics (see metrics.ts). Durations in seconds. */
@@ -46,7 +47,7 @@ export class WorkQueue<K> {
   readonly #limiter: RateLimiter<K>;
   readonly #metrics: QueueMetrics;
 
-  readonly #queue: K[] = [];
+  readonly #queue = new Fifo<K>();
   readonly #dirty = new Set<K>();
   readonly #processing = new Set<K>();
   readonly #addedAt = new Map<K, number>();
@@ -171,7 +172,7 @@ export class WorkQueue<K> {
    */
   shutDown(opts: { dropQueued?: boolean } = {}): void {
     if (opts.dropQueued) {
-      this.#queue.length = 0;
+      this.#queue.clear();
       this.#dirty.clear();
       this.#addedAt.clear();
       this.#metrics.depth(0);
@@ -215,7 +216,7 @@ export class WorkQueue<K> {
   }
 
   #take(): K {
-    const key = this.#queue.shift() as K;
+    const key = this.#queue.shift() as K; // callers check the length first
     this.#metrics.depth(this.#queue.length);
     this.#processing.add(key);
     this.#dirty.delete(key);
