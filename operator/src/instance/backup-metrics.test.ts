@@ -193,4 +193,21 @@ describe('registerBackupMetrics', () => {
     instances = [];
     expect(await registry.metrics()).not.toContain('applicationinstance="shop"');
   });
+
+  it('reads the instances once per scrape, for all six gauges', async () => {
+    const registry = new Registry();
+    let reads = 0;
+    registerBackupMetrics(
+      registry,
+      () => {
+        reads++;
+        return objects();
+      },
+      () => crons,
+    );
+    await registry.metrics();
+    expect(reads).toBe(1);
+    await registry.metrics();
+    expect(reads).toBe(2);
+  });
 });
