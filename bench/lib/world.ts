@@ -362,18 +362,29 @@ export function metricSum(m: Map<string, number>, name: string, match = ''): num
   return sum;
 }
 
-/** Waits until the operator's queues are empty and nothing is in flight for `quietMs`. */
-export async function waitQuiet(proc: OperatorProcess, quietMs: number, timeoutMs: number): Promise<void> {
+/**
+ * Waits until the operator's queues are empty and nothing is in flight for `quietMs`. A scrape the
+ * operator does not answer (its event loop blocked) counts as busy; resolves to how many went unanswered.
+ */
+export async function waitQuiet(proc: OperatorProcess, quietMs: number, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   let quietSince: number | undefined;
   let lastTotal = -1;
+  let unanswered = 0;
   while (Date.now() < deadline) {
-    const m = await scrape(proc);
+    const m = await scrape(proc).catch(() => undefined);
+    if (!m) {
+      if (proc.crashed) break;
+      unanswered++;
+      quietSince = undefined;
+      await sleep(1000);
+      continue;
+    }
     const busy = metricSum(m, 'workqueue_depth') + metricSum(m, 'controller_runtime_active_workers');
     const total = metricSum(m, 'controller_runtime_reconcile_total');
     if (busy === 0 && total === lastTotal) {
       quietSince ??= Date.now();
-      if (Date.now() - quietSince >= quietMs) return;
+      if (Date.now() - quietSince >= quietMs) return unanswered;
     } else quietSince = undefined;
     lastTotal = total;
     await sleep(1000);

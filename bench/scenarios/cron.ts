@@ -85,7 +85,8 @@ export async function cronLag(o: CronOptions): Promise<ScenarioResult> {
     const max = (v: number[]) => (v.length ? Math.max(...v) : Number.NaN);
     const min = (v: number[]) => (v.length ? Math.min(...v) : Number.NaN);
     const count = (v: number[]) => v.length;
-    const strict = o.n <= 500;
+    // Issue 11's target up to 500 a minute; issue 26's at 5,000: half the CronJob controller's lag.
+    const bound = o.n <= 500 ? 1 : o.n >= 5000 ? 0.5 : undefined;
     const missedOp = metricSum(metrics, 'vworkspace_schedule_missed_runs_total');
     notes.push(`operator's vworkspace_schedule_missed_runs_total at the end: ${missedOp}`);
     return {
@@ -94,8 +95,8 @@ export async function cronLag(o: CronOptions): Promise<ScenarioResult> {
       params: { n: o.n, runs: o.runs, slots: slots.map((s) => new Date(s).toISOString()) },
       rows: [
         row('lag p50', ' s', stat(p50, 'op'), stat(p50, 'peer'), (_, __, r) => ({
-          text: strict ? 'ratio ≤ 1.0' : 'none at this size',
-          met: strict ? (r ?? Number.NaN) <= 1 : true,
+          text: bound === undefined ? 'none at this size' : `ratio ≤ ${bound.toFixed(1)}`,
+          met: bound === undefined ? true : (r ?? Number.NaN) <= bound,
         })),
         row('lag p99', ' s', stat(p99, 'op'), stat(p99, 'peer')),
         row('lag max', ' s', stat(max, 'op'), stat(max, 'peer')),
