@@ -10,7 +10,7 @@
 //
 // --env sets operator settings (e.g. KUBE_API_QPS=0), --node-arg adds a flag to the operator's node
 // command line (e.g. --max-semi-space-size=4), --profile writes a CPU profile per operator
-// process (node --cpu-prof) under DIR/profiles, and for operations also kube-apiserver's over the first
+// process (node --cpu-prof) under DIR/profiles (footprint: of its convergence only), and for operations also kube-apiserver's over the first
 // 10 s of each operator phase (`go tool pprof -top -cum DIR/profiles/kube-apiserver-*.pprof`), --operator-main runs another checkout's operator (a
 // baseline), --sizes overrides the sizes of the chosen scenarios. --docs merges the results into
 // docs/performance/results.json by scenario, after each scenario, and regenerates the table and the plot
@@ -168,7 +168,20 @@ if (only.has('footprint')) {
     say(
       `footprint and startup at ${level.instances} instances + ${level.operations} finished Operations in ${level.namespaces} namespace(s) (${runs} starts) ...`,
     );
-    await record(await footprint({ ...level, runs, logDir, operator, ...(quick ? { idleMs: 30_000 } : {}) }));
+    await record(
+      await footprint({
+        ...level,
+        runs,
+        logDir,
+        // A profiler in the measured starts would change what they measure (idle CPU above all): with
+        // --profile, only the convergence before them is profiled.
+        operator: values['node-arg']
+          ? { ...operator, nodeArgs: values['node-arg'] }
+          : { ...operator, nodeArgs: [] },
+        ...(values.profile ? { profileDir: join(out, 'profiles') } : {}),
+        ...(quick ? { idleMs: 30_000 } : {}),
+      }),
+    );
   }
 }
 

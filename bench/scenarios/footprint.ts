@@ -35,6 +35,8 @@ export interface FootprintOptions {
   /** How long idle CPU is measured (default 60 s). */
   idleMs?: number;
   operator?: OperatorVariant;
+  /** A CPU profile of the convergence (not of the measured starts) is written here. */
+  profileDir?: string;
 }
 
 /**
@@ -125,6 +127,10 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
     const converge = await startOperator(world, `operator-fp-${label}-converge`, {
       ...o.operator,
       env: { ...o.operator?.env, KUBE_API_QPS: '0' },
+      nodeArgs: [
+        ...(o.operator?.nodeArgs ?? []),
+        ...(o.profileDir ? ['--cpu-prof', '--cpu-prof-dir', o.profileDir] : []),
+      ],
     });
     // Its peak resident memory while it writes every instance's first status (a start after that is
     // what the rows measure).
