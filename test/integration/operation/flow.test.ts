@@ -289,10 +289,14 @@ describe('Operation results flow and waiting that says what to do', () => {
 
   it('ops.vworkspace.io/paused: nothing starts on a paused instance; a running child is not followed until resumed', async () => {
     const ns = await createNamespace(kc, 'flow');
-    await api.createInstance(ns, 'app', { backup: 'workflow' }, true);
-    await api.annotateInstance(ns, 'app', { 'ops.vworkspace.io/paused': 'true' });
+    // Paused from its creation: pausing it just before creating the Operation raced the operator's cache
+    // (on a loaded machine the Operation could start before the pause was seen, and never be Blocked).
+    await api.createInstance(ns, 'app', { backup: 'workflow', paused: 'true' }, true);
     await op(ns, 'p', 'flow-backup');
-    const blocked = await eventually('Blocked', phase(ns, 'p', 'Blocked'));
+    const blocked = await eventually('Blocked/TargetPaused', async () => {
+      const o = await api.getOperation(ns, 'p');
+      return o.status?.phase === 'Blocked' && cond(o, 'Blocked')?.reason === 'TargetPaused' ? o : undefined;
+    });
     expect(cond(blocked, 'Blocked')).toMatchObject({ status: 'True', reason: 'TargetPaused' });
     expect(await childrenOf(ns, 'p')).toEqual([]);
 
