@@ -175,9 +175,7 @@ if (only.has('footprint')) {
         logDir,
         // A profiler in the measured starts would change what they measure (idle CPU above all): with
         // --profile, only the convergence before them is profiled.
-        operator: values['node-arg']
-          ? { ...operator, nodeArgs: values['node-arg'] }
-          : { ...operator, nodeArgs: [] },
+        operator: { ...operator, nodeArgs: values['node-arg'] ?? [] },
         ...(values.profile ? { profileDir: join(out, 'profiles') } : {}),
         ...(quick ? { idleMs: 30_000 } : {}),
       }),

@@ -51,7 +51,7 @@ export function footprintTarget(instances: number): { rssMiB: number; readySecon
 
 const FINISHED = new Date(Date.UTC(2025, 0, 1)).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** Resident memory of the cluster's API server and etcd: where the bound is when the operator is not. */
+/** kube-apiserver's and etcd's RSS and CPU so far: where the bound is when the operator is not. */
 function clusterUsage(world: World): string {
   const pids = clusterPids(world);
   return ['kube-apiserver', 'etcd']
