@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  Activity,
   createLogger,
   EventLoopMonitor,
   EventRecorder,
@@ -42,6 +43,11 @@ export interface OperatorDeps {
   log: Logger;
 }
 
+/** A lull in the Operation controllers' work: this long without a key queued or reconciled. */
+export const BOOKKEEPING_QUIET_MS = 1_000;
+/** The longest an instance's summary or an Event waits for that lull (the staleness under sustained load). */
+export const BOOKKEEPING_MAX_TRAIL_MS = 30_000;
+
 /** Everything one operator process runs, wired but not started. */
 export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const metrics = new RuntimeMetrics(undefined, { processMetrics: true });
@@ -75,6 +81,11 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     metrics,
     eventLoop: new EventLoopMonitor({ logger: log }),
   });
+  // What users wait for (Operations, their children and status) goes first; what reports on it (the
+  // instances' summaries, Events) trails a burst of that work, at most BOOKKEEPING_MAX_TRAIL_MS
+  // (docs/adr/0062-bookkeeping-trails-a-burst.md).
+  const activity = new Activity({ quietMs: BOOKKEEPING_QUIET_MS });
+  const trail = { activity, maxMs: BOOKKEEPING_MAX_TRAIL_MS };
   const controllerDeps = (name: ControllerName) => {
     const client = clientFor(name);
     return {
@@ -84,7 +95,12 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
       writer: new ObjectWriter(client, mapper),
       // Events are written behind the reconcile on a client of their own: best effort, as in client-go,
       // and never spending the budget the controller's own writes need.
-      events: new EventRecorder({ client: clientFor(`${name}-events`), logger: log, background: true }),
+      events: new EventRecorder({
+        client: clientFor(`${name}-events`),
+        logger: log,
+        background: true,
+        trail,
+      }),
       logger: log,
       metrics,
       informers,
@@ -100,7 +116,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
     logger: log,
   });
   manager.addInformer(catalog.informer);
-  setupInstanceController(manager, { ...controllerDeps('applicationinstance'), catalog });
+  setupInstanceController(manager, { ...controllerDeps('applicationinstance'), catalog, trail });
   // The admission record's key, from the webhook's serving key (every replica mounts it): the webhook
   // signs with it, the reconciler verifies (docs/adr/0029-signed-admission-stamps.md).
   const signingKeys = new SigningKeys(config.webhookCertDir);
@@ -108,6 +124,7 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   const self = operatorIdentity(clientFor('identity', 0));
   setupOperationController(manager, {
     ...controllerDeps('operation'),
+    activity,
     ...(config.requireAdmissionStamp ? { admission: { keys: signingKeys, self } } : {}),
     mapper,
     adapterFor,
@@ -117,9 +134,10 @@ export function buildOperator({ config, kc, log }: OperatorDeps): Manager {
   });
   setupCronController(manager, {
     ...controllerDeps('cronoperation'),
+    activity,
     veleroNamespace: config.veleroNamespace,
   });
-  setupWatchController(manager, controllerDeps('watchoperation'));
+  setupWatchController(manager, { ...controllerDeps('watchoperation'), activity });
   // The webhook reads targets from the same shared ApplicationInstance informer the controllers use.
   const instanceCache = informers.informer(
     {

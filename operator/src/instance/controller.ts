@@ -32,6 +32,7 @@ import {
   realClock,
   resourcePath,
   splitKey,
+  type TrailOptions,
   type WatchSource,
 } from '@vworkspace/runtime';
 import {
@@ -80,6 +81,11 @@ export interface InstanceControllerDeps {
   clock?: Clock;
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /**
+   * What the summary (status.operations) trails: Operation events rewrite it after a lull of the
+   * Operation controllers' work, at most `maxMs` later (activity.ts; docs/adr/0062).
+   */
+  trail?: TrailOptions;
 }
 
 export interface InstanceController {
@@ -214,6 +220,7 @@ export function setupInstanceController(mgr: Manager, deps: InstanceControllerDe
       ],
       // An Operation is accepted and started within a fraction of a second: one summary write for both.
       batch: OPERATION_SUMMARY_BATCH_MS,
+      ...(deps.trail ? { trail: deps.trail } : {}),
     },
   );
   b.watches<CronOperation>(

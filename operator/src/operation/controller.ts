@@ -16,6 +16,7 @@
 //   a child changes                 ChildWatcher (on-demand informer per child kind) → its Operation
 import type { KubernetesObject } from '@kubernetes/client-node';
 import {
+  type Activity,
   Client,
   type Clock,
   type Controller,
@@ -90,6 +91,8 @@ export interface OperationControllerDeps {
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. Operations on one
    * target are still decided one at a time (the conflict queue), whatever the number. */
   workers?: number;
+  /** Foreground work (activity.ts): touched whenever this controller queues or reconciles a key. */
+  activity?: Activity;
   veleroNamespace?: string;
   helmImage?: string;
   /** WATCH_NAMESPACE: the namespaces to watch; empty or unset: every namespace. */
@@ -281,7 +284,11 @@ export function setupOperationController(mgr: Manager, deps: OperationController
     },
   });
   controller = b
-    .withOptions({ clock, ...(deps.workers ? { workers: deps.workers } : {}) })
+    .withOptions({
+      clock,
+      ...(deps.workers ? { workers: deps.workers } : {}),
+      ...(deps.activity ? { activity: deps.activity } : {}),
+    })
     .complete(reconciler);
   return { controller };
 }

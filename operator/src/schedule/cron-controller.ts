@@ -24,6 +24,7 @@
 // events create/patch; for spec.retention, the backup.velero or backup.snapshot profile (retention-pass.ts).
 
 import {
+  type Activity,
   anyOf,
   Client,
   type Clock,
@@ -77,6 +78,8 @@ export interface SchedulerDeps {
   clock?: Clock;
   /** Concurrent reconciles (controller-runtime MaxConcurrentReconciles); default 1. */
   workers?: number;
+  /** Foreground work (activity.ts): touched whenever this controller queues or reconciles a key. */
+  activity?: Activity;
   /** Where velero.io Backups live (retention of velero CronOperations); default DEFAULT_VELERO_NAMESPACE. */
   veleroNamespace?: string;
 }
@@ -221,7 +224,11 @@ export function setupCronController(mgr: Manager, deps: SchedulerDeps): Controll
     predicates: [{ update: phaseChanged }],
   });
   controller = b
-    .withOptions({ clock, ...(deps.workers ? { workers: deps.workers } : {}) })
+    .withOptions({
+      clock,
+      ...(deps.workers ? { workers: deps.workers } : {}),
+      ...(deps.activity ? { activity: deps.activity } : {}),
+    })
     .complete(reconciler);
   return controller;
 }

@@ -136,6 +136,10 @@ export function setupWatchController(mgr: Manager, deps: SchedulerDeps): Control
     predicates: [{ update: phaseChanged }],
   });
   return b
-    .withOptions({ clock, ...(deps.workers ? { workers: deps.workers } : {}) })
+    .withOptions({
+      clock,
+      ...(deps.workers ? { workers: deps.workers } : {}),
+      ...(deps.activity ? { activity: deps.activity } : {}),
+    })
     .complete(new WatchReconciler({ client, events: deps.events, clock }));
 }

@@ -9,6 +9,7 @@
 //     .complete(new CronReconciler(...));
 
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Activity, TrailOptions } from './activity.ts';
 import type { Clock } from './clock.ts';
 import type { Controller, ControllerWatchOptions, WatchSource } from './controller.ts';
 import { Informer } from './informer.ts';
@@ -39,6 +40,8 @@ export interface WatchesOptions<T> {
   predicates?: readonly Predicate<T>[];
   /** Milliseconds: the events of a burst for one key become one reconcile (ControllerWatchOptions.batchMs). */
   batch?: number;
+  /** The keys report on work: after `batch`, they wait for a lull of the foreground (ControllerWatchOptions.trail). */
+  trail?: TrailOptions;
 }
 
 export interface BuilderOptions {
@@ -47,6 +50,8 @@ export interface BuilderOptions {
   rateLimiter?: RateLimiter<string>;
   /** The work queue's clock (requeueAfter); the manager's by default. */
   clock?: Clock;
+  /** Foreground work: touched whenever a key is queued or reconciled (ControllerOptions.activity). */
+  activity?: Activity;
 }
 
 function isRequest(v: Iterable<Request> | Request): v is Request {
@@ -72,6 +77,7 @@ function combined<T>(opts: WatchesOptions<T> = {}): ControllerWatchOptions<T> {
     ...(ps.some((p) => p.update) ? { updatePredicate: all((p) => p.update?.bind(p)) } : {}),
     ...(ps.some((p) => p.delete) ? { deletePredicate: all((p) => p.delete?.bind(p)) } : {}),
     ...(opts.batch ? { batchMs: opts.batch } : {}),
+    ...(opts.trail ? { trail: opts.trail } : {}),
   };
 }
 
@@ -168,6 +174,7 @@ export class Builder<T extends KubernetesObject> {
       ...(this.#opts.workers ? { workers: this.#opts.workers } : {}),
       ...(this.#opts.rateLimiter ? { rateLimiter: this.#opts.rateLimiter } : {}),
       ...(this.#opts.clock ? { clock: this.#opts.clock } : {}),
+      ...(this.#opts.activity ? { activity: this.#opts.activity } : {}),
     });
     controller.watch(forInformer, combined(this.#forOpts));
     for (const w of this.#watches) w(controller);

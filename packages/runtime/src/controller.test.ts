@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { Activity } from './activity.ts';
 import { FakeClock, flushMicrotasks } from './clock.ts';
 import { Controller, generationChanged, ownerKeys, type ReconcileResult } from './controller.ts';
 import { Informer } from './informer.ts';
@@ -309,6 +310,74 @@ describe('Controller', () => {
     await running;
     await informer.stop();
     await childInformer.stop();
+  });
+
+  it('trail: mapped keys wait for a lull of the foreground controller, at most maxMs', async () => {
+    const seen: [string, number][] = [];
+    const { clock, informer, controller } = setup(async (ctx) => {
+      seen.push([ctx.key, clock.now()]);
+      return undefined;
+    });
+    const activity = new Activity({ quietMs: 1_000, clock });
+    // The foreground: a controller that touches the activity whenever it queues or reconciles a key.
+    const fgServer = new MemoryResource<KubernetesObject>();
+    const fgInformer = new Informer<KubernetesObject>({ name: 'work', listerWatcher: fgServer, clock });
+    const foreground = new Controller({ name: 'work', reconcile: async () => undefined, clock, activity });
+    foreground.watch(fgInformer);
+    const children = new MemoryResource<KubernetesObject>();
+    const childInformer = new Informer<KubernetesObject>({
+      name: 'children',
+      listerWatcher: children,
+      clock,
+    });
+    controller.watch(informer, { map: () => undefined });
+    controller.watch(childInformer, {
+      map: ownerKeys('Thing'),
+      batchMs: 100,
+      trail: { activity, maxMs: 5_000 },
+    });
+    for (const i of [informer, childInformer, fgInformer]) i.start();
+    const running = [controller.start(), foreground.start()];
+    for (const i of [informer, childInformer, fgInformer]) await i.waitForSync();
+    const start = clock.now();
+    const child = (n: number): KubernetesObject => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name: 'child',
+        namespace: 'ns',
+        labels: { n: String(n) },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'Thing', name: 'owner', uid: 'u' }],
+      },
+    });
+    const work = (n: number): KubernetesObject => ({
+      apiVersion: 'v1',
+      kind: 'Work',
+      metadata: { name: `w${n}`, namespace: 'ns' },
+    });
+    // A burst of foreground work every 400 ms for 2 s: the child's event waits for the lull after it.
+    children.put(child(0));
+    for (let n = 0; n < 5; n++) {
+      fgServer.put(work(n));
+      await flushMicrotasks();
+      await clock.advance(400);
+    }
+    expect(seen).toEqual([]);
+    await clock.advance(1_000);
+    expect(seen).toEqual([['ns/owner', start + 1_600 + 1_000]]);
+    // Foreground work that never pauses: the next event is released maxMs after it.
+    const again = clock.now();
+    children.put(child(1));
+    for (let n = 5; n < 20; n++) {
+      fgServer.put(work(n));
+      await flushMicrotasks();
+      await clock.advance(400);
+    }
+    expect(seen.slice(1)).toEqual([['ns/owner', again + 5_000]]);
+    await controller.stop();
+    await foreground.stop();
+    await Promise.all(running);
+    for (const i of [informer, childInformer, fgInformer]) await i.stop();
   });
 
   it('never runs one key on two workers, runs different keys in parallel', async () => {

@@ -12,6 +12,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Activity, TrailOptions } from './activity.ts';
 import { type Clock, realClock, sleep } from './clock.ts';
 import type { Informer } from './informer.ts';
 import { objectKey, splitKey } from './keys.ts';
@@ -19,6 +20,7 @@ import { type Logger, objectLogger, silentLogger } from './logger.ts';
 import type { ReconcileResultLabel as ResultLabel, RuntimeMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import { isTerminal, type ReconcileContext } from './reconcile.ts';
+import { Trailing } from './trailing.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ReconcileResult {
@@ -51,6 +53,11 @@ export interface ControllerWatchOptions<T> {
    * kube-controller-manager's Job controller batches Pod events (syncJobBatchPeriod, 1 s).
    */
   batchMs?: number;
+  /**
+   * The mapped keys report on work rather than do it: after `batchMs`, they wait for a lull of the
+   * foreground activity, at most `maxMs` (activity.ts; docs/adr/0062-bookkeeping-trails-a-burst.md).
+   */
+  trail?: TrailOptions;
 }
 
 export interface ControllerOptions {
@@ -62,6 +69,8 @@ export interface ControllerOptions {
   logger?: Logger;
   metrics?: RuntimeMetrics;
   rateLimiter?: RateLimiter<string>;
+  /** Foreground work: touched whenever a key is queued or reconciled (what trailing work waits for). */
+  activity?: Activity;
 }
 
 /** What a controller watches: an Informer, or anything with its sync and handler calls. */
@@ -116,6 +125,8 @@ export class Controller {
   readonly #metrics: RuntimeMetrics | undefined;
   readonly #sources: Source[] = [];
   readonly #newQueue: () => WorkQueue<string>;
+  readonly #activity: Activity | undefined;
+  readonly #trailing: Trailing<string>[] = [];
   // One set per run: a controller stopped when its replica lost the Lease starts again with a fresh
   // queue (no keys, no backoff carried over) once the replica leads again.
   #queue: WorkQueue<string>;
@@ -134,6 +145,7 @@ export class Controller {
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.logger ?? silentLogger;
     this.#metrics = opts.metrics;
+    this.#activity = opts.activity;
     // The gauges read whichever queue is current (a new one per run after a lost Lease).
     const queueMetrics = opts.metrics?.queueMetrics(opts.name, () => this.#queue.inFlightSince());
     this.#newQueue = () =>
@@ -155,9 +167,16 @@ export class Controller {
   /** Enqueue keys from `informer`'s events. Call before start(). */
   watch<T extends KubernetesObject>(informer: WatchSource<T>, opts: ControllerWatchOptions<T> = {}): this {
     const map: KeyMapper<T> = opts.map ?? ((o: T) => objectKey(o));
-    const { batchMs } = opts;
-    const add = batchMs ? (k: string) => this.queue.addAfter(k, batchMs) : (k: string) => this.queue.add(k);
+    const { batchMs, trail } = opts;
+    let add: (k: string) => void;
+    if (trail) {
+      const trailing = new Trailing<string>(batchMs ?? 0, trail, (k) => this.queue.add(k));
+      this.#trailing.push(trailing);
+      add = (k) => trailing.add(k);
+    } else if (batchMs) add = (k) => this.queue.addAfter(k, batchMs);
+    else add = (k) => this.queue.add(k);
     const enqueue = (obj: T) => {
+      this.#activity?.touch();
       let keys: string | readonly string[] | undefined | null;
       try {
         keys = map(obj);
@@ -235,6 +254,7 @@ export class Controller {
    */
   async stop(opts: { drain?: boolean; timeoutMs?: number } = {}): Promise<void> {
     this.#stopped = true;
+    for (const t of this.#trailing) t.clear();
     this.#syncAbort.abort();
     // Without workers (a standby replica, or stopped before the caches synced) nobody would drain the
     // keys queued by direct enqueues: drop them, the next leader lists everything anyway.
@@ -264,6 +284,7 @@ export class Controller {
     const log = objectLogger(this.#log, this.name, key, { reconcileID });
     const retries = queue.numRequeues(key);
     let result: ResultLabel;
+    this.#activity?.touch();
     this.#metrics?.activeWorkers.set({ controller: this.name }, ++this.#active);
     try {
       const res = await this.#reconcile({
@@ -299,6 +320,7 @@ export class Controller {
         log.error({ err, retries }, 'Reconciler error');
       }
     } finally {
+      this.#activity?.touch();
       this.#metrics?.activeWorkers.set({ controller: this.name }, --this.#active);
     }
     this.#metrics?.observeReconcile(this.name, result, (this.#clock.now() - started) / 1000);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { Activity } from './activity.ts';
 import { FakeClock } from './clock.ts';
 import { EventRecorder } from './events.ts';
 import { KubeApiError, type KubeClient, type KubeRequest } from './kube-client.ts';
@@ -190,6 +191,38 @@ describe('EventRecorder in the background', () => {
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
     expect(reqs.map((r) => (r.body as { reason: string }).reason)).toEqual(['Fails', 'Written']);
+    expect(rec.pending).toBe(0);
+  });
+
+  it('trail: writes wait for a lull of the foreground, at most maxMs after they were recorded', async () => {
+    const clock = new FakeClock();
+    const activity = new Activity({ quietMs: 1_000, clock });
+    const written: [string, number][] = [];
+    const client: KubeClient = {
+      async request<T>(req: KubeRequest): Promise<T> {
+        written.push([(req.body as { reason: string }).reason, clock.now()]);
+        return {} as T;
+      },
+    };
+    const rec = new EventRecorder({ client, clock, background: true, trail: { activity, maxMs: 4_000 } });
+    const start = clock.now();
+    activity.touch();
+    await rec.event(named('a'), 'Normal', 'InTheBurst', 'x');
+    await clock.advance(500);
+    activity.touch();
+    await clock.advance(999);
+    expect(written).toEqual([]);
+    await clock.advance(1);
+    expect(written).toEqual([['InTheBurst', start + 1_500]]);
+    // A foreground that never pauses: the write goes maxMs after it was recorded.
+    const busy = clock.now();
+    activity.touch();
+    await rec.event(named('b'), 'Normal', 'Busy', 'y');
+    for (let i = 0; i < 12; i++) {
+      activity.touch();
+      await clock.advance(500);
+    }
+    expect(written.slice(1)).toEqual([['Busy', busy + 4_000]]);
     expect(rec.pending).toBe(0);
   });
 

@@ -8,6 +8,7 @@
 // logged. Notes must not contain secrets; they are truncated to the API's 1 KiB limit.
 
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { TrailOptions } from './activity.ts';
 import { type Clock, realClock } from './clock.ts';
 import { isNotFound, type KubeClient, resourcePath } from './kube-client.ts';
 import { type Logger, silentLogger } from './logger.ts';
@@ -54,6 +55,11 @@ export interface EventRecorderOptions {
    * while a burst of Operations got their children (bench operations; docs/performance.md).
    */
   concurrency?: number;
+  /**
+   * Background writes report on work: each waits for a lull of the foreground activity, at most
+   * `maxMs` after it was recorded (activity.ts; docs/adr/0062-bookkeeping-trails-a-burst.md).
+   */
+  trail?: TrailOptions;
 }
 
 const NOTE_LIMIT = 1024;
@@ -108,6 +114,7 @@ export class EventRecorder {
   #inFlight = 0;
   /** Writes waiting for a slot, in the order they were recorded. */
   readonly #waiting: (() => void)[] = [];
+  readonly #trail: TrailOptions | undefined;
 
   constructor(opts: EventRecorderOptions) {
     this.#client = opts.client;
@@ -118,6 +125,7 @@ export class EventRecorder {
     this.#background = opts.background ?? false;
     this.#maxPending = opts.maxPending ?? 1000;
     this.#concurrency = Math.max(1, opts.concurrency ?? 1);
+    this.#trail = opts.trail;
     this.reportingController = opts.reportingController ?? 'vworkspace-operator';
     this.reportingInstance = truncateBytes(
       opts.reportingInstance ??
@@ -209,9 +217,11 @@ export class EventRecorder {
   /** Runs one API write, in background mode only when one of the `concurrency` slots is free. */
   async #write<T>(fn: () => Promise<T>): Promise<T> {
     if (!this.#background) return fn();
+    const recorded = this.#clock.now();
     if (this.#inFlight < this.#concurrency) this.#inFlight++;
     else await new Promise<void>((take) => this.#waiting.push(take));
     try {
+      if (this.#trail) await this.#trail.activity.lull(recorded + this.#trail.maxMs);
       return await fn();
     } finally {
       // Hand the slot straight to the next write, so the count never dips and lets a newcomer jump in.

@@ -1,5 +1,6 @@
 // The controller runtime: what the rest of the operator imports. See docs/runtime.md.
 
+export * from './activity.ts';
 export * from './backoff.ts';
 export * from './builder.ts';
 export * from './cache-transform.ts';
@@ -29,4 +30,5 @@ export * from './normalize.ts';
 export * from './rate-limiter.ts';
 export * from './reconcile.ts';
 export * from './status.ts';
+export * from './trailing.ts';
 export * from './workqueue.ts';
