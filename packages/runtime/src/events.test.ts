@@ -226,6 +226,38 @@ describe('EventRecorder in the background', () => {
     expect(rec.pending).toBe(0);
   });
 
+  it('trail: past half the queue the writes stop waiting, so a long burst drops nothing more', async () => {
+    const clock = new FakeClock();
+    const activity = new Activity({ quietMs: 1_000, clock });
+    const written: string[] = [];
+    const client: KubeClient = {
+      async request<T>(req: KubeRequest): Promise<T> {
+        written.push((req.body as { reason: string }).reason);
+        return {} as T;
+      },
+    };
+    const rec = new EventRecorder({
+      client,
+      clock,
+      background: true,
+      maxPending: 6,
+      trail: { activity, maxMs: 30_000 },
+    });
+    // A burst that never pauses, one Event every 250 ms: with every write waiting for the lull, the
+    // queue of 6 would overflow after 1.5 s; past 3 waiting they go, and all 12 are kept.
+    for (let i = 0; i < 12; i++) {
+      activity.touch();
+      await rec.event(named(`e${i}`), 'Normal', `E${i}`, 'x');
+      expect(rec.pending).toBeLessThanOrEqual(4);
+      await clock.advance(250);
+    }
+    expect(written.length).toBeGreaterThanOrEqual(8);
+    expect(written).toEqual(Array.from({ length: written.length }, (_, i) => `E${i}`));
+    await clock.advance(1_000);
+    expect(written).toEqual(Array.from({ length: 12 }, (_, i) => `E${i}`));
+    expect(rec.pending).toBe(0);
+  });
+
   it('drops what does not fit in the queue', async () => {
     const c = gatedClient();
     const rec = new EventRecorder({ client: c.client, background: true, maxPending: 2 });

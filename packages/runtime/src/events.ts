@@ -63,6 +63,8 @@ export interface EventRecorderOptions {
 }
 
 const NOTE_LIMIT = 1024;
+/** How often a trailing write looks at the backlog again while it waits. */
+const BACKLOG_CHECK_MS = 250;
 const FIELD_LIMIT = 128;
 
 interface Series {
@@ -221,13 +223,28 @@ export class EventRecorder {
     if (this.#inFlight < this.#concurrency) this.#inFlight++;
     else await new Promise<void>((take) => this.#waiting.push(take));
     try {
-      if (this.#trail) await this.#trail.activity.lull(recorded + this.#trail.maxMs);
+      if (this.#trail) await this.#trailing(recorded + this.#trail.maxMs);
       return await fn();
     } finally {
       // Hand the slot straight to the next write, so the count never dips and lets a newcomer jump in.
       const next = this.#waiting.shift();
       if (next) next();
       else this.#inFlight--;
+    }
+  }
+
+  /**
+   * Waits for a lull of the foreground, until `deadline` — but only while the backlog is under half the
+   * queue: past that the writes go at once, so a long burst never drops more Events than it would without
+   * trailing (every Event of a burst of 2,000 Operations waited, and 1,800 were dropped).
+   */
+  async #trailing(deadline: number): Promise<void> {
+    const activity = this.#trail?.activity;
+    if (!activity) return;
+    for (;;) {
+      const now = this.#clock.now();
+      if (now >= deadline || now >= activity.quietFrom() || this.#pending >= this.#maxPending / 2) return;
+      await activity.lull(Math.min(deadline, now + BACKLOG_CHECK_MS));
     }
   }
 
