@@ -363,8 +363,10 @@ export function metricSum(m: Map<string, number>, name: string, match = ''): num
 }
 
 /**
- * Waits until the operator's queues are empty and nothing is in flight for `quietMs`. A scrape the
- * operator does not answer (its event loop blocked) counts as busy; resolves to how many went unanswered.
+ * Waits until the operator's queues are empty, nothing is in flight and it sends no API request (but its
+ * Lease renewals) for `quietMs`: the reports that trail a burst (instance summaries, Events; ADR 0062) are
+ * written before the next phase starts. A scrape the operator does not answer (its event loop blocked)
+ * counts as busy; resolves to how many went unanswered.
  */
 export async function waitQuiet(proc: OperatorProcess, quietMs: number, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
@@ -381,7 +383,10 @@ export async function waitQuiet(proc: OperatorProcess, quietMs: number, timeoutM
       continue;
     }
     const busy = metricSum(m, 'workqueue_depth') + metricSum(m, 'controller_runtime_active_workers');
-    const total = metricSum(m, 'controller_runtime_reconcile_total');
+    const total =
+      metricSum(m, 'controller_runtime_reconcile_total') +
+      metricSum(m, 'rest_client_requests_total') -
+      metricSum(m, 'rest_client_requests_total', 'client="leader-election"');
     if (busy === 0 && total === lastTotal) {
       quietSince ??= Date.now();
       if (Date.now() - quietSince >= quietMs) return unanswered;

@@ -239,6 +239,8 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
             .join(', ')})`,
         );
         await settle(world, ns, ownJobs());
+        // What trails the burst (summaries, Events) is the operator's too: not in the next phase's window.
+        await waitQuiet(op.proc, 5_000, 10 * 60_000);
         template ??= await captureTemplate(world, ns, `rc-${names[0]}`);
       };
       const floorPhase = async () => {
