@@ -293,7 +293,7 @@ export const ApplicationInstanceStatusSchema = Type.Object(
     operations: Type.Optional(
       Type.Array(OperationsOfTypeSchema, {
         description:
-          'Per Operation type: how many are unfinished, the current one and the last finished one, from the Operations of the namespace that target this instance. Rewritten about a second after they change (a burst of changes is one write); a new Operation is picked up with the first status the operator writes on it.',
+          'Per Operation type: how many are unfinished, the current one and the last finished one, from the Operations of the namespace that target this instance. Rewritten about a second after they change (a burst of changes is one write); while the operator works through a burst of Operations it waits for the burst to pause, at most 30 s (ADR 0062). A new Operation is picked up with the first status the operator writes on it.',
         maxItems: 8,
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['type'],
