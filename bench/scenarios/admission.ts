@@ -19,11 +19,14 @@ import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '
 import { row, type ScenarioResult } from '../lib/result.ts';
 import { quantile } from '../lib/stats.ts';
 import {
+  apiServerCpuProfile,
+  clusterPids,
   createAll,
   metricSum,
   type OperatorVariant,
   pathOf,
   STOP_GRACE_MS,
+  sampleProcess,
   scrape,
   startOperator,
   startWorld,
@@ -38,6 +41,8 @@ export interface AdmissionOptions {
   runs: number;
   logDir: string;
   operator?: OperatorVariant;
+  /** Also take a CPU profile of kube-apiserver during the first run with each pair, into this directory. */
+  profileDir?: string;
 }
 
 const NS = 'adm';
@@ -72,11 +77,18 @@ async function steady(
   return (await Promise.all(pending)).filter((v): v is number => v !== undefined);
 }
 
-/** bench/null-webhook.ts as its own process (on the operator's Node flags), serving until stop(). */
-async function startNullWebhook(certDir: string, logDir: string): Promise<{ url: string; stop(): void }> {
+/**
+ * bench/null-webhook.ts as its own process (on the operator's Node flags, and the variant's: with
+ * --profile it is profiled beside the operator), serving until stop().
+ */
+async function startNullWebhook(
+  certDir: string,
+  logDir: string,
+  nodeArgs: readonly string[],
+): Promise<{ url: string; pid: number | undefined; stop(): void }> {
   const child = spawn(
     process.execPath,
-    [...OPERATOR_NODE_FLAGS, join(ROOT, 'bench/null-webhook.ts'), certDir],
+    [...OPERATOR_NODE_FLAGS, ...nodeArgs, join(ROOT, 'bench/null-webhook.ts'), certDir],
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -102,7 +114,7 @@ async function startNullWebhook(certDir: string, logDir: string): Promise<{ url:
       fail(new Error(`null webhook exited ${code}: ${err.trim()} (logs: ${logDir})`)),
     );
   });
-  return { url: `https://127.0.0.1:${port}`, stop };
+  return { url: `https://127.0.0.1:${port}`, pid: child.pid, stop };
 }
 
 export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
@@ -151,7 +163,34 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     for (let run = 0; run < o.runs; run++) bare.push(await oneRun());
     // Then the same two registrations pointing at the operator and at a null webhook (answers "allowed"
     // at once), alternating run by run so drift in the machine falls on both alike.
-    const nullHook = await startNullWebhook(certs.dir, o.logDir);
+    const nullHook = await startNullWebhook(certs.dir, o.logDir, o.operator?.nodeArgs ?? []);
+    // CPU seconds per run of the process answering (the operator or the null pair) and of the API server:
+    // where the difference between the two is spent, beside the latencies.
+    const cluster = clusterPids(world);
+    const apiServer = cluster.get('kube-apiserver');
+    const cpu: Record<'operator' | 'null', { hook: number[]; api: number[] }> = {
+      operator: { hook: [], api: [] },
+      null: { hook: [], api: [] },
+    };
+    const cpuOf = (pid: number | undefined) =>
+      pid ? (sampleProcess(pid)?.cpuSeconds ?? Number.NaN) : Number.NaN;
+    const measured = async (who: 'operator' | 'null', pid: number | undefined, run: number) => {
+      const [hook0, api0] = [cpuOf(pid), cpuOf(apiServer)];
+      // With --profile: what the API server does differently with either pair (go tool pprof -top -diff_base).
+      const profile =
+        o.profileDir && run === 0
+          ? apiServerCpuProfile(
+              world,
+              o.seconds - 2,
+              join(o.profileDir, `kube-apiserver-admission-${who}.pprof`),
+            ).catch((err: unknown) => notes.push(`no kube-apiserver profile with ${who}: ${String(err)}`))
+          : undefined;
+      const r = await oneRun();
+      await profile;
+      cpu[who].hook.push(cpuOf(pid) - hook0);
+      cpu[who].api.push(cpuOf(apiServer) - api0);
+      return r;
+    };
     const operatorHooks = webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem);
     const nullHooks = webhookConfigurations(csvWebhookDefinitions(), nullHook.url, certs.caPem);
     // Whose webhooks answer is proven before each run: the operator denies an Operation whose target is
@@ -182,11 +221,11 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       for (let run = 0; run < o.runs; run++) {
         await use(operatorHooks, true, 'the operator');
         const before = await scrape(op.proc);
-        runs.push(await oneRun());
+        runs.push(await measured('operator', op.proc.child.pid, run));
         for (const [k, v] of await scrape(op.proc))
           grown.set(k, (grown.get(k) ?? 0) + v - (before.get(k) ?? 0));
         await use(nullHooks, false, 'the null webhook');
-        nulls.push(await oneRun());
+        nulls.push(await measured('null', nullHook.pid, run));
       }
     } finally {
       nullHook.stop();
@@ -213,6 +252,13 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     notes.push(
       `inside the operator, mean per request: mutate ${handler('/mutate-operation')}, validate ${handler('/validate-operation')}; the webhooks' API calls over the measured runs: GET ${calls('GET')}, POST (SubjectAccessReview) ${calls('POST')}`,
     );
+    // Per Operation admitted in a run (each run also sends as many ConfigMaps, which no webhook sees).
+    const perOp = (xs: number[]) =>
+      xs.map((x) => `${((x * 1000) / (o.rate * o.seconds)).toFixed(2)}`).join(', ');
+    notes.push(
+      `CPU ms per Operation, run by run: the operator ${perOp(cpu.operator.hook)} vs the null pair ${perOp(cpu.null.hook)}; kube-apiserver with the operator ${perOp(cpu.operator.api)} vs with the null pair ${perOp(cpu.null.api)} (ConfigMaps included)`,
+    );
+    if (o.operator?.nodeArgs?.length) notes.push(`the null pair was process ${nullHook.pid}`);
     if (errors.length) notes.push(`${errors.length} requests failed, e.g. ${errors[0]}`);
     notes.push(`${o.rate} req/s of each kind for ${o.seconds} s per run`);
     const q = (r: typeof runs, p: number, side: 'op' | 'cm') => r.map((x) => quantile(x[side], p));
