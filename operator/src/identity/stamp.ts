@@ -54,42 +54,63 @@ export type Verified = { ok: true; stamps: Stamps } | { ok: false; message: stri
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A container being written by `canonical`: an object with its sorted keys, or an array; `at` is the next. */
+type Open = { keys: string[]; obj: Record<string, unknown>; at: number } | { items: unknown[]; at: number };
+
 /**
  * JSON with sorted keys (and without undefined fields), built with a stack of its own rather than by
  * recursion: the mutating webhook signs a spec before the validating one refuses one too deep, and the
- * reconciler verifies whatever the API server stored, up to its decoder's 10,000 levels.
+ * reconciler verifies whatever the API server stored, up to its decoder's 10,000 levels. One stack entry
+ * per open object or array, the text appended as it goes: both webhooks sign on every Operation request,
+ * so this is on the path of every create (docs/performance.md, issue 26). Its output is what the MAC
+ * covers and must never change: records signed by earlier versions must keep verifying (stamp.test.ts
+ * pins it).
  */
-function canonical(root: unknown): string {
-  const out: string[] = [];
-  // Pending text, or a value still to write; popped last-in first-out, so pushed in reverse.
-  const todo: ({ text: string } | { value: unknown })[] = [{ value: root }];
-  for (let next = todo.pop(); next; next = todo.pop()) {
-    if ('text' in next) {
-      out.push(next.text);
-      continue;
+export function canonical(root: unknown): string {
+  let out = '';
+  const open: Open[] = [];
+  let value: unknown = root;
+  for (;;) {
+    if (Array.isArray(value)) {
+      out += '[';
+      open.push({ items: value, at: 0 });
+    } else if (isObject(value)) {
+      const obj = value;
+      out += '{';
+      open.push({
+        keys: Object.keys(obj)
+          .filter((k) => obj[k] !== undefined)
+          .sort(),
+        obj,
+        at: 0,
+      });
+    } else out += JSON.stringify(value ?? null) ?? '';
+    // The next value to write: the next item or field of the innermost open container, closing those done.
+    let next = false;
+    while (!next && open.length > 0) {
+      const top = open[open.length - 1] as Open;
+      if ('items' in top) {
+        if (top.at < top.items.length) {
+          if (top.at > 0) out += ',';
+          value = top.items[top.at++];
+          next = true;
+        } else {
+          out += ']';
+          open.pop();
+        }
+      } else if (top.at < top.keys.length) {
+        const k = top.keys[top.at] as string;
+        out += `${top.at > 0 ? ',' : ''}${JSON.stringify(k)}:`;
+        top.at++;
+        value = top.obj[k];
+        next = true;
+      } else {
+        out += '}';
+        open.pop();
+      }
     }
-    const v = next.value;
-    if (Array.isArray(v)) {
-      todo.push({ text: ']' });
-      for (let i = v.length - 1; i >= 0; i--) {
-        todo.push({ value: v[i] });
-        if (i > 0) todo.push({ text: ',' });
-      }
-      todo.push({ text: '[' });
-    } else if (isObject(v)) {
-      const keys = Object.keys(v)
-        .filter((k) => v[k] !== undefined)
-        .sort();
-      todo.push({ text: '}' });
-      for (let i = keys.length - 1; i >= 0; i--) {
-        const k = keys[i] as string;
-        todo.push({ value: v[k] });
-        todo.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(k)}:` });
-      }
-      todo.push({ text: '{' });
-    } else out.push(JSON.stringify(v ?? null));
+    if (!next) return out;
   }
-  return out.join('');
 }
 
 /** The spec as signed: everything but `cancel`, which stays settable after admission. */
