@@ -1,21 +1,35 @@
 // The physical floor of an admission webhook, for the admission scenario: an HTTPS server on the same
 // TLS settings and the same Node HTTP server as the operator's (admission/server.ts), that parses each
-// AdmissionReview (it must echo the request's uid) and answers "allowed" at once, with no check, no
-// patch and no API call. Registered under the operator's own two webhook configurations, the difference
-// between it and the operator is what the operator's checks cost beyond dispatch (issue 26 item 2).
+// AdmissionReview (it must echo the request's uid) and answers "allowed" at once, with no check and no
+// API call. Registered under the operator's own two webhook configurations, the difference between it
+// and the operator is what the operator's checks cost beyond dispatch (issue 26 item 2).
 //
-//   node bench/null-webhook.ts CERT_DIR    prints `listening PORT` once serving; stops on SIGTERM
+// With PATCH_FILE it is the second baseline: its answers on one webhook path (the operator's mutating
+// webhook of Operations) carry a fixed JSON patch, the one the operator answers the bench's Operation
+// with, read back once through the API server (bench/lib/admission-patch.ts). The API server then
+// decodes and applies a patch of the same shape and size with either pair, and the difference left
+// is what the operator's checks add beyond dispatch and the patch. The patch is encoded once at start,
+// so answering costs it no more than without one.
+//
+//   node bench/null-webhook.ts CERT_DIR [PATCH_FILE]   prints `listening PORT` once serving; stops on SIGTERM
+//   PATCH_FILE: JSON {"path": "/mutate-operation", "patch": [JSON patch operations]}
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { KEEP_ALIVE_TIMEOUT_MS } from '@vworkspace/operator';
+import { type NullPatch, nullAnswerer } from './lib/admission-patch.ts';
 
-const certDir = process.argv[2];
+const [certDir, patchFile] = process.argv.slice(2);
 if (!certDir) {
-  process.stderr.write('usage: node bench/null-webhook.ts CERT_DIR (holding tls.crt and tls.key)\n');
+  process.stderr.write(
+    'usage: node bench/null-webhook.ts CERT_DIR (holding tls.crt and tls.key) [PATCH_FILE]\n',
+  );
   process.exit(2);
 }
+const answer = nullAnswerer(
+  patchFile ? (JSON.parse(readFileSync(patchFile, 'utf8')) as NullPatch) : undefined,
+);
 
 const server = createServer(
   {
@@ -35,13 +49,7 @@ const server = createServer(
       } catch {
         // An unparsable review gets an answer without a uid, which the API server rejects: visible.
       }
-      const payload = Buffer.from(
-        JSON.stringify({
-          apiVersion: 'admission.k8s.io/v1',
-          kind: 'AdmissionReview',
-          response: { uid, allowed: true },
-        }),
-      );
+      const payload = Buffer.from(JSON.stringify(answer(uid, req.url)));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': payload.length });
       res.end(payload);
     });

@@ -9,9 +9,9 @@
 //   node bench/run.ts --merge DIR/results.json
 //
 // --env sets operator settings (e.g. KUBE_API_QPS=0), --node-arg adds a flag to the operator's node
-// command line (e.g. --max-semi-space-size=4), --profile writes a CPU profile per operator
+// command line (e.g. --max-semi-space-size=4; admission's null webhooks get it too), --profile writes a CPU profile per operator
 // process (node --cpu-prof) under DIR/profiles (footprint: of its convergence only), and for operations also kube-apiserver's over the first
-// 10 s of each operator phase (`go tool pprof -top -cum DIR/profiles/kube-apiserver-*.pprof`), --operator-main runs another checkout's operator (a
+// 10 s of each operator phase (admission: over the first run with each pair: the operator's, the null one, the null one returning the operator's patch; compare them with go tool pprof -top -diff_base) (`go tool pprof -top -cum DIR/profiles/kube-apiserver-*.pprof`), --operator-main runs another checkout's operator (a
 // baseline), --sizes overrides the sizes of the chosen scenarios. --docs merges the results into
 // docs/performance/results.json by scenario, after each scenario, and regenerates the table and the plot
 // from it, so scenarios can be re-run one at a time and a stopped run keeps what it finished. --merge
@@ -148,7 +148,16 @@ if (only.has('operations')) {
 }
 if (only.has('admission')) {
   say(`admission at 100 req/s, dry-run Operation vs ConfigMap (${runs} runs) ...`);
-  await record(await admission({ rate: 100, seconds: quick ? 10 : 20, runs, logDir, operator }));
+  await record(
+    await admission({
+      rate: 100,
+      seconds: quick ? 10 : 20,
+      runs,
+      logDir,
+      operator,
+      ...(values.profile ? { profileDir: join(out, 'profiles') } : {}),
+    }),
+  );
 }
 if (only.has('footprint')) {
   const levels =

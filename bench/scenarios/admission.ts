@@ -1,13 +1,17 @@
 // Admission latency: server-side dry-run creates of RunCommand Operations (through the operator's
 // mutating and validating webhooks, which read the target and ask a SubjectAccessReview) beside dry-run
 // creates of ConfigMaps (no webhook), each at a steady rate, interleaved, open loop (a request is sent
-// on schedule whether or not the previous one has answered), measured at the client. Three settings:
-// no webhooks (the CRD's own cost), the operator's webhooks, and the same registrations pointing at a
-// null webhook (bench/null-webhook.ts: what dispatch alone costs); the last two alternate run by run.
+// on schedule whether or not the previous one has answered), measured at the client. Four settings:
+// no webhooks (the CRD's own cost), the operator's webhooks, the same registrations pointing at a null
+// webhook (bench/null-webhook.ts: what dispatch alone costs), and at a null webhook whose mutating
+// answer carries the operator's own patch (what dispatch and applying the patch cost); the last three
+// alternate run by run.
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OPERATOR_NODE_FLAGS } from '@vworkspace/operator';
+import { MUTATING_OPERATION_WEBHOOK } from '@vworkspace/operator/packaging';
 import { makeServingCert } from '../../hack/lib/certs.ts';
 import { ROOT } from '../../hack/lib/controlplane.ts';
 import {
@@ -15,15 +19,19 @@ import {
   csvWebhookDefinitions,
   webhookConfigurations,
 } from '../../hack/lib/webhooks.ts';
+import { annotationPatch, type NullPatch } from '../lib/admission-patch.ts';
 import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
 import { quantile } from '../lib/stats.ts';
 import {
+  apiServerCpuProfile,
+  clusterPids,
   createAll,
   metricSum,
   type OperatorVariant,
   pathOf,
   STOP_GRACE_MS,
+  sampleProcess,
   scrape,
   startOperator,
   startWorld,
@@ -38,9 +46,14 @@ export interface AdmissionOptions {
   runs: number;
   logDir: string;
   operator?: OperatorVariant;
+  /** Also take a CPU profile of kube-apiserver during the first run with each pair, into this directory. */
+  profileDir?: string;
 }
 
 const NS = 'adm';
+
+/** Who answers the webhooks' registrations in a measured run. */
+type Pair = 'operator' | 'null' | 'patched';
 
 async function timed(world: World, obj: Record<string, unknown>): Promise<number> {
   const t = performance.now();
@@ -72,11 +85,26 @@ async function steady(
   return (await Promise.all(pending)).filter((v): v is number => v !== undefined);
 }
 
-/** bench/null-webhook.ts as its own process (on the operator's Node flags), serving until stop(). */
-async function startNullWebhook(certDir: string, logDir: string): Promise<{ url: string; stop(): void }> {
+/**
+ * bench/null-webhook.ts as its own process (on the operator's Node flags, and the variant's: with
+ * --profile it is profiled beside the operator), serving until stop(); with `patchFile`, answering the
+ * patch it holds on its path.
+ */
+async function startNullWebhook(
+  certDir: string,
+  logDir: string,
+  nodeArgs: readonly string[],
+  patchFile?: string,
+): Promise<{ url: string; pid: number | undefined; stop(): void }> {
   const child = spawn(
     process.execPath,
-    [...OPERATOR_NODE_FLAGS, join(ROOT, 'bench/null-webhook.ts'), certDir],
+    [
+      ...OPERATOR_NODE_FLAGS,
+      ...nodeArgs,
+      join(ROOT, 'bench/null-webhook.ts'),
+      certDir,
+      ...(patchFile ? [patchFile] : []),
+    ],
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -102,7 +130,7 @@ async function startNullWebhook(certDir: string, logDir: string): Promise<{ url:
       fail(new Error(`null webhook exited ${code}: ${err.trim()} (logs: ${logDir})`)),
     );
   });
-  return { url: `https://127.0.0.1:${port}`, stop };
+  return { url: `https://127.0.0.1:${port}`, pid: child.pid, stop };
 }
 
 export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
@@ -151,7 +179,35 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     for (let run = 0; run < o.runs; run++) bare.push(await oneRun());
     // Then the same two registrations pointing at the operator and at a null webhook (answers "allowed"
     // at once), alternating run by run so drift in the machine falls on both alike.
-    const nullHook = await startNullWebhook(certs.dir, o.logDir);
+    const nullHook = await startNullWebhook(certs.dir, o.logDir, o.operator?.nodeArgs ?? []);
+    // CPU seconds per run of the process answering (the operator or the null pair) and of the API server:
+    // where the difference between the two is spent, beside the latencies.
+    const cluster = clusterPids(world);
+    const apiServer = cluster.get('kube-apiserver');
+    const cpu: Record<Pair, { hook: number[]; api: number[] }> = {
+      operator: { hook: [], api: [] },
+      null: { hook: [], api: [] },
+      patched: { hook: [], api: [] },
+    };
+    const cpuOf = (pid: number | undefined) =>
+      pid ? (sampleProcess(pid)?.cpuSeconds ?? Number.NaN) : Number.NaN;
+    const measured = async (who: Pair, pid: number | undefined, run: number) => {
+      const [hook0, api0] = [cpuOf(pid), cpuOf(apiServer)];
+      // With --profile: what the API server does differently with either pair (go tool pprof -top -diff_base).
+      const profile =
+        o.profileDir && run === 0
+          ? apiServerCpuProfile(
+              world,
+              o.seconds - 2,
+              join(o.profileDir, `kube-apiserver-admission-${who}.pprof`),
+            ).catch((err: unknown) => notes.push(`no kube-apiserver profile with ${who}: ${String(err)}`))
+          : undefined;
+      const r = await oneRun();
+      await profile;
+      cpu[who].hook.push(cpuOf(pid) - hook0);
+      cpu[who].api.push(cpuOf(apiServer) - api0);
+      return r;
+    };
     const operatorHooks = webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem);
     const nullHooks = webhookConfigurations(csvWebhookDefinitions(), nullHook.url, certs.caPem);
     // Whose webhooks answer is proven before each run: the operator denies an Operation whose target is
@@ -174,22 +230,48 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       }
       await warmUp();
     };
+    // The second null pair answers the operator's own patch: read back once from a dry-run create
+    // through the operator's webhooks (bench/lib/admission-patch.ts).
+    await use(operatorHooks, true, 'the operator');
+    const sent = operation(0);
+    const admitted = await world.api.request<unknown>({
+      method: 'POST',
+      path: pathOf(sent),
+      body: sent,
+      query: { dryRun: 'All' },
+    });
+    const mutatePath = csvWebhookDefinitions().find(
+      (d) => d.generateName === MUTATING_OPERATION_WEBHOOK,
+    )?.webhookPath;
+    const nullPatch: NullPatch = { path: mutatePath ?? '', patch: annotationPatch(sent, admitted) };
+    if (!mutatePath || nullPatch.patch.length === 0)
+      throw new Error(
+        `no patch from the operator's mutating webhook (${MUTATING_OPERATION_WEBHOOK}) to copy`,
+      );
+    const patchFile = join(o.logDir, 'null-webhook-patch.json');
+    writeFileSync(patchFile, `${JSON.stringify(nullPatch, null, 2)}\n`);
+    const patchedHook = await startNullWebhook(certs.dir, o.logDir, o.operator?.nodeArgs ?? [], patchFile);
+    const patchedHooks = webhookConfigurations(csvWebhookDefinitions(), patchedHook.url, certs.caPem);
     const runs: { op: number[]; cm: number[] }[] = [];
     const nulls: { op: number[]; cm: number[] }[] = [];
+    const patched: { op: number[]; cm: number[] }[] = [];
     // The operator's metrics grown over its own runs only (the null webhook's runs do not touch it).
     const grown = new Map<string, number>();
     try {
       for (let run = 0; run < o.runs; run++) {
         await use(operatorHooks, true, 'the operator');
         const before = await scrape(op.proc);
-        runs.push(await oneRun());
+        runs.push(await measured('operator', op.proc.child.pid, run));
         for (const [k, v] of await scrape(op.proc))
           grown.set(k, (grown.get(k) ?? 0) + v - (before.get(k) ?? 0));
         await use(nullHooks, false, 'the null webhook');
-        nulls.push(await oneRun());
+        nulls.push(await measured('null', nullHook.pid, run));
+        await use(patchedHooks, false, 'the null webhook with the patch');
+        patched.push(await measured('patched', patchedHook.pid, run));
       }
     } finally {
       nullHook.stop();
+      patchedHook.stop();
     }
     // Where the webhooks' time goes, from the operator's own metrics over the measured runs (means: the
     // histogram buckets are too coarse for milliseconds): each handler, and the API calls it makes.
@@ -213,49 +295,57 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     notes.push(
       `inside the operator, mean per request: mutate ${handler('/mutate-operation')}, validate ${handler('/validate-operation')}; the webhooks' API calls over the measured runs: GET ${calls('GET')}, POST (SubjectAccessReview) ${calls('POST')}`,
     );
+    // Per Operation admitted in a run (each run also sends as many ConfigMaps, which no webhook sees).
+    const perOp = (xs: number[]) =>
+      xs.map((x) => `${((x * 1000) / (o.rate * o.seconds)).toFixed(2)}`).join(', ');
+    notes.push(
+      `CPU ms per Operation, run by run: the operator ${perOp(cpu.operator.hook)} vs the null pair ${perOp(cpu.null.hook)} vs the null pair with the patch ${perOp(cpu.patched.hook)}; kube-apiserver with the operator ${perOp(cpu.operator.api)} vs with the null pair ${perOp(cpu.null.api)} vs with the null pair with the patch ${perOp(cpu.patched.api)} (ConfigMaps included)`,
+    );
+    notes.push(
+      `the null pair with the patch answered ${nullPatch.path} with the operator's patch of ${JSON.stringify(nullPatch.patch).length} bytes (${patchFile})`,
+    );
+    if (o.operator?.nodeArgs?.length)
+      notes.push(
+        `the null pair was process ${nullHook.pid}, the null pair with the patch ${patchedHook.pid}`,
+      );
     if (errors.length) notes.push(`${errors.length} requests failed, e.g. ${errors[0]}`);
     notes.push(`${o.rate} req/s of each kind for ${o.seconds} s per run`);
     const q = (r: typeof runs, p: number, side: 'op' | 'cm') => r.map((x) => quantile(x[side], p));
+    type Target = Parameters<typeof row>[4];
+    /** A setting's Operation p50 beside its ConfigMap p50. */
+    const beside = (label: string, r: typeof runs, target?: Target) =>
+      row(label, ' ms', q(r, 0.5, 'op'), q(r, 0.5, 'cm'), target);
+    /** The operator's Operation p50 beside another setting's. */
+    const against = (label: string, r: typeof runs, target?: Target) =>
+      row(label, ' ms', q(runs, 0.5, 'op'), q(r, 0.5, 'op'), target);
     return {
       scenario: 'admission',
       title: `admission at ${o.rate}/s`,
       params: { rate: o.rate, seconds: o.seconds, runs: o.runs },
       rows: [
-        row(
-          'dry-run create p50 (vs ConfigMap)',
-          ' ms',
-          q(runs, 0.5, 'op'),
-          q(runs, 0.5, 'cm'),
-          (_, __, r) => ({
-            text: 'ratio ≤ 2',
-            met: (r ?? Number.NaN) <= 2,
-          }),
-        ),
+        beside('dry-run create p50 (vs ConfigMap)', runs, (_, __, r) => ({
+          text: 'ratio ≤ 2',
+          met: (r ?? Number.NaN) <= 2,
+        })),
         row('dry-run create p99 (vs ConfigMap)', ' ms', q(runs, 0.99, 'op'), q(runs, 0.99, 'cm')),
-        row(
-          'dry-run create p50 without the webhooks (the CRD itself, vs ConfigMap)',
-          ' ms',
-          q(bare, 0.5, 'op'),
-          q(bare, 0.5, 'cm'),
-        ),
-        row(
-          'dry-run create p50: with the webhooks vs without (what the webhooks add)',
-          ' ms',
-          q(runs, 0.5, 'op'),
-          q(bare, 0.5, 'op'),
-        ),
-        row(
+        beside('dry-run create p50 without the webhooks (the CRD itself, vs ConfigMap)', bare),
+        against('dry-run create p50: with the webhooks vs without (what the webhooks add)', bare),
+        beside(
           'dry-run create p50 through a null webhook pair (same registrations, TLS and server, answering allowed at once; vs ConfigMap)',
-          ' ms',
-          q(nulls, 0.5, 'op'),
-          q(nulls, 0.5, 'cm'),
+          nulls,
         ),
-        row(
+        against(
           "dry-run create p50: the operator's webhooks vs the null pair (what its checks add beyond dispatch)",
-          ' ms',
-          q(runs, 0.5, 'op'),
-          q(nulls, 0.5, 'op'),
+          nulls,
           (_, __, r) => ({ text: 'ratio ≤ 1.2', met: (r ?? Number.NaN) <= 1.2 }),
+        ),
+        beside(
+          "dry-run create p50 through a null webhook pair that returns the operator's patch (vs ConfigMap)",
+          patched,
+        ),
+        against(
+          "dry-run create p50: the operator's webhooks vs a null pair that returns the same patch (what the checks add beyond dispatch and the patch)",
+          patched,
         ),
       ],
       notes,

@@ -6,18 +6,43 @@ import { annotationsOf } from './decision.ts';
 import type { AdmissionRequest } from './review.ts';
 export { ANNOTATION_CREATED_BY };
 
+/** A request's annotations as the rules here read them: the object's, and the stored object's at UPDATE. */
+export interface RequestAnnotations {
+  operation: AdmissionRequest['operation'];
+  now: Record<string, string>;
+  /** Before the request: the stored object's at UPDATE, none otherwise. */
+  old: Record<string, string>;
+}
+
+/** Reads a request's annotations once, for callers that ask several questions of them (stamps.ts). */
+export function requestAnnotations(req: AdmissionRequest): RequestAnnotations {
+  return {
+    operation: req.operation,
+    now: annotationsOf(req.object),
+    old: req.operation === 'UPDATE' ? annotationsOf(req.oldObject) : {},
+  };
+}
+
 /** True when `approve` is being given by this request (not already given before it). */
 export function isApprovalTransition(req: AdmissionRequest): boolean {
-  const now = annotationsOf(req.object);
+  return approvalGiven(requestAnnotations(req));
+}
+
+/** isApprovalTransition, of annotations already read. */
+export function approvalGiven({ operation, now, old }: RequestAnnotations): boolean {
   if (now[ANNOTATION_APPROVE] !== 'true') return false;
-  if (req.operation !== 'UPDATE') return true;
-  const before = annotationsOf(req.oldObject);
-  return !(before[ANNOTATION_APPROVE] === 'true' && before[ANNOTATION_APPROVED_BY] !== undefined);
+  if (operation !== 'UPDATE') return true;
+  return !(old[ANNOTATION_APPROVE] === 'true' && old[ANNOTATION_APPROVED_BY] !== undefined);
 }
 
 /** True when this request gives ops.vworkspace.io/reconcile a new value (a re-run, for a failed Operation). */
 export function isReconcileRequest(req: AdmissionRequest): boolean {
-  const now = annotationsOf(req.object)[ANNOTATION_RECONCILE];
-  if (now === undefined) return false;
-  return req.operation !== 'UPDATE' || now !== annotationsOf(req.oldObject)[ANNOTATION_RECONCILE];
+  return reconcileAsked(requestAnnotations(req));
+}
+
+/** isReconcileRequest, of annotations already read. */
+export function reconcileAsked({ operation, now, old }: RequestAnnotations): boolean {
+  const value = now[ANNOTATION_RECONCILE];
+  if (value === undefined) return false;
+  return operation !== 'UPDATE' || value !== old[ANNOTATION_RECONCILE];
 }

@@ -24,7 +24,13 @@ import {
   type TargetInstance,
 } from './decision.ts';
 import { decideInstance } from './instance.ts';
-import { decideOperation, mutateOperation, operationNeeds } from './operation.ts';
+import {
+  decideOperation,
+  mutateOperation,
+  type OperationRead,
+  operationNeeds,
+  readOperation,
+} from './operation.ts';
 import { type AdmissionRequest, type AdmissionResponse, allow } from './review.ts';
 import { reviewAccess } from './sar.ts';
 import { schedulerClaim, schedulerPlural, trustScheduled } from './scheduled.ts';
@@ -220,10 +226,26 @@ const templatesOf = (deps: AdmissionDeps) => ({
 });
 
 /** operationNeeds, with the operator's own creates for a CronOperation/WatchOperation (scheduled.ts). */
-async function operationNeedsOf(deps: AdmissionDeps, req: AdmissionRequest): Promise<Needs> {
-  const needs = operationNeeds(req, templatesOf(deps));
+async function operationNeedsOf(
+  deps: AdmissionDeps,
+  req: AdmissionRequest,
+  templates: ReturnType<typeof templatesOf>,
+  read: OperationRead | undefined,
+): Promise<Needs> {
+  const needs = operationNeeds(req, templates, read);
   const self = req.operation === 'CREATE' && schedulerClaim(req.object) ? await deps.self?.() : undefined;
   return trustScheduled(needs, req, self);
+}
+
+/**
+ * The validating webhook of Operations: a CREATE's spec is read (and its template resolved) once, for
+ * what to look up and for the decision.
+ */
+async function validateOperation(deps: AdmissionDeps, req: AdmissionRequest): Promise<AdmissionResponse> {
+  const templates = templatesOf(deps);
+  const read = req.operation === 'CREATE' ? readOperation(req, templates) : undefined;
+  const needs = await operationNeedsOf(deps, req, templates, read);
+  return decideOperation(req, await gatherFacts(deps, req, needs), read);
 }
 
 export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, AdmissionHandler> {
@@ -234,8 +256,7 @@ export function createAdmissionHandlers(deps: AdmissionDeps): Record<string, Adm
     [WEBHOOK_PATHS.mutateSchedule]: (req) =>
       watches(watched, req.namespace) ? mutateScheduler(req) : allow(req.uid),
     [WEBHOOK_PATHS.validateOperation]: async (req): Promise<AdmissionResponse> =>
-      outsideScope(req, watched) ??
-      decideOperation(req, await gatherFacts(deps, req, await operationNeedsOf(deps, req))),
+      outsideScope(req, watched) ?? (await validateOperation(deps, req)),
     [WEBHOOK_PATHS.validateCronOperation]: async (req) =>
       outsideScope(req, watched) ??
       decideScheduler(

@@ -11,7 +11,13 @@ import {
 import { aTemplate } from '../../../test/support/builders/catalog.ts';
 import { BUILTIN_TEMPLATES } from '../catalog/index.ts';
 import { ANNOTATION_CREATED_BY } from './approval.ts';
-import { decideOperation, MUTATING_OPERATION_WEBHOOK, mutateOperation, operationNeeds } from './operation.ts';
+import {
+  decideOperation,
+  MUTATING_OPERATION_WEBHOOK,
+  mutateOperation,
+  operationNeeds,
+  readOperation,
+} from './operation.ts';
 
 const APPROVE = 'ops.vworkspace.io/approve';
 const APPROVED_BY = 'ops.vworkspace.io/approved-by';
@@ -363,5 +369,53 @@ describe('mutateOperation', () => {
     expect(decodePatch(res)).toEqual([
       { op: 'remove', path: '/metadata/annotations/ops.vworkspace.io~1approved-by' },
     ]);
+  });
+});
+
+describe('the spec read once for operationNeeds and decideOperation', () => {
+  const withoutBackup = BUILTIN_TEMPLATES.filter((t) => t.name !== 'velero-backup');
+  const specs: Record<string, unknown>[] = [
+    { parameters: { ttl: '24h' } },
+    { type: 'Frobnicate', engine: 7, targetRef: { name: 'Not_A_Label' } },
+    { type: 'Upgrade', engine: 'velero' },
+    { template: 'nope' },
+    { parameters: { ttl: 'forever', quiesce: 'maybe', bucket: 'x' } },
+    {
+      type: 'Restore',
+      parametersFrom: [{ operationRef: { name: 'b1' }, outputs: [{ output: 'backupName' }] }],
+    },
+    { parameters: { serviceAccountName: 'admin' } },
+  ];
+
+  it('decides and asks exactly as without it', () => {
+    for (const templates of [
+      { ok: true as const, value: BUILTIN_TEMPLATES },
+      { ok: true as const, value: withoutBackup },
+      { ok: false as const, message: 'not listed yet' },
+    ]) {
+      for (const spec of specs) {
+        const req = aRequest(stamped(spec));
+        const facts = someFacts({ templates });
+        const read = readOperation(req, facts);
+        expect(decideOperation(req, facts, read)).toEqual(decideOperation(req, facts));
+        expect(operationNeeds(req, facts, read)).toEqual(operationNeeds(req, facts));
+      }
+    }
+  });
+
+  it('is not used for another spec or another catalog', () => {
+    const req = aRequest(stamped());
+    const facts = someFacts();
+    // Read of a spec that asks for an unknown template: not this request's spec object.
+    const other = readOperation(aRequest(stamped({ template: 'nope' })), facts);
+    expect(decideOperation(req, facts, other)).toEqual({ uid: 'uid-1', allowed: true });
+    expect(operationNeeds(req, facts, other)).toEqual(operationNeeds(req, facts));
+    // Read in a catalog without the template: the facts' catalog, which has it, decides.
+    const stale = readOperation(req, { templates: { ok: true, value: withoutBackup } });
+    expect(stale.templateProblems).not.toEqual([]);
+    expect(decideOperation(req, facts, stale)).toEqual({ uid: 'uid-1', allowed: true });
+    // And the other way round: a template resolved in a catalog the facts no longer hold is not used.
+    const gone = someFacts({ templates: { ok: true, value: withoutBackup } });
+    expect(fieldsOf(decideOperation(req, gone, readOperation(req, facts)))).toEqual(['spec.engine']);
   });
 });

@@ -24,6 +24,7 @@
 // or changed (8).
 import { ANNOTATION_ACTS_FOR } from '../api/annotations.ts';
 import { ANNOTATION_APPROVE, ANNOTATION_RECONCILE, OPS_GROUP } from '../api/index.ts';
+import type { Template } from '../catalog/index.ts';
 import { parseActsFor } from '../identity/stamp.ts';
 import { checkActsFor } from './acts-for.ts';
 import { ANNOTATION_CREATED_BY, isApprovalTransition, isReconcileRequest } from './approval.ts';
@@ -84,13 +85,56 @@ function approvalView(req: AdmissionRequest): OperationSpecView {
 const CREATE_VIEW = { target: true, parametersFrom: true } as const;
 
 /**
- * What the handler must look up for this request. `templates` (when loaded) tell which parametersFrom
- * reads need access reviews, including a template's defaults.
+ * A CREATE's spec as read once by the validating webhook, for operationNeeds and decideOperation both:
+ * its narrowed view and shape problems, and the template it resolves to in `templates`.
  */
-export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 'templates'>): Needs {
+export interface OperationRead {
+  /** The spec read (by identity): decideOperation uses this only for the same spec object. */
+  spec: unknown;
+  view: OperationSpecView;
+  problems: readonly Problem[];
+  /** The catalog the template was resolved in: used again only while the facts hold the same one. */
+  templates: Facts['templates'];
+  template?: Template;
+  templateProblems: readonly Problem[];
+}
+
+/** Reads a CREATE's spec and resolves its template in `templates`. */
+export function readOperation(req: AdmissionRequest, templates: Pick<Facts, 'templates'>): OperationRead {
+  const spec = specOf(req.object);
+  const { view, problems } = readOperationSpec(spec, 'spec', CREATE_VIEW);
+  const { template, problems: templateProblems } = checkTemplate(view, 'spec', templates);
+  return {
+    spec,
+    view,
+    problems,
+    templates: templates.templates,
+    ...(template ? { template } : {}),
+    templateProblems,
+  };
+}
+
+/** `read` when it was made of this spec object, else undefined. */
+const readOf = (req: AdmissionRequest, read?: OperationRead) =>
+  read && read.spec === specOf(req.object) ? read : undefined;
+
+/** The same loaded catalog (its template list by identity): a template resolved in one holds in the other. */
+const sameCatalog = (a: Facts['templates'], b: Facts['templates']) => a.ok && b.ok && a.value === b.value;
+
+/**
+ * What the handler must look up for this request. `templates` (when loaded) tell which parametersFrom
+ * reads need access reviews, including a template's defaults. `read`: the spec already read with
+ * readOperation (the validating webhook passes the same to decideOperation).
+ */
+export function operationNeeds(
+  req: AdmissionRequest,
+  templates?: Pick<Facts, 'templates'>,
+  read?: OperationRead,
+): Needs {
   const needs: Needs = { access: [] };
   if (req.operation === 'CREATE') {
-    const { view } = readOperationSpec(specOf(req.object), 'spec', CREATE_VIEW);
+    const given = readOf(req, read);
+    const { view } = given ?? readOperationSpec(specOf(req.object), 'spec', CREATE_VIEW);
     if (view.targetName !== undefined) {
       needs.target = view.targetName;
       if (view.type) needs.access.push({ verb: typeVerb(view.type), name: view.targetName });
@@ -101,7 +145,11 @@ export function operationNeeds(req: AdmissionRequest, templates?: Pick<Facts, 't
     if (clone) needs.access.push(clone);
     const names = (view.parametersFrom ?? []).flatMap((s) => (s.operationRef ? [s.operationRef.name] : []));
     if (names.length > 0) needs.operations = [...new Set(names)];
-    const { template } = templates ? checkTemplate(view, 'spec', templates) : {};
+    const { template } = !templates
+      ? {}
+      : given && sameCatalog(given.templates, templates.templates)
+        ? given
+        : checkTemplate(view, 'spec', templates);
     if (template) needs.access.push(...sourceAccess(view, template, 'spec').map((a) => a.check));
     needs.access.push(...probeSecretAccess(view, 'spec').map((a) => a.check));
   }
@@ -132,16 +180,29 @@ export function mutateOperation(req: AdmissionRequest, keys?: SigningKeySource):
   return allowWithPatch(req.uid, stampPatch(req, stamps.expectations));
 }
 
-export function decideOperation(req: AdmissionRequest, facts: Facts): AdmissionResponse {
+/**
+ * The validating webhook's decision. `read`: the spec as readOperation read it for operationNeeds; used
+ * only for the same spec object and, for its template, the same catalog as `facts`, so the decision is
+ * the one made without it.
+ */
+export function decideOperation(
+  req: AdmissionRequest,
+  facts: Facts,
+  read?: OperationRead,
+): AdmissionResponse {
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return allow(req.uid);
   const namespace = req.namespace ?? '';
   const user = req.userInfo?.username ?? '';
   const problems: Problem[] = [];
 
   if (req.operation === 'CREATE') {
-    const { view, problems: shape } = readOperationSpec(specOf(req.object), 'spec', CREATE_VIEW);
+    const given = readOf(req, read);
+    const { view, problems: shape } = given ?? readOperationSpec(specOf(req.object), 'spec', CREATE_VIEW);
     problems.push(...shape);
-    const { template, problems: tp } = checkTemplate(view, 'spec', facts);
+    const { template, problems: tp } =
+      given && sameCatalog(given.templates, facts.templates)
+        ? { template: given.template, problems: given.templateProblems }
+        : checkTemplate(view, 'spec', facts);
     problems.push(...tp);
     // Created by the operator for a CronOperation/WatchOperation: the requester's access is that object's
     // checked authority (scheduled.ts); everything else is judged as for anyone.

@@ -40,6 +40,20 @@ export function accessResource(check: AccessCheck): { group: string; resource: s
   return { group: APPS_GROUP, resource: PLURAL_APPLICATION_INSTANCES };
 }
 
+/**
+ * A copy of userInfo.extra (a map of string lists from the API server). Each Operation request asks one
+ * review per check, each with the requester's extra (the API server adds a credential id to every
+ * request's), so a plain copy rather than structuredClone, which serialises; anything that is not a map
+ * of lists is copied by structuredClone as before.
+ */
+function copyExtra(extra: Record<string, string[]>): Record<string, string[]> {
+  if (typeof extra !== 'object' || extra === null || Array.isArray(extra)) return structuredClone(extra);
+  // fromEntries defines each key as its own property, `__proto__` included (an assignment would not).
+  return Object.fromEntries(
+    Object.entries(extra).map(([k, v]) => [k, Array.isArray(v) ? [...v] : structuredClone(v)]),
+  );
+}
+
 /** The review for `check` by `user` in `namespace` (pure). */
 export function subjectAccessReview(
   user: UserInfo,
@@ -53,7 +67,7 @@ export function subjectAccessReview(
       ...(user.username !== undefined ? { user: user.username } : {}),
       ...(user.groups ? { groups: [...user.groups] } : {}),
       ...(user.uid !== undefined ? { uid: user.uid } : {}),
-      ...(user.extra ? { extra: structuredClone(user.extra) } : {}),
+      ...(user.extra ? { extra: copyExtra(user.extra) } : {}),
       resourceAttributes: {
         namespace: check.namespace ?? namespace,
         verb: check.verb,

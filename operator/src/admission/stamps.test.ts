@@ -150,6 +150,69 @@ describe('the signed admission record', () => {
   });
 });
 
+describe('a record the mutating webhook signed, checked by the validating one', () => {
+  const alice = { username: 'alice', groups: ['team-a'] };
+  const facts = () => ({ ...someFacts(), signingKeys: keys });
+  const recordOf = (obj: { metadata: { annotations?: Record<string, string> } }) =>
+    obj.metadata.annotations?.[ANNOTATION_ADMISSION];
+  /** `obj` with the admission record `record` (as a user could copy it from another object). */
+  const withRecord = (obj: ReturnType<typeof mutated>, record: string | undefined) => ({
+    ...obj,
+    metadata: {
+      ...obj.metadata,
+      annotations: { ...obj.metadata.annotations, [ANNOTATION_ADMISSION]: record! },
+    },
+  });
+
+  it('is admitted for the object it was signed for, in a fresh copy too', () => {
+    const req = aRequest(anOperation({ parameters: { ttl: '24h' } }), { user: alice });
+    const obj = mutated(req);
+    expect(decideOperation({ ...req, object: structuredClone(obj) }, facts()).allowed).toBe(true);
+  });
+
+  it('is refused on another spec, namespace, user, groups or with another current key', () => {
+    const req = aRequest(anOperation({ parameters: { ttl: '24h' } }), { user: alice });
+    const signed = recordOf(mutated(req));
+    expect(signed).toBeDefined();
+    const refused = (r: ReturnType<typeof aRequest>, f = facts()) =>
+      expect(fieldsOf(decideOperation(r, f))).toContain(`metadata.annotations[${ANNOTATION_ADMISSION}]`);
+    // The same record on another spec that the same user signs too.
+    const other = aRequest(anOperation({ parameters: { ttl: '48h' } }), { user: alice });
+    refused({ ...other, object: withRecord(mutated(other), signed) });
+    // In another namespace.
+    refused({ ...req, namespace: 'elsewhere', object: withRecord(mutated(req), signed) });
+    // Another user's request with the same spec (created-by is refused as well).
+    const bob = aRequest(anOperation({ parameters: { ttl: '24h' } }), {
+      user: { username: 'bob', groups: ['team-a'] },
+    });
+    refused({ ...bob, object: withRecord(mutated(req), signed) });
+    // The same user in other groups.
+    const regrouped = aRequest(anOperation({ parameters: { ttl: '24h' } }), {
+      user: { username: 'alice', groups: ['team-b'] },
+    });
+    refused({ ...regrouped, object: withRecord(mutated(req), signed) });
+    // The serving key rotated between the two webhooks.
+    const next = deriveSigningKey(Buffer.from('next serving key'));
+    const rotated = { current: () => next, find: (id: string) => [key, next].find((k) => k.id === id) };
+    refused({ ...req, object: mutated(req) }, { ...someFacts(), signingKeys: rotated });
+  });
+
+  it('is refused when its MAC or key id is altered, though the right MAC was computed a moment ago', () => {
+    const req = aRequest(anOperation(), { user: alice });
+    const obj = mutated(req);
+    const record = JSON.parse(recordOf(obj)!) as { kid: string; mac: string };
+    const forged = [
+      { ...record, mac: `${record.mac.slice(0, -1)}${record.mac.endsWith('A') ? 'B' : 'A'}` },
+      { ...record, kid: 'another-key' },
+      { ...record, creatorGroups: ['system:masters'] },
+    ];
+    for (const f of forged) {
+      const res = decideOperation({ ...req, object: withRecord(obj, JSON.stringify(f)) }, facts());
+      expect(fieldsOf(res)).toEqual([`metadata.annotations[${ANNOTATION_ADMISSION}]`]);
+    }
+  });
+});
+
 describe('acts-for and separation of duties', () => {
   const scheduled = {
     [ANNOTATION_CREATED_BY]: 'system:serviceaccount:ops:operator',

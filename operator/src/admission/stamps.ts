@@ -26,7 +26,7 @@ import {
 } from '../api/annotations.ts';
 import type { SigningKeySource } from '../identity/signing-key.ts';
 import { parseActsFor, type ReconcileRequest, signStamps, verifyStamps } from '../identity/stamp.ts';
-import { isApprovalTransition, isReconcileRequest } from './approval.ts';
+import { approvalGiven, type RequestAnnotations, reconcileAsked, requestAnnotations } from './approval.ts';
 import {
   annotationPath,
   annotationsOf,
@@ -67,46 +67,42 @@ export interface StampExpectation {
 const OPERATOR = 'the operator, on the Operations a CronOperation or WatchOperation creates';
 const WEBHOOK = 'the admission webhook';
 
-function before(req: AdmissionRequest): Record<string, string> {
-  return req.operation === 'UPDATE' ? annotationsOf(req.oldObject) : {};
-}
-
-function stamp(req: AdmissionRequest, key: string, expected: string | undefined, names?: string) {
+/** A stamp the webhook writes; `ann` holds the request's annotations, read once per request. */
+function stamp(ann: RequestAnnotations, key: string, expected: string | undefined, names?: string) {
   return {
     key,
     writer: WEBHOOK,
     ...(names ? { names } : {}),
     expected,
-    old: before(req)[key],
-    actual: annotationsOf(req.object)[key],
+    old: ann.old[key],
+    actual: ann.now[key],
   };
 }
 
 /** created-by, approved-by and reconcile-requested-by: the users behind an Operation's requests. */
-function personalStamps(req: AdmissionRequest): StampExpectation[] {
-  const now = annotationsOf(req.object);
-  const old = before(req);
+function personalStamps(req: AdmissionRequest, ann: RequestAnnotations): StampExpectation[] {
+  const { now, old } = ann;
   const user = req.userInfo?.username || undefined;
   const createdBy = req.operation === 'CREATE' ? user : old[ANNOTATION_CREATED_BY];
   let approvedBy: string | undefined;
   if (now[ANNOTATION_APPROVE] === 'true') {
-    approvedBy = isApprovalTransition(req) ? user : old[ANNOTATION_APPROVED_BY];
+    approvedBy = approvalGiven(ann) ? user : old[ANNOTATION_APPROVED_BY];
   }
   // The re-run stamp belongs to its request: set with each new value, gone with it.
   let requestedBy: string | undefined;
   if (now[ANNOTATION_RECONCILE] !== undefined) {
-    requestedBy = isReconcileRequest(req) ? user : old[ANNOTATION_RECONCILE_REQUESTED_BY];
+    requestedBy = reconcileAsked(ann) ? user : old[ANNOTATION_RECONCILE_REQUESTED_BY];
   }
   return [
-    stamp(req, ANNOTATION_CREATED_BY, createdBy, 'the user who created the Operation'),
+    stamp(ann, ANNOTATION_CREATED_BY, createdBy, 'the user who created the Operation'),
     stamp(
-      req,
+      ann,
       ANNOTATION_APPROVED_BY,
       approvedBy,
       `the user who set ${ANNOTATION_APPROVE}: "true"; approve with ${ANNOTATION_APPROVE}: "true"`,
     ),
     stamp(
-      req,
+      ann,
       ANNOTATION_RECONCILE_REQUESTED_BY,
       requestedBy,
       `the user who set a new ${ANNOTATION_RECONCILE} value`,
@@ -115,9 +111,9 @@ function personalStamps(req: AdmissionRequest): StampExpectation[] {
 }
 
 /** acts-for: the operator's at CREATE (checkActsFor judges it), unchanged afterwards. */
-function actsForExpectation(req: AdmissionRequest): StampExpectation {
-  const now = annotationsOf(req.object)[ANNOTATION_ACTS_FOR];
-  const old = before(req)[ANNOTATION_ACTS_FOR];
+function actsForExpectation(req: AdmissionRequest, ann: RequestAnnotations): StampExpectation {
+  const now = ann.now[ANNOTATION_ACTS_FOR];
+  const old = ann.old[ANNOTATION_ACTS_FOR];
   return {
     key: ANNOTATION_ACTS_FOR,
     writer: OPERATOR,
@@ -136,7 +132,8 @@ export function operationStamps(
   req: AdmissionRequest,
   keys?: SigningKeySource,
 ): { expectations: StampExpectation[]; retry?: string } {
-  const base = [...personalStamps(req), actsForExpectation(req)];
+  const ann = requestAnnotations(req);
+  const base = [...personalStamps(req, ann), actsForExpectation(req, ann)];
   if (!keys) return { expectations: base };
   const key = keys.current();
   if (!key) {
@@ -163,9 +160,9 @@ export function operationStamps(
     const reconcile: ReconcileRequest | undefined =
       requestedBy !== undefined
         ? {
-            value: annotationsOf(req.object)[ANNOTATION_RECONCILE] ?? '',
+            value: ann.now[ANNOTATION_RECONCILE] ?? '',
             requestedBy,
-            requesterGroups: isReconcileRequest(req) ? groups : (kept?.reconcile?.requesterGroups ?? []),
+            requesterGroups: reconcileAsked(ann) ? groups : (kept?.reconcile?.requesterGroups ?? []),
           }
         : undefined;
     expected = signStamps(key, req.namespace ?? '', specOf(req.object), {
@@ -176,7 +173,7 @@ export function operationStamps(
       ...(reconcile ? { reconcile } : {}),
     });
   }
-  return { expectations: [...base, stamp(req, ANNOTATION_ADMISSION, expected)] };
+  return { expectations: [...base, stamp(ann, ANNOTATION_ADMISSION, expected)] };
 }
 
 const specOf = (obj: unknown): unknown => (isRecord(obj) ? obj.spec : undefined);
@@ -200,15 +197,15 @@ export function schedulerStamps(
   kind: 'CronOperation' | 'WatchOperation',
   req: AdmissionRequest,
 ): StampExpectation[] {
-  const now = annotationsOf(req.object);
-  const old = before(req);
+  const ann = requestAnnotations(req);
+  const { now, old } = ann;
   const user = req.userInfo?.username || undefined;
   const specChanged = req.operation === 'CREATE' || !jsonEqual(specOf(req.oldObject), specOf(req.object));
-  const out = [stamp(req, ANNOTATION_EDITED_BY, specChanged ? user : old[ANNOTATION_EDITED_BY])];
+  const out = [stamp(ann, ANNOTATION_EDITED_BY, specChanged ? user : old[ANNOTATION_EDITED_BY])];
   if (kind === 'CronOperation') {
     const asked =
       now[ANNOTATION_RUN_NOW] !== undefined && now[ANNOTATION_RUN_NOW] !== old[ANNOTATION_RUN_NOW];
-    out.push(stamp(req, ANNOTATION_RUN_NOW_BY, asked ? user : old[ANNOTATION_RUN_NOW_BY]));
+    out.push(stamp(ann, ANNOTATION_RUN_NOW_BY, asked ? user : old[ANNOTATION_RUN_NOW_BY]));
   }
   return out;
 }

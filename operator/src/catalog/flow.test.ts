@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { aTemplate, catalogConfigMap } from '../../../test/support/builders/catalog.ts';
-import { declaresOutput, parameterSources, suppliedParameters, withoutRequired } from './flow.ts';
+import {
+  declaresOutput,
+  parameterSources,
+  RELAXED_COPIES_PER_SCHEMA,
+  suppliedParameters,
+  withoutRequired,
+} from './flow.ts';
 import { parseCatalog } from './parse.ts';
+import { compileOpenApiSchema } from './schema-validation.ts';
 import { BUILTIN_TEMPLATES } from './templates/index.ts';
 
 const restore = BUILTIN_TEMPLATES.find((t) => t.name === 'velero-restore')!;
@@ -38,6 +45,34 @@ describe('template flow', () => {
       required: ['b'],
     });
     expect(withoutRequired({ type: 'object', required: ['a'] }, new Set(['a']))).toEqual({ type: 'object' });
+  });
+
+  it('withoutRequired gives the same copy for the same schema and keys: a second request compiles nothing', () => {
+    const schema = {
+      type: 'object',
+      required: ['a', 'b', 'c'],
+      properties: { a: { type: 'string' }, b: { type: 'string' }, c: { type: 'string' } },
+    };
+    const first = withoutRequired(schema, new Set(['a']));
+    const second = withoutRequired(schema, new Set(['a', 'not-required']));
+    expect(second).toBe(first);
+    expect(compileOpenApiSchema(second)).toBe(compileOpenApiSchema(first));
+    expect(second).toEqual({ ...schema, required: ['b', 'c'] });
+    expect(schema.required).toEqual(['a', 'b', 'c']);
+    // Other keys, another copy; keys that drop nothing, the schema itself.
+    expect(withoutRequired(schema, new Set(['b']))).toEqual({ ...schema, required: ['a', 'c'] });
+    expect(withoutRequired(schema, new Set(['x']))).toBe(schema);
+  });
+
+  it('withoutRequired keeps a bounded number of copies per schema, the newest', () => {
+    const names = Array.from({ length: RELAXED_COPIES_PER_SCHEMA + 1 }, (_, i) => `p${i}`);
+    const schema = { type: 'object', required: names };
+    const copies = names.map((n) => withoutRequired(schema, new Set([n])));
+    expect(withoutRequired(schema, new Set([names.at(-1)!]))).toBe(copies.at(-1));
+    // The first was let go: an equal copy, not the same one.
+    const again = withoutRequired(schema, new Set([names[0]!]));
+    expect(again).not.toBe(copies[0]);
+    expect(again).toEqual(copies[0]);
   });
 
   it('the catalog skips templates whose outputs, sources or dependencies cannot work', () => {

@@ -119,12 +119,38 @@ export function suppliedParameters(sources: readonly SourceRef[]): Set<string> {
   return new Set(sources.flatMap((s) => s.outputs.map(parameterOf)));
 }
 
-/** `schema` without the root `required` entries in `keys` (a shallow copy; the rest is shared). */
+/** withoutRequired's copies, by schema and what stays required: compileOpenApiSchema caches by object. */
+const relaxed = new WeakMap<JsonSchema, Map<string, JsonSchema>>();
+/**
+ * Copies kept per schema. The requester chooses which required parameters parametersFrom supplies, so the
+ * subsets are theirs to vary: beyond this many the oldest copy (and its compiled validator) is let go.
+ */
+export const RELAXED_COPIES_PER_SCHEMA = 16;
+
+/**
+ * `schema` without the root `required` entries in `keys` (a shallow copy; the rest is shared), the same
+ * object for the same schema and keys each time: admission validates every Operation's parameters with
+ * it, and a new object would be compiled by ajv again on every request whose parametersFrom supplies a
+ * required parameter. `schema` itself when nothing is dropped.
+ */
 export function withoutRequired(schema: JsonSchema, keys: ReadonlySet<string>): JsonSchema {
   if (keys.size === 0 || !Array.isArray(schema.required)) return schema;
-  const required = (schema.required as string[]).filter((k) => !keys.has(k));
+  const all = schema.required as string[];
+  const required = all.filter((k) => !keys.has(k));
+  if (required.length === all.length) return schema;
+  const id = JSON.stringify(required);
+  let copies = relaxed.get(schema);
+  const hit = copies?.get(id);
+  if (hit) return hit;
   const { required: _drop, ...rest } = schema;
-  return required.length > 0 ? { ...rest, required } : rest;
+  const copy = required.length > 0 ? { ...rest, required } : rest;
+  if (!copies) {
+    copies = new Map();
+    relaxed.set(schema, copies);
+  }
+  if (copies.size >= RELAXED_COPIES_PER_SCHEMA) copies.delete(copies.keys().next().value as string);
+  copies.set(id, copy);
+  return copy;
 }
 
 /** A template schema (inputSchema, outputSchema) that is not a compilable object schema, or undefined. */

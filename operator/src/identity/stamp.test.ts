@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ANNOTATION_ACTS_FOR,
@@ -8,7 +9,7 @@ import {
 } from '../api/annotations.ts';
 import { actsForAnnotation } from './acts-for.ts';
 import { deriveSigningKey } from './signing-key.ts';
-import { type Stamps, signStamps, verifyStamps } from './stamp.ts';
+import { canonical, type Stamps, signStamps, verifyStamps } from './stamp.ts';
 
 const key = deriveSigningKey(
   Buffer.from('-----BEGIN PRIVATE KEY-----\nkey one\n-----END PRIVATE KEY-----\n'),
@@ -87,6 +88,90 @@ describe('signed admission stamps', () => {
     };
     expect(verifyStamps(operation(ann, { spec: deepSpec }), keys)).toEqual({ ok: true, stamps });
     expect(verifyStamps(operation(signed(), { spec: deepSpec }), keys).ok).toBe(false);
+  });
+});
+
+/** canonical as first written (one stack entry per token): what every stored record was signed over. */
+function canonicalAsFirstWritten(root: unknown): string {
+  const out: string[] = [];
+  const todo: ({ text: string } | { value: unknown })[] = [{ value: root }];
+  for (let next = todo.pop(); next; next = todo.pop()) {
+    if ('text' in next) {
+      out.push(next.text);
+      continue;
+    }
+    const v = next.value;
+    if (Array.isArray(v)) {
+      todo.push({ text: ']' });
+      for (let i = v.length - 1; i >= 0; i--) {
+        todo.push({ value: v[i] });
+        if (i > 0) todo.push({ text: ',' });
+      }
+      todo.push({ text: '[' });
+    } else if (typeof v === 'object' && v !== null) {
+      const o = v as Record<string, unknown>;
+      const keys = Object.keys(o)
+        .filter((k) => o[k] !== undefined)
+        .sort();
+      todo.push({ text: '}' });
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const k = keys[i] as string;
+        todo.push({ value: o[k] });
+        todo.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(k)}:` });
+      }
+      todo.push({ text: '{' });
+    } else out.push(JSON.stringify(v ?? null));
+  }
+  return out.join('');
+}
+
+describe('what the MAC covers never changes', () => {
+  it('verifies records signed before (fixed key, spec and stamps)', () => {
+    const odd = {
+      type: 'RunCommand',
+      engine: 'job',
+      targetRef: { name: 'shop' },
+      parameters: {
+        command: ['true', 'ü', '\u2028', 1.5e300, -0, null, { b: 1, a: [], 'z"q': {} }],
+        empty: {},
+        undef: undefined,
+      },
+      cancel: true,
+      policy: { requiresApproval: false },
+    };
+    const all: Stamps = {
+      createdBy: 'alice',
+      creatorGroups: ['team-a', 'system:authenticated'],
+      approvedBy: 'bob',
+      approverGroups: ['ops'],
+      actsFor: ['carol'],
+      reconcile: { value: '2', requestedBy: 'dave', requesterGroups: [] },
+    };
+    // Signed by the webhook as released (2026-11-28); a change to the canonical form or the MAC breaks these.
+    expect(signStamps(key, 'a', odd, all)).toBe(
+      '{"v":1,"kid":"57c2e79457a4","creatorGroups":["team-a","system:authenticated"],"approverGroups":["ops"],"reconcileRequesterGroups":[],"mac":"ozlIxpQqs8hMTTrZL1cDmHKCrHRjABzB8MVUxFrN33I"}',
+    );
+    expect(signStamps(key, 'a', odd, { createdBy: 'alice', creatorGroups: [], actsFor: [] })).toBe(
+      '{"v":1,"kid":"57c2e79457a4","creatorGroups":[],"mac":"JBe6Qxv94Ajn0GaMeKeunHUGe1oECtlWq4OaeYVK3HA"}',
+    );
+  });
+
+  it('writes any JSON value (and undefined fields and items) as the first canonical form did', () => {
+    const value = fc.letrec((tie) => ({
+      any: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.constant(undefined),
+        fc.array(tie('any'), { maxLength: 4 }),
+        fc.dictionary(fc.string(), tie('any'), { maxKeys: 4 }),
+      ),
+    })).any;
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(canonical(v)).toBe(canonicalAsFirstWritten(v));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 

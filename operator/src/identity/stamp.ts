@@ -54,42 +54,63 @@ export type Verified = { ok: true; stamps: Stamps } | { ok: false; message: stri
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A container being written by `canonical`: an object with its sorted keys, or an array; `at` is the next. */
+type Open = { keys: string[]; obj: Record<string, unknown>; at: number } | { items: unknown[]; at: number };
+
 /**
  * JSON with sorted keys (and without undefined fields), built with a stack of its own rather than by
  * recursion: the mutating webhook signs a spec before the validating one refuses one too deep, and the
- * reconciler verifies whatever the API server stored, up to its decoder's 10,000 levels.
+ * reconciler verifies whatever the API server stored, up to its decoder's 10,000 levels. One stack entry
+ * per open object or array, the text appended as it goes: both webhooks sign on every Operation request,
+ * so this is on the path of every create (docs/performance.md, issue 26). Its output is what the MAC
+ * covers and must never change: records signed by earlier versions must keep verifying (stamp.test.ts
+ * pins it).
  */
-function canonical(root: unknown): string {
-  const out: string[] = [];
-  // Pending text, or a value still to write; popped last-in first-out, so pushed in reverse.
-  const todo: ({ text: string } | { value: unknown })[] = [{ value: root }];
-  for (let next = todo.pop(); next; next = todo.pop()) {
-    if ('text' in next) {
-      out.push(next.text);
-      continue;
+export function canonical(root: unknown): string {
+  let out = '';
+  const open: Open[] = [];
+  let value: unknown = root;
+  for (;;) {
+    if (Array.isArray(value)) {
+      out += '[';
+      open.push({ items: value, at: 0 });
+    } else if (isObject(value)) {
+      const obj = value;
+      out += '{';
+      open.push({
+        keys: Object.keys(obj)
+          .filter((k) => obj[k] !== undefined)
+          .sort(),
+        obj,
+        at: 0,
+      });
+    } else out += JSON.stringify(value ?? null) ?? '';
+    // The next value to write: the next item or field of the innermost open container, closing those done.
+    let next = false;
+    while (!next && open.length > 0) {
+      const top = open[open.length - 1] as Open;
+      if ('items' in top) {
+        if (top.at < top.items.length) {
+          if (top.at > 0) out += ',';
+          value = top.items[top.at++];
+          next = true;
+        } else {
+          out += ']';
+          open.pop();
+        }
+      } else if (top.at < top.keys.length) {
+        const k = top.keys[top.at] as string;
+        out += `${top.at > 0 ? ',' : ''}${JSON.stringify(k)}:`;
+        top.at++;
+        value = top.obj[k];
+        next = true;
+      } else {
+        out += '}';
+        open.pop();
+      }
     }
-    const v = next.value;
-    if (Array.isArray(v)) {
-      todo.push({ text: ']' });
-      for (let i = v.length - 1; i >= 0; i--) {
-        todo.push({ value: v[i] });
-        if (i > 0) todo.push({ text: ',' });
-      }
-      todo.push({ text: '[' });
-    } else if (isObject(v)) {
-      const keys = Object.keys(v)
-        .filter((k) => v[k] !== undefined)
-        .sort();
-      todo.push({ text: '}' });
-      for (let i = keys.length - 1; i >= 0; i--) {
-        const k = keys[i] as string;
-        todo.push({ value: v[k] });
-        todo.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(k)}:` });
-      }
-      todo.push({ text: '{' });
-    } else out.push(JSON.stringify(v ?? null));
+    if (!next) return out;
   }
-  return out.join('');
 }
 
 /** The spec as signed: everything but `cancel`, which stays settable after admission. */
@@ -115,8 +136,9 @@ export function formatActsFor(users: readonly string[]): string | undefined {
   return unique.length > 0 ? JSON.stringify(unique) : undefined;
 }
 
-function mac(key: Buffer, namespace: string, spec: unknown, stamps: Stamps): string {
-  const content = canonical({
+/** What the MAC covers: the namespace, the spec as signed and every stamp, as canonical JSON. */
+function signedContent(namespace: string, spec: unknown, stamps: Stamps): string {
+  return canonical({
     v: 1,
     namespace,
     spec: signedSpec(spec),
@@ -129,7 +151,50 @@ function mac(key: Buffer, namespace: string, spec: unknown, stamps: Stamps): str
     reconcileRequestedBy: stamps.reconcile?.requestedBy ?? null,
     reconcileRequesterGroups: stamps.reconcile ? [...stamps.reconcile.requesterGroups] : null,
   });
-  return createHmac('sha256', key).update(content).digest('base64url');
+}
+
+const hmac = (key: Buffer, content: string) => createHmac('sha256', key).update(content).digest('base64url');
+
+function mac(key: Buffer, namespace: string, spec: unknown, stamps: Stamps): string {
+  return hmac(key, signedContent(namespace, spec, stamps));
+}
+
+/**
+ * The MACs signStamps computed lately, per key (by its bytes' Buffer), by the content they cover. Both
+ * webhooks sign every Operation request: the mutating one to write the record, the validating one to
+ * check that the record on the object it sees is exactly what the webhook would write for it. For the
+ * same object that is the same key and content, so the validating one finds the MAC here instead of
+ * computing the HMAC again (issue 26).
+ *
+ * Why this keeps verification what it was: an entry is HMAC-SHA256(key, content) as computed by this
+ * process, and the lookup is by the exact content and key, so the answer is the one computing it gives:
+ * the cache holds no claim made by a request. The validating webhook still builds the content from the
+ * object it is asked about (namespace, spec, stamps, groups) and refuses any record that is not exactly
+ * the one it expects: a record a user wrote, one made for another object or spec, or one made with
+ * another key (each key's Buffer has a map of its own, so a rotated key finds nothing) is refused as
+ * before. Only signing consults it, never verifyStamps, which reads the stamps a stored object claims:
+ * and the signing content at CREATE names the requester, at UPDATE the stamps of an object the
+ * requester is updating, so whether an entry exists tells a requester nothing about anyone else's.
+ * Bounded: SIGNED_KEPT entries per key, each of content up to SIGNED_CONTENT_MAX characters (larger
+ * contents are computed each time), the oldest let go.
+ */
+const signedMacs = new WeakMap<Buffer, Map<string, string>>();
+export const SIGNED_KEPT = 256;
+export const SIGNED_CONTENT_MAX = 8 * 1024;
+
+function signedMac(key: Buffer, namespace: string, spec: unknown, stamps: Stamps): string {
+  const content = signedContent(namespace, spec, stamps);
+  const kept = signedMacs.get(key);
+  const hit = kept?.get(content);
+  if (hit !== undefined) return hit;
+  const value = hmac(key, content);
+  if (content.length > SIGNED_CONTENT_MAX) return value;
+  if (!kept) signedMacs.set(key, new Map([[content, value]]));
+  else {
+    if (kept.size >= SIGNED_KEPT) kept.delete(kept.keys().next().value as string);
+    kept.set(content, value);
+  }
+  return value;
 }
 
 /** The ANNOTATION_ADMISSION value for an Operation of `namespace` with `spec` and `stamps`. */
@@ -140,7 +205,7 @@ export function signStamps(key: SigningKey, namespace: string, spec: unknown, st
     creatorGroups: [...stamps.creatorGroups],
     ...(stamps.approvedBy !== undefined ? { approverGroups: [...(stamps.approverGroups ?? [])] } : {}),
     ...(stamps.reconcile ? { reconcileRequesterGroups: [...stamps.reconcile.requesterGroups] } : {}),
-    mac: mac(key.key, namespace, spec, stamps),
+    mac: signedMac(key.key, namespace, spec, stamps),
   };
   return JSON.stringify(record);
 }
