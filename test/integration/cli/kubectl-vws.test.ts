@@ -183,7 +183,10 @@ describe('kubectl vws (the plugin as a process)', () => {
     child.stdout?.on('data', (d) => {
       out += d;
     });
+    // The status block comes from a GET before the follow lists again: a change made before that list
+    // would never be a line of its own. The follow's first line says it is watching.
     await eventually('the first status', async () => out.includes('Conditions:'));
+    await eventually('the follow', async () => / followed Pending\n/.test(out));
     const set = (status: unknown) =>
       raw.request({
         method: 'PATCH',
