@@ -18,6 +18,20 @@ function obj(
   return { apiVersion: 'v1', kind: 'Thing', metadata: { name, namespace: 'ns', generation, ...extra } };
 }
 
+/** A Job owned by Thing ns/owner, its labels telling one version of it from the next. */
+function ownedChild(labels: Record<string, string>): KubernetesObject {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name: 'child',
+      namespace: 'ns',
+      labels,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Thing', name: 'owner', uid: 'u' }],
+    },
+  };
+}
+
 function setup(reconcile: (ctx: ReconcileContext) => Promise<ReconcileResult | undefined>, workers = 1) {
   const clock = new FakeClock();
   const server = new MemoryResource<KubernetesObject>();
@@ -283,16 +297,7 @@ describe('Controller', () => {
     const running = controller.start();
     await informer.waitForSync();
     await childInformer.waitForSync();
-    const child = (phase: string): KubernetesObject => ({
-      apiVersion: 'batch/v1',
-      kind: 'Job',
-      metadata: {
-        name: 'child',
-        namespace: 'ns',
-        labels: { phase },
-        ownerReferences: [{ apiVersion: 'v1', kind: 'Thing', name: 'owner', uid: 'u' }],
-      },
-    });
+    const child = (phase: string) => ownedChild({ phase });
     children.put(child('created'));
     await flushMicrotasks();
     await clock.advance(400);
@@ -340,16 +345,7 @@ describe('Controller', () => {
     const running = [controller.start(), foreground.start()];
     for (const i of [informer, childInformer, fgInformer]) await i.waitForSync();
     const start = clock.now();
-    const child = (n: number): KubernetesObject => ({
-      apiVersion: 'batch/v1',
-      kind: 'Job',
-      metadata: {
-        name: 'child',
-        namespace: 'ns',
-        labels: { n: String(n) },
-        ownerReferences: [{ apiVersion: 'v1', kind: 'Thing', name: 'owner', uid: 'u' }],
-      },
-    });
+    const child = (n: number) => ownedChild({ n: String(n) });
     const work = (n: number): KubernetesObject => ({
       apiVersion: 'v1',
       kind: 'Work',
