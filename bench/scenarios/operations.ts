@@ -189,6 +189,10 @@ export async function operations(o: OperationsOptions): Promise<ScenarioResult> 
         names.flatMap((n) => [instance(n, ns), releaseSecret(n, ns)]),
       );
       await waitAllReady(world, ns, o.n);
+      // The instances' own reports (an Event each as it turns Ready) are the setup's, not a phase's: written
+      // before any phase is timed. With a recorder queue long enough to keep them all, they were still being
+      // written when the first phase began and trailed into its window.
+      await waitQuiet(op.proc, 5_000, 10 * 60_000);
       if (run > 0) await gone(world, `ops-r${run - 1}`);
       // The webhooks are in the path (as in production): an Operation on an absent target is denied.
       const probe = runCommand('probe', ns, 'absent');

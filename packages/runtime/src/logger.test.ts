@@ -41,6 +41,31 @@ describe('logger', () => {
     expect(lines[2]).not.toHaveProperty('namespace');
   });
 
+  it("makes an object logger's child on first use only, and it acts as the child", () => {
+    const { lines, log } = capture();
+    let children = 0;
+    const child = log.child;
+    // pino's children inherit from their parent: counted for the children of children too.
+    log.child = function (this: typeof log, ...args: Parameters<typeof log.child>) {
+      children++;
+      return child.apply(this, args);
+    } as typeof log.child;
+    const unused = objectLogger(log, 'operation', 'team-a/backup-1');
+    expect(unused).toBeDefined();
+    expect(children).toBe(0);
+    const l = objectLogger(log, 'operation', 'team-a/backup-2', { reconcileID: 'r2' });
+    expect(l.isLevelEnabled('debug')).toBe(true);
+    expect(children).toBe(1);
+    l.level = 'warn';
+    l.info('dropped');
+    expect(children).toBe(1);
+    l.child({ step: 'apply' }).warn('kept');
+    expect(children).toBe(2);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ msg: 'kept', step: 'apply', name: 'backup-2', reconcileID: 'r2' });
+    expect(log.isLevelEnabled('debug')).toBe(true);
+  });
+
   it('redacts secret payloads, tokens and passwords at any usual depth', () => {
     const { lines, log } = capture();
     log.info(

@@ -64,13 +64,38 @@ export function controllerLogger(base: Logger, controller: string): Logger {
   return base.child({ controller });
 }
 
-/** Child logger for one object: every line carries `key`, `namespace`, `name` and the controller. */
+/**
+ * Child logger for one object: every line carries `key`, `namespace`, `name` and the controller.
+ *
+ * The child is made on first use: a controller makes one per reconcile and most reconciles log nothing,
+ * while pino serialises and redacts a child's bindings when it is made (in a burst of Operations that was
+ * a visible share of the operator's CPU; docs/performance.md).
+ */
 export function objectLogger(
   base: Logger,
   controller: string,
   key: string,
   extra: Record<string, unknown> = {},
 ): Logger {
-  const { namespace, name } = splitKey(key);
-  return base.child({ controller, key, ...(namespace ? { namespace } : {}), name, ...extra });
+  let child: Logger | undefined;
+  const real = (): Logger => {
+    if (!child) {
+      const { namespace, name } = splitKey(key);
+      child = base.child({ controller, key, ...(namespace ? { namespace } : {}), name, ...extra });
+    }
+    return child;
+  };
+  return new Proxy({} as Logger, {
+    get(_, prop) {
+      const target = real();
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+    set(_, prop, value) {
+      return Reflect.set(real(), prop, value);
+    },
+    has(_, prop) {
+      return Reflect.has(real(), prop);
+    },
+  });
 }
