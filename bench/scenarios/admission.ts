@@ -33,6 +33,7 @@ import {
   STOP_GRACE_MS,
   sampleProcess,
   scrape,
+  scrapeApiServer,
   startOperator,
   startWorld,
   type World,
@@ -189,10 +190,19 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       null: { hook: [], api: [] },
       patched: { hook: [], api: [] },
     };
+    // The API server's own account of each run (its admission metrics): how long each webhook call took
+    // from its side (connection, TLS, the webhook's answer) and each admission step in all (for the
+    // mutating step: the calls plus decoding and applying the patch), so the p50s above can be taken apart.
+    const apiSide: Record<Pair, Map<string, number>> = {
+      operator: new Map(),
+      null: new Map(),
+      patched: new Map(),
+    };
     const cpuOf = (pid: number | undefined) =>
       pid ? (sampleProcess(pid)?.cpuSeconds ?? Number.NaN) : Number.NaN;
     const measured = async (who: Pair, pid: number | undefined, run: number) => {
       const [hook0, api0] = [cpuOf(pid), cpuOf(apiServer)];
+      const metrics0 = await scrapeApiServer(world.api);
       // With --profile: what the API server does differently with either pair (go tool pprof -top -diff_base).
       const profile =
         o.profileDir && run === 0
@@ -206,6 +216,9 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       await profile;
       cpu[who].hook.push(cpuOf(pid) - hook0);
       cpu[who].api.push(cpuOf(apiServer) - api0);
+      for (const [k, v] of await scrapeApiServer(world.api))
+        if (k.startsWith('apiserver_admission_'))
+          apiSide[who].set(k, (apiSide[who].get(k) ?? 0) + v - (metrics0.get(k) ?? 0));
       return r;
     };
     const operatorHooks = webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem);
@@ -303,6 +316,18 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     );
     notes.push(
       `the null pair with the patch answered ${nullPatch.path} with the operator's patch of ${JSON.stringify(nullPatch.patch).length} bytes (${patchFile})`,
+    );
+    // Means over the measured runs of the Operations' admission, as the API server timed it.
+    const apiMean = (who: Pair, name: string, match: string) => {
+      const count = metricSum(apiSide[who], `${name}_count`, match);
+      return count > 0
+        ? `${((metricSum(apiSide[who], `${name}_sum`, match) / count) * 1000).toFixed(2)}`
+        : '-';
+    };
+    const apiView = (who: Pair) =>
+      `${who}: mutating call ${apiMean(who, 'apiserver_admission_webhook_admission_duration_seconds', `name="${MUTATING_OPERATION_WEBHOOK}"`)}, validating call ${apiMean(who, 'apiserver_admission_webhook_admission_duration_seconds', 'type="validating"')}, mutating step ${apiMean(who, 'apiserver_admission_step_admission_duration_seconds', 'operation="CREATE",rejected="false",type="admit"')}, validating step ${apiMean(who, 'apiserver_admission_step_admission_duration_seconds', 'operation="CREATE",rejected="false",type="validate"')}`;
+    notes.push(
+      `the API server's mean ms per admitted request (admission metrics; the steps include every admission plugin, ConfigMaps too): ${(['operator', 'null', 'patched'] as const).map(apiView).join('; ')}`,
     );
     if (o.operator?.nodeArgs?.length)
       notes.push(
