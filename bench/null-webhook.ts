@@ -12,13 +12,15 @@
 // so answering costs it no more than without one.
 //
 //   node bench/null-webhook.ts CERT_DIR [PATCH_FILE]   prints `listening PORT` once serving; stops on SIGTERM
+//   GET /stats: {path: {count, seconds}}, each request timed from its arrival to its answer written, as
+//   the operator's server times its own (its webhook latency histogram)
 //   PATCH_FILE: JSON {"path": "/mutate-operation", "patch": [JSON patch operations]}
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { KEEP_ALIVE_TIMEOUT_MS } from '@vworkspace/operator';
-import { type NullPatch, nullAnswerer } from './lib/admission-patch.ts';
+import { type NullPatch, nullAnswerer, STATS_PATH } from './lib/admission-patch.ts';
 
 const [certDir, patchFile] = process.argv.slice(2);
 if (!certDir) {
@@ -31,6 +33,9 @@ const answer = nullAnswerer(
   patchFile ? (JSON.parse(readFileSync(patchFile, 'utf8')) as NullPatch) : undefined,
 );
 
+/** Requests answered and seconds spent, by path, from the request to its answer written: GET STATS_PATH. */
+const served = new Map<string, { count: number; seconds: number }>();
+
 const server = createServer(
   {
     cert: readFileSync(join(certDir, 'tls.crt')),
@@ -38,6 +43,14 @@ const server = createServer(
     minVersion: 'TLSv1.2',
   },
   (req, res) => {
+    const started = process.hrtime.bigint();
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (req.method === 'GET' && path === STATS_PATH) {
+      const payload = Buffer.from(JSON.stringify(Object.fromEntries(served)));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': payload.length });
+      res.end(payload);
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -52,6 +65,11 @@ const server = createServer(
       const payload = Buffer.from(JSON.stringify(answer(uid, req.url)));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': payload.length });
       res.end(payload);
+      // Timed as the operator's server times its requests (admission/server.ts `observe`).
+      const seen = served.get(path) ?? { count: 0, seconds: 0 };
+      seen.count++;
+      seen.seconds += Number(process.hrtime.bigint() - started) / 1e9;
+      served.set(path, seen);
     });
   },
 );

@@ -47,6 +47,9 @@ export function annotationPatch(sent: unknown, admitted: unknown): JsonPatchOp[]
   return ops;
 }
 
+/** Where bench/null-webhook.ts says how many requests it answered and how long each took, by path. */
+export const STATS_PATH = '/stats';
+
 /** What bench/null-webhook.ts reads from its PATCH_FILE: the webhook path to answer with `patch`. */
 export interface NullPatch {
   path: string;

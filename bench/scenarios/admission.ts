@@ -7,7 +7,8 @@
 // answer carries the operator's own patch (what dispatch and applying the patch cost); the last three
 // alternate run by run.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OPERATOR_NODE_FLAGS } from '@vworkspace/operator';
@@ -19,7 +20,7 @@ import {
   csvWebhookDefinitions,
   webhookConfigurations,
 } from '../../hack/lib/webhooks.ts';
-import { annotationPatch, type NullPatch } from '../lib/admission-patch.ts';
+import { annotationPatch, type NullPatch, STATS_PATH } from '../lib/admission-patch.ts';
 import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
 import { quantile } from '../lib/stats.ts';
@@ -33,6 +34,7 @@ import {
   STOP_GRACE_MS,
   sampleProcess,
   scrape,
+  scrapeApiServer,
   startOperator,
   startWorld,
   type World,
@@ -95,7 +97,7 @@ async function startNullWebhook(
   logDir: string,
   nodeArgs: readonly string[],
   patchFile?: string,
-): Promise<{ url: string; pid: number | undefined; stop(): void }> {
+): Promise<{ url: string; pid: number | undefined; stop(): void; stats(): Promise<Served> }> {
   const child = spawn(
     process.execPath,
     [
@@ -130,8 +132,35 @@ async function startNullWebhook(
       fail(new Error(`null webhook exited ${code}: ${err.trim()} (logs: ${logDir})`)),
     );
   });
-  return { url: `https://127.0.0.1:${port}`, pid: child.pid, stop };
+  const stats = () =>
+    new Promise<Served>((ok, fail) => {
+      const req = httpsGet(
+        {
+          host: '127.0.0.1',
+          port,
+          path: STATS_PATH,
+          ca: readFileSync(join(certDir, 'ca.crt')),
+          timeout: 10_000,
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on('end', () => ok(new Map(Object.entries(JSON.parse(body) as Record<string, ServedPath>))));
+        },
+      );
+      req.on('error', fail);
+    });
+  return { url: `https://127.0.0.1:${port}`, pid: child.pid, stop, stats };
 }
+
+/** What a null webhook answered on one path: how many requests and the seconds they took inside it. */
+interface ServedPath {
+  count: number;
+  seconds: number;
+}
+type Served = Map<string, ServedPath>;
 
 export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
   const t0 = Date.now();
@@ -189,10 +218,19 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       null: { hook: [], api: [] },
       patched: { hook: [], api: [] },
     };
+    // The API server's own account of each run (its admission metrics): how long each webhook call took
+    // from its side (connection, TLS, the webhook's answer) and each admission step in all (for the
+    // mutating step: the calls plus decoding and applying the patch), so the p50s above can be taken apart.
+    const apiSide: Record<Pair, Map<string, number>> = {
+      operator: new Map(),
+      null: new Map(),
+      patched: new Map(),
+    };
     const cpuOf = (pid: number | undefined) =>
       pid ? (sampleProcess(pid)?.cpuSeconds ?? Number.NaN) : Number.NaN;
     const measured = async (who: Pair, pid: number | undefined, run: number) => {
       const [hook0, api0] = [cpuOf(pid), cpuOf(apiServer)];
+      const metrics0 = await scrapeApiServer(world.api);
       // With --profile: what the API server does differently with either pair (go tool pprof -top -diff_base).
       const profile =
         o.profileDir && run === 0
@@ -206,6 +244,9 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       await profile;
       cpu[who].hook.push(cpuOf(pid) - hook0);
       cpu[who].api.push(cpuOf(apiServer) - api0);
+      for (const [k, v] of await scrapeApiServer(world.api))
+        if (k.startsWith('apiserver_admission_'))
+          apiSide[who].set(k, (apiSide[who].get(k) ?? 0) + v - (metrics0.get(k) ?? 0));
       return r;
     };
     const operatorHooks = webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem);
@@ -257,6 +298,18 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     const patched: { op: number[]; cm: number[] }[] = [];
     // The operator's metrics grown over its own runs only (the null webhook's runs do not touch it).
     const grown = new Map<string, number>();
+    // The null pairs' own account of the measured runs, as the operator's histogram gives its own.
+    const servedBy: Record<'null' | 'patched', Served> = { null: new Map(), patched: new Map() };
+    const addServed = (into: Served, before: Served, after: Served) => {
+      for (const [path, a] of after) {
+        const b = before.get(path) ?? { count: 0, seconds: 0 };
+        const sum = into.get(path) ?? { count: 0, seconds: 0 };
+        into.set(path, {
+          count: sum.count + a.count - b.count,
+          seconds: sum.seconds + a.seconds - b.seconds,
+        });
+      }
+    };
     try {
       for (let run = 0; run < o.runs; run++) {
         await use(operatorHooks, true, 'the operator');
@@ -265,9 +318,13 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
         for (const [k, v] of await scrape(op.proc))
           grown.set(k, (grown.get(k) ?? 0) + v - (before.get(k) ?? 0));
         await use(nullHooks, false, 'the null webhook');
+        let served = await nullHook.stats();
         nulls.push(await measured('null', nullHook.pid, run));
+        addServed(servedBy.null, served, await nullHook.stats());
         await use(patchedHooks, false, 'the null webhook with the patch');
+        served = await patchedHook.stats();
         patched.push(await measured('patched', patchedHook.pid, run));
+        addServed(servedBy.patched, served, await patchedHook.stats());
       }
     } finally {
       nullHook.stop();
@@ -292,8 +349,12 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       );
       return count > 0 ? `${count} × ${((sum / count) * 1000).toFixed(2)} ms` : 'none';
     };
+    const nullMean = (who: 'null' | 'patched', path: string) => {
+      const s = servedBy[who].get(path);
+      return s && s.count > 0 ? `${((s.seconds / s.count) * 1000).toFixed(2)} ms` : 'not called';
+    };
     notes.push(
-      `inside the operator, mean per request: mutate ${handler('/mutate-operation')}, validate ${handler('/validate-operation')}; the webhooks' API calls over the measured runs: GET ${calls('GET')}, POST (SubjectAccessReview) ${calls('POST')}`,
+      `inside the webhook process, mean per request, from its arrival to the answer written: the operator mutate ${handler('/mutate-operation')}, validate ${handler('/validate-operation')}; the null pair mutate ${nullMean('null', '/mutate-operation')}, validate ${nullMean('null', '/validate-operation')}; the null pair with the patch mutate ${nullMean('patched', '/mutate-operation')}, validate ${nullMean('patched', '/validate-operation')}; the operator's webhooks' API calls over the measured runs: GET ${calls('GET')}, POST (SubjectAccessReview) ${calls('POST')}`,
     );
     // Per Operation admitted in a run (each run also sends as many ConfigMaps, which no webhook sees).
     const perOp = (xs: number[]) =>
@@ -303,6 +364,18 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     );
     notes.push(
       `the null pair with the patch answered ${nullPatch.path} with the operator's patch of ${JSON.stringify(nullPatch.patch).length} bytes (${patchFile})`,
+    );
+    // Means over the measured runs of the Operations' admission, as the API server timed it.
+    const apiMean = (who: Pair, name: string, match: string) => {
+      const count = metricSum(apiSide[who], `${name}_count`, match);
+      return count > 0
+        ? `${((metricSum(apiSide[who], `${name}_sum`, match) / count) * 1000).toFixed(2)}`
+        : '-';
+    };
+    const apiView = (who: Pair) =>
+      `${who}: mutating call ${apiMean(who, 'apiserver_admission_webhook_admission_duration_seconds', `name="${MUTATING_OPERATION_WEBHOOK}"`)}, validating call ${apiMean(who, 'apiserver_admission_webhook_admission_duration_seconds', 'type="validating"')}, mutating step ${apiMean(who, 'apiserver_admission_step_admission_duration_seconds', 'operation="CREATE",rejected="false",type="admit"')}, validating step ${apiMean(who, 'apiserver_admission_step_admission_duration_seconds', 'operation="CREATE",rejected="false",type="validate"')}`;
+    notes.push(
+      `the API server's mean ms per admitted request (admission metrics; the steps include every admission plugin, ConfigMaps too): ${(['operator', 'null', 'patched'] as const).map(apiView).join('; ')}`,
     );
     if (o.operator?.nodeArgs?.length)
       notes.push(

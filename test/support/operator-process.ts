@@ -122,20 +122,26 @@ export class OperatorProcess {
   /** Resolves once /readyz answers 200 (informers synced, webhook serving); throws if it exits first. */
   async waitReady(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    // The last answer (or why there was none): which check failed, when it never gets ready.
+    let last = 'ports not logged yet';
     while (Date.now() < deadline) {
       const exited = this.#exitedError('ready');
       if (exited) throw exited;
       this.#ports ??= loggedFieldOf(this.logPath, 'manager starting', 'ports');
       const res = this.#ports
-        ? await fetch(`http://127.0.0.1:${this.#ports.probes}/readyz`, {
+        ? await fetch(`http://127.0.0.1:${this.#ports.probes}/readyz?verbose`, {
             signal: AbortSignal.timeout(2000),
-          }).catch(() => undefined)
+          }).catch((err: unknown) => {
+            last = `no answer: ${err instanceof Error ? err.message : String(err)}`;
+            return undefined;
+          })
         : undefined;
       if (res?.ok) return;
+      if (res) last = `${res.status}: ${(await res.text().catch(() => '')).trim()}`;
       await sleep(200);
     }
     throw new Error(
-      `operator not ready within ${timeoutMs} ms; log ${this.logPath}:\n${tail(this.logPath, 30)}`,
+      `operator not ready within ${timeoutMs} ms (last /readyz: ${last}); log ${this.logPath}:\n${tail(this.logPath, 30)}`,
     );
   }
 
