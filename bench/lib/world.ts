@@ -318,6 +318,16 @@ export function labelOf(series: string, label: string): string {
   return new RegExp(`[{,]${label}="([^"]*)"`).exec(series)?.[1] ?? '';
 }
 
+/** Adds to `into` how much each series of `after` (those `keep` takes) grew since `before`: over several runs. */
+export function addGrowth(
+  into: Map<string, number>,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  keep: (series: string) => boolean = () => true,
+): void {
+  for (const [k, v] of after) if (keep(k)) into.set(k, (into.get(k) ?? 0) + v - (before.get(k) ?? 0));
+}
+
 /**
  * How much each series of the counter `name` grew between two scrapes, summed by `groupOf(series)`,
  * most first (series that did not grow left out).

@@ -25,6 +25,7 @@ import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '
 import { row, type ScenarioResult } from '../lib/result.ts';
 import { quantile } from '../lib/stats.ts';
 import {
+  addGrowth,
   apiServerCpuProfile,
   clusterPids,
   createAll,
@@ -97,7 +98,7 @@ async function startNullWebhook(
   logDir: string,
   nodeArgs: readonly string[],
   patchFile?: string,
-): Promise<{ url: string; pid: number | undefined; stop(): void; stats(): Promise<Served> }> {
+): Promise<{ url: string; pid: number | undefined; stop(): void; stats(): Promise<Map<string, number>> }> {
   const child = spawn(
     process.execPath,
     [
@@ -132,8 +133,9 @@ async function startNullWebhook(
       fail(new Error(`null webhook exited ${code}: ${err.trim()} (logs: ${logDir})`)),
     );
   });
+  // Its GET /stats as series: `PATH count` and `PATH seconds`.
   const stats = () =>
-    new Promise<Served>((ok, fail) => {
+    new Promise<Map<string, number>>((ok, fail) => {
       const req = httpsGet(
         {
           host: '127.0.0.1',
@@ -147,20 +149,23 @@ async function startNullWebhook(
           res.on('data', (c: Buffer) => {
             body += c.toString();
           });
-          res.on('end', () => ok(new Map(Object.entries(JSON.parse(body) as Record<string, ServedPath>))));
+          res.on('end', () => {
+            const served = JSON.parse(body) as Record<string, { count: number; seconds: number }>;
+            ok(
+              new Map(
+                Object.entries(served).flatMap(([path, s]) => [
+                  [`${path} count`, s.count],
+                  [`${path} seconds`, s.seconds],
+                ]),
+              ),
+            );
+          });
         },
       );
       req.on('error', fail);
     });
   return { url: `https://127.0.0.1:${port}`, pid: child.pid, stop, stats };
 }
-
-/** What a null webhook answered on one path: how many requests and the seconds they took inside it. */
-interface ServedPath {
-  count: number;
-  seconds: number;
-}
-type Served = Map<string, ServedPath>;
 
 export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
   const t0 = Date.now();
@@ -244,9 +249,9 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       await profile;
       cpu[who].hook.push(cpuOf(pid) - hook0);
       cpu[who].api.push(cpuOf(apiServer) - api0);
-      for (const [k, v] of await scrapeApiServer(world.api))
-        if (k.startsWith('apiserver_admission_'))
-          apiSide[who].set(k, (apiSide[who].get(k) ?? 0) + v - (metrics0.get(k) ?? 0));
+      addGrowth(apiSide[who], metrics0, await scrapeApiServer(world.api), (k) =>
+        k.startsWith('apiserver_admission_'),
+      );
       return r;
     };
     const operatorHooks = webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem);
@@ -299,32 +304,21 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     // The operator's metrics grown over its own runs only (the null webhook's runs do not touch it).
     const grown = new Map<string, number>();
     // The null pairs' own account of the measured runs, as the operator's histogram gives its own.
-    const servedBy: Record<'null' | 'patched', Served> = { null: new Map(), patched: new Map() };
-    const addServed = (into: Served, before: Served, after: Served) => {
-      for (const [path, a] of after) {
-        const b = before.get(path) ?? { count: 0, seconds: 0 };
-        const sum = into.get(path) ?? { count: 0, seconds: 0 };
-        into.set(path, {
-          count: sum.count + a.count - b.count,
-          seconds: sum.seconds + a.seconds - b.seconds,
-        });
-      }
-    };
+    const servedBy: Record<'null' | 'patched', Map<string, number>> = { null: new Map(), patched: new Map() };
     try {
       for (let run = 0; run < o.runs; run++) {
         await use(operatorHooks, true, 'the operator');
         const before = await scrape(op.proc);
         runs.push(await measured('operator', op.proc.child.pid, run));
-        for (const [k, v] of await scrape(op.proc))
-          grown.set(k, (grown.get(k) ?? 0) + v - (before.get(k) ?? 0));
+        addGrowth(grown, before, await scrape(op.proc));
         await use(nullHooks, false, 'the null webhook');
         let served = await nullHook.stats();
         nulls.push(await measured('null', nullHook.pid, run));
-        addServed(servedBy.null, served, await nullHook.stats());
+        addGrowth(servedBy.null, served, await nullHook.stats());
         await use(patchedHooks, false, 'the null webhook with the patch');
         served = await patchedHook.stats();
         patched.push(await measured('patched', patchedHook.pid, run));
-        addServed(servedBy.patched, served, await patchedHook.stats());
+        addGrowth(servedBy.patched, served, await patchedHook.stats());
       }
     } finally {
       nullHook.stop();
@@ -350,8 +344,9 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       return count > 0 ? `${count} × ${((sum / count) * 1000).toFixed(2)} ms` : 'none';
     };
     const nullMean = (who: 'null' | 'patched', path: string) => {
-      const s = servedBy[who].get(path);
-      return s && s.count > 0 ? `${((s.seconds / s.count) * 1000).toFixed(2)} ms` : 'not called';
+      const count = servedBy[who].get(`${path} count`) ?? 0;
+      const seconds = servedBy[who].get(`${path} seconds`) ?? 0;
+      return count > 0 ? `${((seconds / count) * 1000).toFixed(2)} ms` : 'not called';
     };
     notes.push(
       `inside the webhook process, mean per request, from its arrival to the answer written: the operator mutate ${handler('/mutate-operation')}, validate ${handler('/validate-operation')}; the null pair mutate ${nullMean('null', '/mutate-operation')}, validate ${nullMean('null', '/validate-operation')}; the null pair with the patch mutate ${nullMean('patched', '/mutate-operation')}, validate ${nullMean('patched', '/validate-operation')}; the operator's webhooks' API calls over the measured runs: GET ${calls('GET')}, POST (SubjectAccessReview) ${calls('POST')}`,
