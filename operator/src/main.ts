@@ -51,7 +51,8 @@ export const BOOKKEEPING_MAX_TRAIL_MS = 30_000;
  * Background Event writes that may wait at once (client-go keeps 1,000). A burst's Events trail it only
  * while fewer than half this many wait (runtime events.ts), and a burst records about 1.4 Events per
  * Operation: this lets the Events of a 2,000-Operation burst all trail it, where 1,000 made most of them
- * go out during the burst (ADR 0062). Each waiting write holds about 2.4 KiB (docs/performance.md).
+ * go out during the burst (ADR 0062). Each waiting write holds under 1 KiB (bench/events-memory.ts,
+ * docs/performance.md).
  */
 export const EVENT_BACKLOG_LIMIT = 10_000;
 

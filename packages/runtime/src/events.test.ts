@@ -144,7 +144,7 @@ describe('EventRecorder in the background', () => {
       await new Promise((r) => setImmediate(r));
     };
     const reasons = () => reqs.map((r) => (r.body as { reason: string }).reason);
-    return { client, openNext, reasons, inFlight: () => gates.length };
+    return { client, reqs, openNext, reasons, inFlight: () => gates.length };
   }
   const named = (name: string) => ({ ...op, metadata: { ...op.metadata, name } });
 
@@ -173,6 +173,18 @@ describe('EventRecorder in the background', () => {
     await c.openNext();
     expect(c.reasons()).toEqual(['a', 'b', 'c']);
     expect(c.inFlight()).toBe(2);
+  });
+
+  it('with more than one write in flight, a series still writes in order: its bump waits for its create', async () => {
+    const c = gatedClient();
+    const rec = new EventRecorder({ client: c.client, background: true, concurrency: 2 });
+    await rec.event(op, 'Normal', 'Again', 'same');
+    await rec.event(op, 'Normal', 'Again', 'same');
+    expect(c.reqs.map((r) => r.method)).toEqual(['POST']);
+    await c.openNext();
+    expect(c.reqs.map((r) => r.method)).toEqual(['POST', 'PATCH']);
+    await c.openNext();
+    expect(rec.pending).toBe(0);
   });
 
   it('a failed write frees its slot for the next', async () => {
@@ -255,6 +267,34 @@ describe('EventRecorder in the background', () => {
     expect(written).toEqual(Array.from({ length: written.length }, (_, i) => `E${i}`));
     await clock.advance(1_000);
     expect(written).toEqual(Array.from({ length: 12 }, (_, i) => `E${i}`));
+    expect(rec.pending).toBe(0);
+  });
+
+  it('repeats while their bump waits join it: one PATCH with the latest count, taking no place in the queue', async () => {
+    const clock = new FakeClock(Date.UTC(2025, 0, 1));
+    const c = gatedClient();
+    const rec = new EventRecorder({ client: c.client, clock, background: true, maxPending: 3 });
+    await rec.event(op, 'Warning', 'Blocked', 'same');
+    for (let i = 0; i < 5; i++) {
+      await clock.advance(1_000);
+      await rec.event(op, 'Warning', 'Blocked', 'same');
+    }
+    // The create, and one bump for the five repeats.
+    expect(rec.pending).toBe(2);
+    await rec.event(named('other'), 'Normal', 'Other', 'x');
+    expect(rec.pending).toBe(3);
+    await c.openNext();
+    await c.openNext();
+    await c.openNext();
+    expect(c.reqs.map((r) => r.method)).toEqual(['POST', 'PATCH', 'POST']);
+    expect(c.reqs[1]?.body).toEqual({
+      series: { count: 6, lastObservedTime: '2025-01-01T00:00:05.000000Z' },
+    });
+    // Once its bump went, the next repeat queues another.
+    await rec.event(op, 'Warning', 'Blocked', 'same');
+    expect(rec.pending).toBe(1);
+    await c.openNext();
+    expect(c.reqs[3]?.body).toMatchObject({ series: { count: 7 } });
     expect(rec.pending).toBe(0);
   });
 

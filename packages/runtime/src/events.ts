@@ -72,9 +72,30 @@ interface Series {
   name: string;
   count: number;
   lastSeen: number;
-  /** Writes for one series are serialised so counts arrive in order. */
+  /** Writes for one series are serialised so counts arrive in order (foreground). */
   chain: Promise<void>;
+  /** A background bump of this series waits in the queue: repeats meanwhile join it, taking no place. */
+  bumpQueued: boolean;
+  /** The background write of this series in flight, which the next one waits for. */
+  writing?: Promise<void> | undefined;
 }
+
+type Body = { type: string; reason: string; note: string; action: string };
+
+/**
+ * One background write waiting for its turn: plain data, not a suspended call, so a long queue costs
+ * what it records (docs/performance.md).
+ */
+interface Write {
+  series: Series;
+  regarding: ObjectReference;
+  related: ObjectReference | undefined;
+  body: Body;
+  recorded: number;
+  bump: boolean;
+}
+
+const settled = Promise.resolve();
 
 export function referenceOf(o: KubernetesObject | ObjectReference): ObjectReference {
   const meta = 'metadata' in o && o.metadata ? o.metadata : undefined;
@@ -113,9 +134,10 @@ export class EventRecorder {
   #pending = 0;
   #dropped = 0;
   readonly #concurrency: number;
-  #inFlight = 0;
-  /** Writes waiting for a slot, in the order they were recorded. */
-  readonly #waiting: (() => void)[] = [];
+  #workers = 0;
+  /** Writes waiting for a worker, in the order they were recorded, from `#head` on. */
+  #queue: (Write | undefined)[] = [];
+  #head = 0;
   readonly #trail: TrailOptions | undefined;
 
   constructor(opts: EventRecorderOptions) {
@@ -147,15 +169,37 @@ export class EventRecorder {
     note: string,
     opts: EventOptions = {},
   ): Promise<void> {
-    if (!this.#background) return this.#record(regarding, type, reason, note, opts);
+    const ref = referenceOf(regarding);
+    if (!ref.name) {
+      this.#log.error({ reason }, 'event without a regarding object name dropped');
+      return settled;
+    }
+    const related = opts.related ? referenceOf(opts.related) : undefined;
+    const body: Body = {
+      type,
+      reason: truncateBytes(reason, FIELD_LIMIT),
+      note: truncateBytes(note, NOTE_LIMIT),
+      action: truncateBytes(opts.action ?? 'Reconcile', FIELD_LIMIT),
+    };
+    const key = JSON.stringify([ref, related ?? null, body]);
+    const now = this.#clock.now();
+    const found = this.#series.get(key);
+    const repeat = found && now - found.lastSeen < this.#window ? found : undefined;
+    if (!this.#background) return this.#recordNow(key, repeat, now, ref, related, body);
+    if (repeat?.bumpQueued) {
+      // Its bump has not gone yet: it will carry this count too.
+      this.#seen(key, repeat, now);
+      return settled;
+    }
     if (this.#pending >= this.#maxPending) {
       if (this.#dropped++ % 100 === 0)
         this.#log.warn({ reason, dropped: this.#dropped }, 'too many events waiting to be written; dropping');
-      return Promise.resolve();
+      return settled;
     }
-    this.#pending++;
-    void this.#record(regarding, type, reason, note, opts).finally(() => this.#pending--);
-    return Promise.resolve();
+    const series = repeat ? this.#seen(key, repeat, now) : this.#start(key, ref, now);
+    series.bumpQueued = repeat !== undefined;
+    this.#enqueue({ series, regarding: ref, related, body, recorded: now, bump: repeat !== undefined });
+    return settled;
   }
 
   /** Background writes still waiting or in flight (tests, shutdown). */
@@ -163,47 +207,44 @@ export class EventRecorder {
     return this.#pending;
   }
 
-  #record(
-    regarding: KubernetesObject | ObjectReference,
-    type: EventType,
-    reason: string,
-    note: string,
-    opts: EventOptions,
+  /** Writes at once, the returned promise settling when written. */
+  #recordNow(
+    key: string,
+    repeat: Series | undefined,
+    now: number,
+    ref: ObjectReference,
+    related: ObjectReference | undefined,
+    body: Body,
   ): Promise<void> {
-    const ref = referenceOf(regarding);
-    if (!ref.name) {
-      this.#log.error({ reason }, 'event without a regarding object name dropped');
-      return Promise.resolve();
+    if (repeat) {
+      this.#seen(key, repeat, now);
+      repeat.chain = repeat.chain.then(() => this.#bump(repeat, ref, related, body));
+      return repeat.chain;
     }
-    const action = truncateBytes(opts.action ?? 'Reconcile', FIELD_LIMIT);
-    const related = opts.related ? referenceOf(opts.related) : undefined;
-    const body = {
-      type,
-      reason: truncateBytes(reason, FIELD_LIMIT),
-      note: truncateBytes(note, NOTE_LIMIT),
-      action,
-    };
-    const key = JSON.stringify([ref, related ?? null, body]);
-    const now = this.#clock.now();
+    const series = this.#start(key, ref, now);
+    series.chain = this.#create(series, series.lastSeen, ref, related, body);
+    return series.chain;
+  }
 
-    const existing = this.#series.get(key);
-    if (existing && now - existing.lastSeen < this.#window) {
-      existing.count++;
-      existing.lastSeen = now;
-      // Re-insert: Map order doubles as LRU order.
-      this.#series.delete(key);
-      this.#series.set(key, existing);
-      existing.chain = existing.chain.then(() => this.#bump(existing, now, ref, related, body));
-      return existing.chain;
-    }
+  /** One more of a series. */
+  #seen(key: string, s: Series, now: number): Series {
+    s.count++;
+    s.lastSeen = now;
+    // Re-insert: Map order doubles as LRU order.
+    this.#series.delete(key);
+    this.#series.set(key, s);
+    return s;
+  }
 
-    const namespace = ref.namespace || 'default';
+  /** A new series (a new Event), remembered in place of the oldest when the cache is full. */
+  #start(key: string, ref: ObjectReference, now: number): Series {
     const series: Series = {
-      namespace,
-      name: this.#name(ref.name, now),
+      namespace: ref.namespace || 'default',
+      name: this.#name(ref.name ?? 'event', now),
       count: 1,
       lastSeen: now,
-      chain: Promise.resolve(),
+      chain: settled,
+      bumpQueued: false,
     };
     this.#series.delete(key);
     this.#series.set(key, series);
@@ -212,24 +253,55 @@ export class EventRecorder {
       if (oldest === undefined) break;
       this.#series.delete(oldest);
     }
-    series.chain = this.#create(series, now, ref, related, body);
-    return series.chain;
+    return series;
   }
 
-  /** Runs one API write, in background mode only when one of the `concurrency` slots is free. */
-  async #write<T>(fn: () => Promise<T>): Promise<T> {
-    if (!this.#background) return fn();
-    const recorded = this.#clock.now();
-    if (this.#inFlight < this.#concurrency) this.#inFlight++;
-    else await new Promise<void>((take) => this.#waiting.push(take));
+  #enqueue(w: Write): void {
+    this.#pending++;
+    this.#queue.push(w);
+    if (this.#workers < this.#concurrency) {
+      this.#workers++;
+      void this.#drain();
+    }
+  }
+
+  #take(): Write | undefined {
+    const w = this.#queue[this.#head];
+    if (!w) return undefined;
+    this.#queue[this.#head++] = undefined;
+    // Drop the taken slots now and then, so the array never grows with everything ever queued.
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    return w;
+  }
+
+  /** One of `concurrency` workers: writes what waits, in the order recorded, until nothing does. */
+  async #drain(): Promise<void> {
     try {
-      if (this.#trail) await this.#trailing(recorded + this.#trail.maxMs);
-      return await fn();
+      for (let w = this.#take(); w; w = this.#take()) {
+        try {
+          if (this.#trail) await this.#trailing(w.recorded + this.#trail.maxMs);
+          const s = w.series;
+          // Counts arrive in order even with more than one worker.
+          while (s.writing) await s.writing;
+          if (w.bump) s.bumpQueued = false;
+          const writing = w.bump
+            ? this.#bump(s, w.regarding, w.related, w.body)
+            : this.#create(s, w.recorded, w.regarding, w.related, w.body);
+          s.writing = writing;
+          await writing;
+          s.writing = undefined;
+        } finally {
+          this.#pending--;
+        }
+      }
     } finally {
-      // Hand the slot straight to the next write, so the count never dips and lets a newcomer jump in.
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#inFlight--;
+      this.#workers--;
     }
   }
 
@@ -259,31 +331,29 @@ export class EventRecorder {
     now: number,
     regarding: ObjectReference,
     related: ObjectReference | undefined,
-    body: { type: string; reason: string; note: string; action: string },
+    body: Body,
   ): Promise<void> {
     try {
-      await this.#write(() =>
-        this.#client.request({
-          method: 'POST',
-          path: resourcePath({
-            group: 'events.k8s.io',
-            version: 'v1',
-            plural: 'events',
-            namespace: s.namespace,
-          }),
-          body: {
-            apiVersion: 'events.k8s.io/v1',
-            kind: 'Event',
-            metadata: { name: s.name, namespace: s.namespace },
-            eventTime: formatMicroTime(now),
-            reportingController: this.reportingController,
-            reportingInstance: this.reportingInstance,
-            regarding,
-            ...(related ? { related } : {}),
-            ...body,
-          },
+      await this.#client.request({
+        method: 'POST',
+        path: resourcePath({
+          group: 'events.k8s.io',
+          version: 'v1',
+          plural: 'events',
+          namespace: s.namespace,
         }),
-      );
+        body: {
+          apiVersion: 'events.k8s.io/v1',
+          kind: 'Event',
+          metadata: { name: s.name, namespace: s.namespace },
+          eventTime: formatMicroTime(now),
+          reportingController: this.reportingController,
+          reportingInstance: this.reportingInstance,
+          regarding,
+          ...(related ? { related } : {}),
+          ...body,
+        },
+      });
     } catch (err) {
       this.#log.warn({ err: String(err), reason: body.reason, regarding }, 'recording an event failed');
     }
@@ -291,23 +361,21 @@ export class EventRecorder {
 
   async #bump(
     s: Series,
-    now: number,
     regarding: ObjectReference,
     related: ObjectReference | undefined,
-    body: { type: string; reason: string; note: string; action: string },
+    body: Body,
   ): Promise<void> {
+    const now = s.lastSeen;
     try {
-      await this.#write(() =>
-        this.#client.request({
-          method: 'PATCH',
-          path: resourcePath(
-            { group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: s.namespace },
-            s.name,
-          ),
-          body: { series: { count: s.count, lastObservedTime: formatMicroTime(now) } },
-          contentType: 'application/merge-patch+json',
-        }),
-      );
+      await this.#client.request({
+        method: 'PATCH',
+        path: resourcePath(
+          { group: 'events.k8s.io', version: 'v1', plural: 'events', namespace: s.namespace },
+          s.name,
+        ),
+        body: { series: { count: s.count, lastObservedTime: formatMicroTime(now) } },
+        contentType: 'application/merge-patch+json',
+      });
     } catch (err) {
       if (isNotFound(err)) {
         // Expired (events have a TTL) or deleted: start a new Event for the series.
