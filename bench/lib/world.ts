@@ -131,6 +131,22 @@ export function sampleProcess(pid: number): ProcSample | undefined {
   }
 }
 
+/** A process's resident memory split into anonymous and file-backed pages (/proc/<pid>/status), in MiB. */
+export function residentSplit(pid: number): { anonMiB: number; fileMiB: number } | undefined {
+  try {
+    return parseResidentSplit(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** RssAnon and RssFile + RssShmem of a /proc/<pid>/status text, in MiB. */
+export function parseResidentSplit(status: string): { anonMiB: number; fileMiB: number } {
+  const kb = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { anonMiB: kb('RssAnon') / 1024, fileMiB: (kb('RssFile') + kb('RssShmem')) / 1024 };
+}
+
 /** CPU used over `ms` as a share of one core, and the RSS at the end. */
 export async function idleUsage(pid: number, ms: number): Promise<{ cpuCores: number; rssMiB: number }> {
   const a = sampleProcess(pid);

@@ -17,6 +17,7 @@ import {
   metricSum,
   type OperatorVariant,
   pool,
+  residentSplit,
   STOP_GRACE_MS,
   sampleProcess,
   scrape,
@@ -117,6 +118,7 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
   const peerRss: number[] = [];
   const peerCpu: number[] = [];
   const heap: number[] = [];
+  const heapTotal: number[] = [];
   let leaseLost = 0;
   try {
     const setup = Date.now();
@@ -196,8 +198,21 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
           kcm ? idleUsage(kcm, idleMs) : Promise.resolve({ cpuCores: Number.NaN, rssMiB: Number.NaN }),
         ]);
         const m = await scrape(op.proc).catch(() => undefined);
-        heap.push((m?.get('nodejs_heap_size_used_bytes') ?? Number.NaN) / 2 ** 20);
+        const mib = (name: string) => (m?.get(name) ?? Number.NaN) / 2 ** 20;
+        heap.push(mib('nodejs_heap_size_used_bytes'));
+        heapTotal.push(mib('nodejs_heap_size_total_bytes'));
         rss.push(mine.rssMiB);
+        // Where the resident memory is: what the rows cannot say (the JS heap is only part of it).
+        const split = pid ? residentSplit(pid) : undefined;
+        notes.push(
+          `run ${run} idle: RSS ${mine.rssMiB.toFixed(0)} MiB` +
+            (split
+              ? ` (anonymous ${split.anonMiB.toFixed(0)}, file-backed ${split.fileMiB.toFixed(0)})`
+              : '') +
+            `; JS heap ${mib('nodejs_heap_size_used_bytes').toFixed(0)} MiB used of ` +
+            `${mib('nodejs_heap_size_total_bytes').toFixed(0)} committed; external ${mib('nodejs_external_memory_bytes').toFixed(0)} MiB; ` +
+            `outside the JS heap ${(mine.rssMiB - mib('nodejs_heap_size_total_bytes')).toFixed(0)} MiB (code, malloc, stacks)`,
+        );
         cpu.push(mine.cpuCores * 1000);
         peerRss.push(peer.rssMiB);
         peerCpu.push(peer.cpuCores * 1000);
@@ -220,6 +235,7 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
           met: target ? op.median <= target.rssMiB : true,
         })),
         row('JS heap used, idle', ' MiB', heap),
+        row('JS heap committed, idle', ' MiB', heapTotal),
         row('CPU idle', ' millicores', cpu, peerCpu, (_, __, r) => ({
           text: 'ratio ≤ 1',
           met: (r ?? Number.NaN) <= 1,
