@@ -14,6 +14,13 @@ export type IndexFunc<T> = (obj: T) => string | readonly string[] | undefined | 
 
 export const NAMESPACE_INDEX = 'namespace';
 
+/**
+ * The keys filed under one index value: the key itself while it is the only one, a Set from the second on.
+ * Most values of an index by target or by release name one object, and a Set for one key costs about
+ * 150 bytes more than the key: at 100,000 objects that was 30 MiB for two indexes (docs/performance.md).
+ */
+type Keys = string | Set<string>;
+
 function valuesOf<T>(fn: IndexFunc<T>, obj: T): readonly string[] {
   const v = fn(obj);
   if (v === undefined || v === null) return [];
@@ -24,7 +31,7 @@ export class Indexer<T extends KubernetesObject> {
   #items = new Map<string, T>();
   readonly #indexers = new Map<string, IndexFunc<T>>();
   /** index name → value → keys */
-  readonly #indices = new Map<string, Map<string, Set<string>>>();
+  readonly #indices = new Map<string, Map<string, Keys>>();
 
   constructor() {
     this.addIndexer(NAMESPACE_INDEX, (o) => o.metadata?.namespace);
@@ -38,7 +45,7 @@ export class Indexer<T extends KubernetesObject> {
   addIndexer(name: string, fn: IndexFunc<T>): boolean {
     if (this.#indexers.has(name)) return false;
     this.#indexers.set(name, fn);
-    const index = new Map<string, Set<string>>();
+    const index = new Map<string, Keys>();
     this.#indices.set(name, index);
     for (const [key, obj] of this.#items) this.#addTo(index, fn, key, obj);
     return true;
@@ -94,7 +101,7 @@ export class Indexer<T extends KubernetesObject> {
     const old = this.#items;
     this.#items = items;
     for (const [name, fn] of this.#indexers) {
-      const index = new Map<string, Set<string>>();
+      const index = new Map<string, Keys>();
       this.#indices.set(name, index);
       for (const [key, obj] of items) this.#addTo(index, fn, key, obj);
     }
@@ -111,7 +118,9 @@ export class Indexer<T extends KubernetesObject> {
   indexKeys(name: string, value: string): string[] {
     const index = this.#indices.get(name);
     if (!index) throw new Error(`no index named ${JSON.stringify(name)}`);
-    return [...(index.get(value) ?? [])];
+    const keys = index.get(value);
+    if (keys === undefined) return [];
+    return typeof keys === 'string' ? [keys] : [...keys];
   }
 
   byIndex(name: string, value: string): T[] {
@@ -123,14 +132,12 @@ export class Indexer<T extends KubernetesObject> {
     return out;
   }
 
-  #addTo(index: Map<string, Set<string>>, fn: IndexFunc<T>, key: string, obj: T): void {
+  #addTo(index: Map<string, Keys>, fn: IndexFunc<T>, key: string, obj: T): void {
     for (const v of valuesOf(fn, obj)) {
-      let keys = index.get(v);
-      if (!keys) {
-        keys = new Set();
-        index.set(v, keys);
-      }
-      keys.add(key);
+      const keys = index.get(v);
+      if (keys === undefined) index.set(v, key);
+      else if (typeof keys !== 'string') keys.add(key);
+      else if (keys !== key) index.set(v, new Set([keys, key]));
     }
   }
 
@@ -139,9 +146,18 @@ export class Indexer<T extends KubernetesObject> {
       const index = this.#indices.get(name)!;
       for (const v of valuesOf(fn, obj)) {
         const keys = index.get(v);
-        if (!keys) continue;
+        if (keys === undefined) continue;
+        if (typeof keys === 'string') {
+          if (keys === key) index.delete(v);
+          continue;
+        }
         keys.delete(key);
-        if (keys.size === 0) index.delete(v);
+        // Back to the key alone once it is the only one (values one object leaves often drop to one).
+        if (keys.size <= 1) {
+          const [last] = keys;
+          if (last === undefined) index.delete(v);
+          else index.set(v, last);
+        }
       }
     }
   }
