@@ -30,5 +30,6 @@ export * from './normalize.ts';
 export * from './rate-limiter.ts';
 export * from './reconcile.ts';
 export * from './status.ts';
+export * from './strings.ts';
 export * from './trailing.ts';
 export * from './workqueue.ts';

@@ -42,6 +42,7 @@ import { type Logger, silentLogger } from './logger.ts';
 import { scopedListerWatcher } from './multi-namespace.ts';
 import { freezeNormalized, normalizeTimestamps } from './normalize.ts';
 import { PendingWrites } from './pending-writes.ts';
+import { cacheStrings, type StringTable } from './strings.ts';
 
 export type MaybePromise = void | Promise<void>;
 
@@ -64,6 +65,8 @@ export interface InformerOptions<T> {
    * cache TransformFunc). Default: managedFields reduced to annotation ownership (cache-transform.ts).
    */
   transform?: (obj: T) => T;
+  /** Where the cache's short strings are shared (strings.ts); default the one table all informers share. */
+  strings?: StringTable;
   /** Fire update(obj, obj) for every cached object this often; 0 or unset = never. */
   resyncPeriodMs?: number;
   clock?: Clock;
@@ -104,6 +107,7 @@ export class Informer<T extends KubernetesObject> {
   readonly #backoff: Backoff;
   readonly #random: () => number;
   readonly #transform: (obj: T) => T;
+  readonly #strings: StringTable;
 
   readonly #store = new Indexer<T>();
   readonly #pending = new PendingWrites<T>();
@@ -126,6 +130,7 @@ export class Informer<T extends KubernetesObject> {
     this.#log = (opts.logger ?? silentLogger).child({ informer: opts.name });
     this.#random = opts.random ?? Math.random;
     this.#transform = opts.transform ?? leanManagedFields;
+    this.#strings = opts.strings ?? cacheStrings;
     this.#backoff = new Backoff({ random: this.#random, ...opts.backoff });
     this.#syncedPromise = new Promise((resolve) => {
       this.#resolveSynced = resolve;
@@ -253,7 +258,7 @@ export class Informer<T extends KubernetesObject> {
    * (structuredClone's overflows on the 10,000-level objects the API server may store; normalize.ts).
    */
   recordWrite(written: T): void {
-    const obj = freezeNormalized(this.#transform(normalizeTimestamps(written)));
+    const obj = freezeNormalized(this.#transform(normalizeTimestamps(written)), this.#strings);
     const key = objectKey(obj);
     this.#pending.record(key, obj, this.#store.get(key));
   }
@@ -319,7 +324,7 @@ export class Informer<T extends KubernetesObject> {
     if (signal.aborted) return;
     const fresh = new Map<string, T>();
     for (const raw of result.items) {
-      const obj = freezeNormalized(this.#transform(raw));
+      const obj = freezeNormalized(this.#transform(raw), this.#strings);
       fresh.set(objectKey(obj), obj);
     }
     const old = this.#store.replace(fresh);
@@ -383,7 +388,7 @@ export class Informer<T extends KubernetesObject> {
     if (!isRecord(raw) || !isRecord(raw.metadata)) return;
     const rv = typeof raw.metadata.resourceVersion === 'string' ? raw.metadata.resourceVersion : '';
     if (type === 'ADDED' || type === 'MODIFIED') {
-      const obj = freezeNormalized(this.#transform(raw as T));
+      const obj = freezeNormalized(this.#transform(raw as T), this.#strings);
       const key = objectKey(obj);
       const old = this.#store.get(key);
       this.#store.set(key, obj);
@@ -391,7 +396,7 @@ export class Informer<T extends KubernetesObject> {
       if (!old) this.#emitAdd(obj);
       else if (old.metadata?.resourceVersion !== rv) this.#emitUpdate(old, obj);
     } else if (type === 'DELETED') {
-      const obj = freezeNormalized(this.#transform(raw as T));
+      const obj = freezeNormalized(this.#transform(raw as T), this.#strings);
       const key = objectKey(obj);
       this.#pending.observe(key, type, obj);
       if (this.#store.delete(key)) this.#emitDelete(obj);

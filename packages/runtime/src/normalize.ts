@@ -3,6 +3,8 @@
 // fed by both would compare a Date with a string and see a change that is not there. Everything
 // the runtime stores or hands out carries strings, formatted as the API server formats them.
 
+import type { StringTable } from './strings.ts';
+
 /** RFC 3339 at second precision, as metav1.Time serialises ("2025-01-01T00:00:00Z"). */
 export function formatTime(d: Date | number): string {
   return new Date(d).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -60,9 +62,10 @@ export function normalizeTimestamps<T>(value: T): T {
  * returns it. For objects the caller owns outright (just parsed from the API server): the informer
  * stores and shares them, and a frozen object makes any attempt to change the shared cache throw
  * (ES modules are strict mode) instead of silently corrupting what every other reader sees.
- * Already-frozen parts are taken as normalised.
+ * Already-frozen parts are taken as normalised. With `strings`, every string value is replaced by the
+ * table's copy of it (strings.ts).
  */
-export function freezeNormalized<T>(value: T): T {
+export function freezeNormalized<T>(value: T, strings?: StringTable): T {
   if (value instanceof Date) return dateToString(value) as T;
   if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
   const todo: object[] = [value];
@@ -72,7 +75,9 @@ export function freezeNormalized<T>(value: T): T {
     const list = Array.isArray(o);
     for (const k of Object.keys(node)) {
       const x = node[k];
-      if (x === undefined) {
+      if (typeof x === 'string') {
+        if (strings) node[k] = strings.share(x);
+      } else if (x === undefined) {
         if (!list) delete node[k];
       } else if (x instanceof Date) node[k] = dateToString(x);
       else if (typeof x === 'object' && x !== null && !Object.isFrozen(x)) todo.push(x);
