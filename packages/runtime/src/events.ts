@@ -10,6 +10,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { TrailOptions } from './activity.ts';
 import { type Clock, realClock } from './clock.ts';
+import { Fifo } from './fifo.ts';
 import { isNotFound, type KubeClient, resourcePath } from './kube-client.ts';
 import { type Logger, silentLogger } from './logger.ts';
 import { formatMicroTime } from './normalize.ts';
@@ -135,9 +136,8 @@ export class EventRecorder {
   #dropped = 0;
   readonly #concurrency: number;
   #workers = 0;
-  /** Writes waiting for a worker, in the order they were recorded, from `#head` on. */
-  #queue: (Write | undefined)[] = [];
-  #head = 0;
+  /** Writes waiting for a worker, in the order they were recorded. */
+  readonly #queue = new Fifo<Write>();
   readonly #trail: TrailOptions | undefined;
 
   constructor(opts: EventRecorderOptions) {
@@ -265,25 +265,10 @@ export class EventRecorder {
     }
   }
 
-  #take(): Write | undefined {
-    const w = this.#queue[this.#head];
-    if (!w) return undefined;
-    this.#queue[this.#head++] = undefined;
-    // Drop the taken slots now and then, so the array never grows with everything ever queued.
-    if (this.#head === this.#queue.length) {
-      this.#queue = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
-    }
-    return w;
-  }
-
   /** One of `concurrency` workers: writes what waits, in the order recorded, until nothing does. */
   async #drain(): Promise<void> {
     try {
-      for (let w = this.#take(); w; w = this.#take()) {
+      for (let w = this.#queue.shift(); w; w = this.#queue.shift()) {
         try {
           if (this.#trail) await this.#trailing(w.recorded + this.#trail.maxMs);
           const s = w.series;
