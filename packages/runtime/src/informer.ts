@@ -396,7 +396,8 @@ export class Informer<T extends KubernetesObject> {
       if (!old) this.#emitAdd(obj);
       else if (old.metadata?.resourceVersion !== rv) this.#emitUpdate(old, obj);
     } else if (type === 'DELETED') {
-      const obj = freezeNormalized(this.#transform(raw as T), this.#strings);
+      // Leaving the cache: its strings are not worth sharing.
+      const obj = freezeNormalized(this.#transform(raw as T));
       const key = objectKey(obj);
       this.#pending.observe(key, type, obj);
       if (this.#store.delete(key)) this.#emitDelete(obj);
