@@ -11,16 +11,20 @@
 // figure is the JS heap used after a full GC, divided by the number of objects.
 
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { freezeNormalized, Indexer, leanManagedFields, StringTable } from '@vworkspace/runtime';
+import {
+  freezeNormalized,
+  Indexer,
+  keyOf,
+  leanManagedFields,
+  objectKey,
+  StringTable,
+} from '@vworkspace/runtime';
+import { heapKept } from './lib/heap.ts';
 import { instance, runCommand } from './lib/objects.ts';
 
 const { values } = parseArgs({ options: { objects: { type: 'string', default: '20000' } } });
 const n = Number(values.objects);
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 const AT = '2026-11-29T10:53:02Z';
 const field = (paths: string[]) => Object.fromEntries(paths.map((p) => [`f:${p}`, {}]));
@@ -108,13 +112,10 @@ function listPage(): string {
   return JSON.stringify({ items });
 }
 
-function heapPerObject(what: string, count: number, make: () => unknown): unknown {
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  const kept = make();
-  gc();
-  console.log(`${what}: ${Math.round((process.memoryUsage().heapUsed - before) / count)} B per object`);
-  return kept;
+function heapPerObject<T>(what: string, count: number, make: () => T): T {
+  const { made, bytes } = heapKept(make);
+  console.log(`${what}: ${Math.round(bytes / count)} B per object`);
+  return made;
 }
 
 const page = listPage();
@@ -125,15 +126,13 @@ heapPerObject('cached, strings as parsed', 2 * n, () =>
 const table = new StringTable();
 const cached = heapPerObject('cached, short strings shared', 2 * n, () =>
   parse().map((o) => freezeNormalized(leanManagedFields(o), table)),
-) as KubernetesObject[];
-const key = (o: KubernetesObject) => `${o.metadata?.namespace}/${o.metadata?.name}`;
+);
 const ops = cached.filter((o) => o.kind === 'Operation');
 const ix = new Indexer<KubernetesObject>();
-for (const o of ops) ix.set(key(o), o);
+for (const o of ops) ix.set(objectKey(o), o);
 heapPerObject('Operations by target (one index)', ops.length, () =>
-  ix.addIndexer(
-    'target',
-    (o) => `${o.metadata?.namespace}/${(o as { spec: { targetRef: { name: string } } }).spec.targetRef.name}`,
+  ix.addIndexer('target', (o) =>
+    keyOf(o.metadata?.namespace, (o as { spec: { targetRef: { name: string } } }).spec.targetRef.name),
   ),
 );
 process.exit(0);

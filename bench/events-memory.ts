@@ -8,14 +8,11 @@
 // before and after `--events` Events about distinct Operations, divided by their number.
 
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Activity, EventRecorder, type KubeClient } from '@vworkspace/runtime';
+import { heapKept } from './lib/heap.ts';
 
 const { values } = parseArgs({ options: { events: { type: 'string', default: '10000' } } });
 const n = Number(values.events);
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 const client: KubeClient = { request: () => new Promise(() => {}) };
 const activity = new Activity({ quietMs: 1_000 });
@@ -27,27 +24,25 @@ const recorder = new EventRecorder({
   maxPending: n + 1,
   trail: { activity, maxMs: 3_600_000 },
 });
-gc();
-const before = process.memoryUsage().heapUsed;
-for (let i = 0; i < n; i++) {
-  const name = `backup-${i.toString(36).padStart(6, '0')}`;
-  const operation = {
-    apiVersion: 'ops.vworkspace.io/v1alpha1',
-    kind: 'Operation',
-    metadata: { name, namespace: `tenant-${i % 1000}`, uid: crypto.randomUUID() },
-  };
-  void recorder.event(
-    operation,
-    'Normal',
-    'Succeeded',
-    `Backup ${name} of app-${i} succeeded through the Job engine`,
-  );
-}
-gc();
-const after = process.memoryUsage().heapUsed;
+const { bytes } = heapKept(() => {
+  for (let i = 0; i < n; i++) {
+    const name = `backup-${i.toString(36).padStart(6, '0')}`;
+    const operation = {
+      apiVersion: 'ops.vworkspace.io/v1alpha1',
+      kind: 'Operation',
+      metadata: { name, namespace: `tenant-${i % 1000}`, uid: crypto.randomUUID() },
+    };
+    void recorder.event(
+      operation,
+      'Normal',
+      'Succeeded',
+      `Backup ${name} of app-${i} succeeded through the Job engine`,
+    );
+  }
+});
 clearInterval(busy);
 console.log(
-  `${recorder.pending} Events waiting: heap +${((after - before) / 2 ** 20).toFixed(1)} MiB, ` +
-    `${Math.round((after - before) / n)} B per waiting write`,
+  `${recorder.pending} Events waiting: heap +${(bytes / 2 ** 20).toFixed(1)} MiB, ` +
+    `${Math.round(bytes / n)} B per waiting write`,
 );
 process.exit(0);

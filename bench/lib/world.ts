@@ -120,7 +120,7 @@ const CLOCK_TICKS = 100; // USER_HZ on Linux
 export function sampleProcess(pid: number): ProcSample | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const rssKb = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? Number.NaN);
+    const rssKb = statusKb(status, 'VmRSS');
     // The command name may contain spaces: the fields after its closing parenthesis are fixed.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -140,10 +140,14 @@ export function residentSplit(pid: number): { anonMiB: number; fileMiB: number }
   }
 }
 
+/** One `<field>: <n> kB` line of a /proc/<pid>/status text, in kB (NaN when absent). */
+function statusKb(status: string, field: string): number {
+  return Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+}
+
 /** RssAnon and RssFile + RssShmem of a /proc/<pid>/status text, in MiB. */
 export function parseResidentSplit(status: string): { anonMiB: number; fileMiB: number } {
-  const kb = (field: string) =>
-    Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  const kb = (field: string) => statusKb(status, field);
   return { anonMiB: kb('RssAnon') / 1024, fileMiB: (kb('RssFile') + kb('RssShmem')) / 1024 };
 }
 

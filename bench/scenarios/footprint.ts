@@ -199,8 +199,10 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
         ]);
         const m = await scrape(op.proc).catch(() => undefined);
         const mib = (name: string) => (m?.get(name) ?? Number.NaN) / 2 ** 20;
-        heap.push(mib('nodejs_heap_size_used_bytes'));
-        heapTotal.push(mib('nodejs_heap_size_total_bytes'));
+        const used = mib('nodejs_heap_size_used_bytes');
+        const committed = mib('nodejs_heap_size_total_bytes');
+        heap.push(used);
+        heapTotal.push(committed);
         rss.push(mine.rssMiB);
         // Where the resident memory is: what the rows cannot say (the JS heap is only part of it).
         const split = pid ? residentSplit(pid) : undefined;
@@ -209,9 +211,9 @@ export async function footprint(o: FootprintOptions): Promise<ScenarioResult> {
             (split
               ? ` (anonymous ${split.anonMiB.toFixed(0)}, file-backed ${split.fileMiB.toFixed(0)})`
               : '') +
-            `; JS heap ${mib('nodejs_heap_size_used_bytes').toFixed(0)} MiB used of ` +
-            `${mib('nodejs_heap_size_total_bytes').toFixed(0)} committed; external ${mib('nodejs_external_memory_bytes').toFixed(0)} MiB; ` +
-            `outside the JS heap ${(mine.rssMiB - mib('nodejs_heap_size_total_bytes')).toFixed(0)} MiB (code, malloc, stacks)`,
+            `; JS heap ${used.toFixed(0)} MiB used of ${committed.toFixed(0)} committed; ` +
+            `external ${mib('nodejs_external_memory_bytes').toFixed(0)} MiB; ` +
+            `outside the JS heap ${(mine.rssMiB - committed).toFixed(0)} MiB (code, malloc, stacks)`,
         );
         cpu.push(mine.cpuCores * 1000);
         peerRss.push(peer.rssMiB);
