@@ -4,13 +4,11 @@
 // field path; the reconciler enforces the template's floor anyway, for Operations admitted while the
 // webhook was not there to judge them.
 
-import { setTimeout as sleep } from 'node:timers/promises';
-import { KubeApiError } from '@vworkspace/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { ANNOTATION_ADMISSION } from '../../../operator/src/api/annotations.ts';
 import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
 import { startWorld, type World } from './harness.ts';
+import { unselected } from './support.ts';
 
 const TEMPLATE = 'guarded-runcommand';
 const catalog = YAML.stringify({
@@ -83,48 +81,10 @@ describe('approval floor: an Operation may tighten its template policy, never lo
     const [, b] = w.namespaces;
     // The webhooks judge only namespaces carrying the world label: without it, b is a namespace whose
     // webhook is down (failurePolicy aside), and the Operation reaches the operator unjudged.
-    const ns = `/api/v1/namespaces/${b}`;
-    let name = 'unjudged';
-    await w.admin.request({
-      method: 'PATCH',
-      path: ns,
-      contentType: 'application/merge-patch+json',
-      body: { metadata: { labels: { 'vws-security-world': null } } },
-    });
-    try {
-      // The API server matches webhooks against its own namespace cache: until that has seen the label
-      // go, our webhook still judges b and denies this loosening (a full run saw that once).
-      for (let tries = 1; ; tries++) {
-        try {
-          await w.operation(w.admin, b, name, spec({ requiresApproval: false, retryLimit: 5 }));
-          // The two webhooks are matched one after the other: the mutating one may still have judged b
-          // (and signed the record) when the validating one no longer did. That Operation was judged, so
-          // it is not what this test needs: take it away and create another.
-          const stored = await w.getOperation(b, name);
-          if (stored.metadata.annotations?.[ANNOTATION_ADMISSION] === undefined) break;
-          await w.admin.request({
-            method: 'DELETE',
-            path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${b}/operations/${name}`,
-          });
-          if (tries >= 100)
-            throw new Error(`${name} was still signed by the mutating webhook after ${tries} tries`);
-          name = `unjudged-${tries}`;
-          await sleep(300);
-        } catch (err) {
-          const judged =
-            err instanceof KubeApiError && err.code === 403 && /admission webhook/.test(err.message);
-          if (!judged || tries >= 100) throw err;
-          await sleep(300);
-        }
-      }
-    } finally {
-      await w.admin.request({
-        method: 'PATCH',
-        path: ns,
-        contentType: 'application/merge-patch+json',
-        body: { metadata: { labels: { 'vws-security-world': w.id } } },
-      });
-    }
+    const name = 'unjudged';
+    await unselected(w, b, () =>
+      w.operation(w.admin, b, name, spec({ requiresApproval: false, retryLimit: 5 })),
+    );
     // Before ADR 0029 it waited Blocked/AwaitingApproval (the floor); now nothing unadmitted runs at all.
     const op = await w.waitFor(`${name} to be refused by the reconciler`, async () => {
       const o = await w.getOperation(b, name);

@@ -7,7 +7,7 @@
 // refusal of the parameter, behind that, is a unit of logic (operator/src/catalog/grants.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from './harness.ts';
-import { childrenOf, instanceWithReady, settled, withoutWebhooks } from './support.ts';
+import { childrenOf, instanceWithReady, settled, unselected } from './support.ts';
 
 const backup = (parameters: Record<string, unknown>) => ({
   type: 'Backup',
@@ -47,7 +47,7 @@ describe('a tenant backs up only namespaced objects through the built-in templat
   });
 
   it('runs nothing for an Operation the webhook never judged, creating no Backup', async () => {
-    await withoutWebhooks(w, ns, /includeClusterResources/, () =>
+    await unselected(w, ns, () =>
       w.operation(w.admin, ns, 'unjudged', backup({ includeClusterResources: true })),
     );
     const out = await settled(w, ns, 'unjudged');

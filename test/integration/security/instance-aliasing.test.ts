@@ -8,7 +8,7 @@
 // creating nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorld, type World } from './harness.ts';
-import { childrenOf, getInstance, instanceWithReady, jobsIn, settled, withoutWebhooks } from './support.ts';
+import { childrenOf, getInstance, instanceWithReady, jobsIn, settled, unselected } from './support.ts';
 
 const APPS = '/apis/apps.vworkspace.io/v1alpha1';
 const CAPABILITIES = { restore: 'velero', upgrade: 'helm' };
@@ -76,7 +76,7 @@ describe("an instance cannot borrow another instance's release", () => {
   });
 
   it('gives an aliasing instance admitted without the webhook Ready=False/ReleaseClaimed, runs nothing on it, and says why on the instance', async () => {
-    await withoutWebhooks(w, ns, /spec\.release\.name/, () =>
+    await unselected(w, ns, () =>
       w.admin.request({
         method: 'PATCH',
         path: `${APPS}/namespaces/${ns}/applicationinstances/mine`,

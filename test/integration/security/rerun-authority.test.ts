@@ -87,14 +87,14 @@ describe('a re-run and a scheduler’s authority are believed only as the webhoo
       () => annotate(w.as('alice'), opPath('unjudged'), { [ANNOTATION_APPROVE]: 'true' }),
     );
     // Signed by the webhook, then a re-run asked where it does not run: no requester signed with it.
-    await unselected(w, a, runCommand(), async () => {
+    await unselected(w, a, async () => {
       await annotate(w.as('mallory'), opPath('unjudged'), { [ANNOTATION_RECONCILE]: 'unstamped' });
     });
     expect((await ignored('unjudged', ANNOTATION_RECONCILE_REQUESTED_BY)).note).toContain(
       'the admission webhook never checked',
     );
     // The same with alice, who may run it, written in as the requester: the signed record says otherwise.
-    await unselected(w, a, runCommand(), async () => {
+    await unselected(w, a, async () => {
       await annotate(w.as('mallory'), opPath('unjudged'), {
         [ANNOTATION_RECONCILE]: 'forged',
         [ANNOTATION_RECONCILE_REQUESTED_BY]: 'alice',
@@ -156,7 +156,7 @@ describe('a re-run and a scheduler’s authority are believed only as the webhoo
     });
     // Only the operator's own Operations may name a scheduler as controller (the webhook refuses it from
     // anyone else); where it does not run, mallory writes one onto alice's...
-    await unselected(w, a, runCommand(), async () => {
+    await unselected(w, a, async () => {
       await mergePatch(w.as('mallory'), opPath('borrowed'), {
         metadata: {
           ownerReferences: [

@@ -130,7 +130,7 @@ describe('a requester runs only as the ServiceAccounts the template allows, or a
   it('refuses an Operation the webhook never judged at the reconciler: NotAdmitted, no Job', async () => {
     const [, b] = w.namespaces;
     // Without the world label the webhooks do not judge namespace b: the Operation reaches the operator unjudged.
-    await unselected(w, b, runCommand(ADMIN_SA), async () => {
+    await unselected(w, b, async () => {
       await w.operation(w.admin, b, 'unjudged', runCommand(ADMIN_SA));
     });
     const out = await settled(w, b, 'unjudged');

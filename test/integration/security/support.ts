@@ -4,6 +4,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { KubeApiError, type RestClient } from '@vworkspace/runtime';
 import YAML from 'yaml';
+import { ANNOTATION_ADMISSION } from '../../../operator/src/api/annotations.ts';
 import type { ApplicationInstance } from '../../../operator/src/api/applicationinstance.ts';
 import type { Operation } from '../../../operator/src/api/operation.ts';
 import { jobRunCommand, RUNCOMMAND_IMAGES } from '../../../operator/src/catalog/templates/job-runcommand.ts';
@@ -211,26 +212,25 @@ export async function unselectedNamespace(w: World, name: string): Promise<strin
 }
 
 /**
- * Runs `fn` while the webhooks do not select `namespace` (its world label removed), then selects it again.
- * The API server picks webhooks by its namespace cache, which sees the label go a moment later: a dry run
- * of `probe` (an Operation spec the admin may create) coming back without the webhook's stamp says it did.
+ * Runs `fn` while the webhooks do not select `namespace` (its world label removed), then selects it again:
+ * what a cluster holds from before the webhooks were registered, or from a namespace they do not select.
+ * The API server picks webhooks by its namespace cache, which sees the label change a moment later, and
+ * matches the mutating and the validating webhooks one after the other: a write in that moment can be
+ * signed by the one and never judged by the other. So `fn` starts only once a dry-run Operation comes back
+ * unsigned (that cache is one, and moves only forward), and returns only once one is judged again, so the
+ * next test's writes are.
  */
-export async function unselected(
-  w: World,
-  namespace: string,
-  probe: Record<string, unknown>,
-  fn: () => Promise<void>,
-): Promise<void> {
+export async function unselected(w: World, namespace: string, fn: () => Promise<unknown>): Promise<void> {
   const label = (value: string | null) =>
     w.admin.request({
       method: 'PATCH',
       path: `/api/v1/namespaces/${namespace}`,
       contentType: 'application/merge-patch+json',
-      body: { metadata: { labels: { 'vws-security-world': value } } },
+      body: { metadata: { labels: { [WORLD_LABEL]: value } } },
     });
-  await label(null);
-  try {
-    await w.waitFor(`the webhooks to stop judging ${namespace}`, async () => {
+  /** Whether the webhooks judge `namespace` now: they signed a dry run, or refused it. */
+  const judged = async (): Promise<boolean> => {
+    try {
       const dry = await w.admin.request<Operation>({
         method: 'POST',
         path: `/apis/ops.vworkspace.io/v1alpha1/namespaces/${namespace}/operations`,
@@ -238,15 +238,23 @@ export async function unselected(
         body: {
           apiVersion: 'ops.vworkspace.io/v1alpha1',
           kind: 'Operation',
-          metadata: { name: 'probe' },
-          spec: probe,
+          metadata: { generateName: 'probe-' },
+          spec: runCommandSpec(),
         },
       });
-      return !dry.metadata?.annotations?.['ops.vworkspace.io/created-by'];
-    });
+      return dry.metadata?.annotations?.[ANNOTATION_ADMISSION] !== undefined;
+    } catch (err) {
+      if (err instanceof KubeApiError && /admission webhook/.test(err.message)) return true;
+      throw err;
+    }
+  };
+  await label(null);
+  try {
+    await w.waitFor(`the webhooks to stop judging ${namespace}`, async () => !(await judged()));
     await fn();
   } finally {
     await label(w.id);
+    await w.waitFor(`the webhooks to judge ${namespace} again`, judged);
   }
 }
 
@@ -300,41 +308,6 @@ export function instanceWithReady(
     },
     timeoutMs,
   );
-}
-
-/**
- * Runs `write` (as the admin) while the world's webhooks do not judge `namespace`: what a cluster holds
- * from before the webhooks were registered, or from a namespace they do not select. The API server picks
- * webhooks by its namespace cache, which sees the label go a moment later: `write` is retried while the
- * webhook still refuses it (`refusedBy` matches the refusal).
- */
-export async function withoutWebhooks(
-  w: World,
-  namespace: string,
-  refusedBy: RegExp,
-  write: () => Promise<unknown>,
-): Promise<void> {
-  const label = (value: string | null) =>
-    w.admin.request({
-      method: 'PATCH',
-      path: `/api/v1/namespaces/${namespace}`,
-      contentType: 'application/merge-patch+json',
-      body: { metadata: { labels: { [WORLD_LABEL]: value } } },
-    });
-  await label(null);
-  try {
-    await w.waitFor('the write to be admitted unjudged', async () => {
-      try {
-        await write();
-        return true;
-      } catch (err) {
-        if (refusedBy.test(String(err))) return undefined;
-        throw err;
-      }
-    });
-  } finally {
-    await label(w.id);
-  }
 }
 
 /**

@@ -58,7 +58,7 @@ describe('the reconciler runs only what the webhooks admitted, for requesters wh
   });
 
   it('refuses forged stamps in a namespace the webhooks do not select: NotAdmitted, no Job', async () => {
-    await unselected(w, b, spec, async () => {
+    await unselected(w, b, async () => {
       await w.operation(w.as('mallory'), b, 'forged', spec, {
         [ANNOTATION_CREATED_BY]: 'alice',
         [ANNOTATION_APPROVE]: 'true',
@@ -86,7 +86,7 @@ describe('the reconciler runs only what the webhooks admitted, for requesters wh
     const original = await w.getOperation(a, 'original');
     const stamps = original.metadata.annotations ?? {};
     expect(stamps[ANNOTATION_ADMISSION]).toBeDefined();
-    await unselected(w, b, spec, async () => {
+    await unselected(w, b, async () => {
       await w.operation(w.as('mallory'), b, 'copied', spec, {
         [ANNOTATION_CREATED_BY]: stamps[ANNOTATION_CREATED_BY] ?? '',
         [ANNOTATION_ADMISSION]: stamps[ANNOTATION_ADMISSION] ?? '',
