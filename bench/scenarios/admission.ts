@@ -1,11 +1,12 @@
-// Admission latency: server-side dry-run creates of RunCommand Operations (through the operator's
-// mutating and validating webhooks, which read the target and ask a SubjectAccessReview) beside dry-run
-// creates of ConfigMaps (no webhook), each at a steady rate, interleaved, open loop (a request is sent
-// on schedule whether or not the previous one has answered), measured at the client. Four settings:
-// no webhooks (the CRD's own cost), the operator's webhooks, the same registrations pointing at a null
-// webhook (bench/null-webhook.ts: what dispatch alone costs), and at a null webhook whose mutating
-// answer carries the operator's own patch (what dispatch and applying the patch cost); the last three
-// alternate run by run.
+// Admission latency: server-side dry-run creates of RunCommand Operations beside dry-run creates of
+// ConfigMaps (no webhook), each at a steady rate, interleaved, open loop (a request is sent on schedule
+// whether or not the previous one has answered), measured at the client. The Operations go, request by
+// request in a shuffled order, to four namespaces that four settings select: no webhook (the CRD's own
+// cost), the operator's webhooks, the same registrations pointing at a null webhook pair
+// (bench/null-webhook.ts: what dispatch alone costs), and at a null pair whose mutating answer carries the
+// operator's own patch (what dispatch and applying the patch cost). All four are registered at once, each
+// pair's webhooks selecting their own namespace, so whatever the shared machine does at any moment falls
+// on every setting alike (docs/adr/0064).
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
@@ -21,7 +22,8 @@ import {
   webhookConfigurations,
 } from '../../hack/lib/webhooks.ts';
 import { annotationPatch, type NullPatch, STATS_PATH } from '../lib/admission-patch.ts';
-import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
+import { interleaved } from '../lib/interleave.ts';
+import { instance, LABEL_BENCH, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
 import { quantile } from '../lib/stats.ts';
 import {
@@ -43,20 +45,28 @@ import {
 } from '../lib/world.ts';
 
 export interface AdmissionOptions {
-  /** Requests per second of EACH kind. */
+  /** Operations per second (one in four to each setting) and ConfigMaps per second. */
   rate: number;
   seconds: number;
   runs: number;
   logDir: string;
   operator?: OperatorVariant;
-  /** Also take a CPU profile of kube-apiserver during the first run with each pair, into this directory. */
+  /** Also take a CPU profile of kube-apiserver during the first run, into this directory. */
   profileDir?: string;
 }
 
-const NS = 'adm';
+/** Who admits an Operation: nobody (no webhook selects its namespace), or a webhook pair. */
+type Setting = 'bare' | 'operator' | 'null' | 'patched';
+const SETTINGS: readonly Setting[] = ['bare', 'operator', 'null', 'patched'];
+/** A webhook pair: the settings that register webhooks. */
+type Pair = Exclude<Setting, 'bare'>;
+const PAIRS: readonly Pair[] = ['operator', 'null', 'patched'];
 
-/** Who answers the webhooks' registrations in a measured run. */
-type Pair = 'operator' | 'null' | 'patched';
+/** The namespace label each pair's webhooks select: its value is the setting. */
+const SETTING_LABEL = 'bench.vworkspace.io/admission';
+const namespaceOf = (s: Setting) => `adm-${s}`;
+/** The webhooks' names per pair: the API server's admission metrics tell the pairs apart by them. */
+const hookName = (pair: Pair, name: string) => (pair === 'operator' ? name : `${pair}.${name}`);
 
 async function timed(world: World, obj: Record<string, unknown>): Promise<number> {
   const t = performance.now();
@@ -64,7 +74,10 @@ async function timed(world: World, obj: Record<string, unknown>): Promise<number
   return performance.now() - t;
 }
 
-/** Sends `make(i)` every 1000/rate ms for `seconds`, starting `offsetMs` in; resolves with latencies (ms). */
+/**
+ * Sends `make(i)` every 1000/rate ms for `seconds`, starting `offsetMs` in; resolves with each request's
+ * latency (ms) by its index, undefined where it failed (the error is kept in `errors`).
+ */
 async function steady(
   world: World,
   rate: number,
@@ -72,7 +85,7 @@ async function steady(
   offsetMs: number,
   make: (i: number) => Record<string, unknown>,
   errors: string[],
-): Promise<number[]> {
+): Promise<(number | undefined)[]> {
   const start = performance.now() + offsetMs;
   const pending: Promise<number | undefined>[] = [];
   for (let i = 0; i < rate * seconds; i++) {
@@ -85,8 +98,10 @@ async function steady(
       }),
     );
   }
-  return (await Promise.all(pending)).filter((v): v is number => v !== undefined);
+  return Promise.all(pending);
 }
+
+const defined = (xs: readonly (number | undefined)[]) => xs.filter((v): v is number => v !== undefined);
 
 /**
  * bench/null-webhook.ts as its own process (on the operator's Node flags, and the variant's: with
@@ -176,154 +191,171 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     ...o.operator,
   });
   const notes: string[] = [];
+  const stops: (() => void)[] = [];
   try {
     await op.proc.waitReady(120_000);
-    await createAll(world.api, [namespace(NS, 'admission')]);
-    await createAll(world.api, [
-      serviceAccount('vworkspace-runner', NS),
-      instance('app', NS),
-      releaseSecret('app', NS),
-    ]);
-    const operation = (i: number) => runCommand(`dry-${i}`, NS, 'app');
+    for (const setting of SETTINGS) {
+      const ns = namespaceOf(setting);
+      await createAll(world.api, [
+        {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: ns, labels: { [LABEL_BENCH]: 'admission', [SETTING_LABEL]: setting } },
+        },
+      ]);
+      await createAll(world.api, [
+        serviceAccount('vworkspace-runner', ns),
+        instance('app', ns),
+        releaseSecret('app', ns),
+      ]);
+    }
+    const operation = (setting: Setting, i: number, target = 'app') =>
+      runCommand(`dry-${i}`, namespaceOf(setting), target);
     const configMap = (i: number) => ({
       apiVersion: 'v1',
       kind: 'ConfigMap',
-      metadata: { name: `dry-${i}`, namespace: NS },
+      metadata: { name: `dry-${i}`, namespace: namespaceOf('bare') },
       data: { key: 'value' },
     });
+    const dryRun = (obj: Record<string, unknown>) =>
+      world.api.request<{ metadata?: { annotations?: Record<string, string> } }>({
+        method: 'POST',
+        path: pathOf(obj),
+        body: obj,
+        query: { dryRun: 'All' },
+      });
     const errors: string[] = [];
-    const warmUp = async () => {
-      for (let i = 0; i < 50; i++)
-        await Promise.all([timed(world, operation(i)), timed(world, configMap(i))]);
-    };
-    // One run: interleaved series of Operations and ConfigMaps.
-    const oneRun = async () => {
-      const half = 500 / o.rate;
-      const [opLat, cmLat] = await Promise.all([
-        steady(world, o.rate, o.seconds, 0, operation, errors),
-        steady(world, o.rate, o.seconds, half, configMap, errors),
-      ]);
-      await sleep(2000);
-      return { op: opLat, cm: cmLat };
-    };
-    // First without the webhooks: what the API server itself spends on a dry-run create of the CRD
-    // (schema, CEL rules, defaulting) beside a ConfigMap, so the webhooks' own share can be told apart.
-    await warmUp();
-    const bare: { op: number[]; cm: number[] }[] = [];
-    for (let run = 0; run < o.runs; run++) bare.push(await oneRun());
-    // Then the same two registrations pointing at the operator and at a null webhook (answers "allowed"
-    // at once), alternating run by run so drift in the machine falls on both alike.
-    const nullHook = await startNullWebhook(certs.dir, o.logDir, o.operator?.nodeArgs ?? []);
-    // CPU seconds per run of the process answering (the operator or the null pair) and of the API server:
-    // where the difference between the two is spent, beside the latencies.
-    const cluster = clusterPids(world);
-    const apiServer = cluster.get('kube-apiserver');
-    const cpu: Record<Pair, { hook: number[]; api: number[] }> = {
-      operator: { hook: [], api: [] },
-      null: { hook: [], api: [] },
-      patched: { hook: [], api: [] },
-    };
-    // The API server's own account of each run (its admission metrics): how long each webhook call took
-    // from its side (connection, TLS, the webhook's answer) and each admission step in all (for the
-    // mutating step: the calls plus decoding and applying the patch), so the p50s above can be taken apart.
-    const apiSide: Record<Pair, Map<string, number>> = {
-      operator: new Map(),
-      null: new Map(),
-      patched: new Map(),
-    };
-    const cpuOf = (pid: number | undefined) =>
-      pid ? (sampleProcess(pid)?.cpuSeconds ?? Number.NaN) : Number.NaN;
-    const measured = async (who: Pair, pid: number | undefined, run: number) => {
-      const [hook0, api0] = [cpuOf(pid), cpuOf(apiServer)];
-      const metrics0 = await scrapeApiServer(world.api);
-      // With --profile: what the API server does differently with either pair (go tool pprof -top -diff_base).
-      const profile =
-        o.profileDir && run === 0
-          ? apiServerCpuProfile(
-              world,
-              o.seconds - 2,
-              join(o.profileDir, `kube-apiserver-admission-${who}.pprof`),
-            ).catch((err: unknown) => notes.push(`no kube-apiserver profile with ${who}: ${String(err)}`))
-          : undefined;
-      const r = await oneRun();
-      await profile;
-      cpu[who].hook.push(cpuOf(pid) - hook0);
-      cpu[who].api.push(cpuOf(apiServer) - api0);
-      addGrowth(apiSide[who], metrics0, await scrapeApiServer(world.api), (k) =>
-        k.startsWith('apiserver_admission_'),
-      );
-      return r;
-    };
-    const operatorHooks = webhookConfigurations(csvWebhookDefinitions(), webhookUrl(op), certs.caPem);
-    const nullHooks = webhookConfigurations(csvWebhookDefinitions(), nullHook.url, certs.caPem);
-    // Whose webhooks answer is proven before each run: the operator denies an Operation whose target is
-    // absent, the null webhook admits it. The API server takes a moment to see a changed configuration.
-    const use = async (configs: typeof operatorHooks, expectDenied: boolean, who: string) => {
+
+    // Each pair: the CSV's own webhook definitions, selecting only its namespace; the API server takes a
+    // moment to see a new configuration, so each pair is proven to answer before anything is measured.
+    const defs = csvWebhookDefinitions();
+    const register = async (pair: Pair, url: string, answering: () => Promise<boolean>) => {
+      const configs = webhookConfigurations(defs, url, certs.caPem, `bench-admission-${pair}`);
+      for (const config of configs)
+        for (const hook of config.webhooks) {
+          hook.name = hookName(pair, String(hook.name));
+          hook.namespaceSelector = { matchLabels: { [SETTING_LABEL]: pair } };
+        }
       await applyWebhookConfigurations(world.api, configs);
-      const probe = runCommand('dry-probe', NS, 'absent');
       const deadline = Date.now() + 60_000;
-      for (;;) {
-        const denied = await world.api
-          .request({ method: 'POST', path: pathOf(probe), body: probe, query: { dryRun: 'All' } })
-          .then(
-            () => false,
-            () => true,
-          );
-        if (denied === expectDenied) break;
+      while (!(await answering().catch(() => false))) {
         if (Date.now() > deadline)
-          throw new Error(`${who}: the webhooks registered are not the ones answering after 60 s`);
+          throw new Error(`the ${pair} webhook pair is still not answering 60 s after it was registered`);
         await sleep(500);
       }
-      await warmUp();
     };
-    // The second null pair answers the operator's own patch: read back once from a dry-run create
-    // through the operator's webhooks (bench/lib/admission-patch.ts).
-    await use(operatorHooks, true, 'the operator');
-    const sent = operation(0);
-    const admitted = await world.api.request<unknown>({
-      method: 'POST',
-      path: pathOf(sent),
-      body: sent,
-      query: { dryRun: 'All' },
-    });
-    const mutatePath = csvWebhookDefinitions().find(
-      (d) => d.generateName === MUTATING_OPERATION_WEBHOOK,
-    )?.webhookPath;
-    const nullPatch: NullPatch = { path: mutatePath ?? '', patch: annotationPatch(sent, admitted) };
-    if (!mutatePath || nullPatch.patch.length === 0)
+    /** A null pair answers: a dry run in its namespace reached it (its own count grew). */
+    const reaches = (hook: Awaited<ReturnType<typeof startNullWebhook>>, pair: Pair) => async () => {
+      const count = async () => (await hook.stats()).get(`${mutatePath} count`) ?? 0;
+      const before = await count();
+      await dryRun(operation(pair, 0));
+      return (await count()) > before;
+    };
+    const mutatePath = defs.find((d) => d.generateName === MUTATING_OPERATION_WEBHOOK)?.webhookPath;
+    const validateName = defs.find(
+      (d) => d.type === 'ValidatingAdmissionWebhook' && d.webhookPath === '/validate-operation',
+    )?.generateName;
+    if (!mutatePath || !validateName)
+      throw new Error('the CSV has no mutating or no validating webhook of Operations (/validate-operation)');
+
+    // The operator's pair denies an Operation whose target is absent (a null pair admits it).
+    await register('operator', webhookUrl(op), async () =>
+      dryRun(operation('operator', 0, 'absent')).then(
+        () => false,
+        () => true,
+      ),
+    );
+    const nullHook = await startNullWebhook(certs.dir, o.logDir, o.operator?.nodeArgs ?? []);
+    stops.push(nullHook.stop);
+    await register('null', nullHook.url, reaches(nullHook, 'null'));
+    // The second null pair answers the operator's own patch: read back once from a dry-run create through
+    // the operator's webhooks (bench/lib/admission-patch.ts).
+    const sent = operation('operator', 0);
+    const nullPatch: NullPatch = { path: mutatePath, patch: annotationPatch(sent, await dryRun(sent)) };
+    if (nullPatch.patch.length === 0)
       throw new Error(
         `no patch from the operator's mutating webhook (${MUTATING_OPERATION_WEBHOOK}) to copy`,
       );
     const patchFile = join(o.logDir, 'null-webhook-patch.json');
     writeFileSync(patchFile, `${JSON.stringify(nullPatch, null, 2)}\n`);
     const patchedHook = await startNullWebhook(certs.dir, o.logDir, o.operator?.nodeArgs ?? [], patchFile);
-    const patchedHooks = webhookConfigurations(csvWebhookDefinitions(), patchedHook.url, certs.caPem);
-    const runs: { op: number[]; cm: number[] }[] = [];
-    const nulls: { op: number[]; cm: number[] }[] = [];
-    const patched: { op: number[]; cm: number[] }[] = [];
-    // The operator's metrics grown over its own runs only (the null webhook's runs do not touch it).
+    stops.push(patchedHook.stop);
+    await register('patched', patchedHook.url, reaches(patchedHook, 'patched'));
+    // And nothing judges the bare namespace: its dry run comes back as sent.
+    const bare = await dryRun(operation('bare', 0, 'absent'));
+    if (Object.keys(bare.metadata?.annotations ?? {}).length > 0)
+      throw new Error(`a webhook judged ${namespaceOf('bare')}, which no webhook should select`);
+
+    for (let i = 0; i < 50; i++)
+      await Promise.all([...SETTINGS.map((s) => timed(world, operation(s, i))), timed(world, configMap(i))]);
+
+    // CPU seconds per run of each pair's process and of the API server, and the metrics each keeps, grown
+    // over the measured runs only: where the difference between the settings is spent.
+    const cluster = clusterPids(world);
+    const apiServer = cluster.get('kube-apiserver');
+    const pids: Record<Pair, number | undefined> = {
+      operator: op.proc.child.pid,
+      null: nullHook.pid,
+      patched: patchedHook.pid,
+    };
+    const cpuOf = (pid: number | undefined) =>
+      pid ? (sampleProcess(pid)?.cpuSeconds ?? Number.NaN) : Number.NaN;
+    const cpu: Record<Pair | 'apiServer', number[]> = { operator: [], null: [], patched: [], apiServer: [] };
+    const perRequest: Record<Pair | 'apiServer', number[]> = {
+      operator: [],
+      null: [],
+      patched: [],
+      apiServer: [],
+    };
     const grown = new Map<string, number>();
-    // The null pairs' own account of the measured runs, as the operator's histogram gives its own.
+    const apiSide = new Map<string, number>();
     const servedBy: Record<'null' | 'patched', Map<string, number>> = { null: new Map(), patched: new Map() };
-    try {
-      for (let run = 0; run < o.runs; run++) {
-        await use(operatorHooks, true, 'the operator');
-        const before = await scrape(op.proc);
-        runs.push(await measured('operator', op.proc.child.pid, run));
-        addGrowth(grown, before, await scrape(op.proc));
-        await use(nullHooks, false, 'the null webhook');
-        let served = await nullHook.stats();
-        nulls.push(await measured('null', nullHook.pid, run));
-        addGrowth(servedBy.null, served, await nullHook.stats());
-        await use(patchedHooks, false, 'the null webhook with the patch');
-        served = await patchedHook.stats();
-        patched.push(await measured('patched', patchedHook.pid, run));
-        addGrowth(servedBy.patched, served, await patchedHook.stats());
+    const runs: { by: Record<Setting, number[]>; cm: number[] }[] = [];
+    for (let run = 0; run < o.runs; run++) {
+      const order = interleaved(SETTINGS, o.rate * o.seconds, run + 1);
+      const before = {
+        cpu: Object.fromEntries(PAIRS.map((p) => [p, cpuOf(pids[p])])) as Record<Pair, number>,
+        api: cpuOf(apiServer),
+        operator: await scrape(op.proc),
+        apiMetrics: await scrapeApiServer(world.api),
+        null: await nullHook.stats(),
+        patched: await patchedHook.stats(),
+      };
+      // With --profile: what the API server spends across the four settings in the first run.
+      const profile =
+        o.profileDir && run === 0
+          ? apiServerCpuProfile(
+              world,
+              o.seconds - 2,
+              join(o.profileDir, 'kube-apiserver-admission.pprof'),
+            ).catch((err: unknown) => notes.push(`no kube-apiserver profile: ${String(err)}`))
+          : undefined;
+      const [opLat, cmLat] = await Promise.all([
+        steady(world, o.rate, o.seconds, 0, (i) => operation(order[i] as Setting, i), errors),
+        steady(world, o.rate, o.seconds, 500 / o.rate, configMap, errors),
+      ]);
+      await profile;
+      await sleep(2000);
+      const by = { bare: [], operator: [], null: [], patched: [] } as Record<Setting, number[]>;
+      opLat.forEach((ms, i) => {
+        if (ms !== undefined) by[order[i] as Setting].push(ms);
+      });
+      runs.push({ by, cm: defined(cmLat) });
+      const sent = (s: Setting) => order.filter((x) => x === s).length;
+      for (const p of PAIRS) {
+        cpu[p].push(cpuOf(pids[p]) - before.cpu[p]);
+        perRequest[p].push(sent(p));
       }
-    } finally {
-      nullHook.stop();
-      patchedHook.stop();
+      cpu.apiServer.push(cpuOf(apiServer) - before.api);
+      perRequest.apiServer.push(opLat.length + cmLat.length);
+      addGrowth(grown, before.operator, await scrape(op.proc));
+      addGrowth(apiSide, before.apiMetrics, await scrapeApiServer(world.api), (k) =>
+        k.startsWith('apiserver_admission_webhook_'),
+      );
+      addGrowth(servedBy.null, before.null, await nullHook.stats());
+      addGrowth(servedBy.patched, before.patched, await patchedHook.stats());
     }
+
     // Where the webhooks' time goes, from the operator's own metrics over the measured runs (means: the
     // histogram buckets are too coarse for milliseconds): each handler, and the API calls it makes.
     const delta = (name: string, match: string) => {
@@ -351,75 +383,90 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     notes.push(
       `inside the webhook process, mean per request, from its arrival to the answer written: the operator mutate ${handler('/mutate-operation')}, validate ${handler('/validate-operation')}; the null pair mutate ${nullMean('null', '/mutate-operation')}, validate ${nullMean('null', '/validate-operation')}; the null pair with the patch mutate ${nullMean('patched', '/mutate-operation')}, validate ${nullMean('patched', '/validate-operation')}; the operator's webhooks' API calls over the measured runs: GET ${calls('GET')}, POST (SubjectAccessReview) ${calls('POST')}`,
     );
-    // Per Operation admitted in a run (each run also sends as many ConfigMaps, which no webhook sees).
-    const perOp = (xs: number[]) =>
-      xs.map((x) => `${((x * 1000) / (o.rate * o.seconds)).toFixed(2)}`).join(', ');
+    const perOp = (who: Pair | 'apiServer') =>
+      cpu[who].map((x, i) => ((x * 1000) / (perRequest[who][i] ?? Number.NaN)).toFixed(2)).join(', ');
     notes.push(
-      `CPU ms per Operation, run by run: the operator ${perOp(cpu.operator.hook)} vs the null pair ${perOp(cpu.null.hook)} vs the null pair with the patch ${perOp(cpu.patched.hook)}; kube-apiserver with the operator ${perOp(cpu.operator.api)} vs with the null pair ${perOp(cpu.null.api)} vs with the null pair with the patch ${perOp(cpu.patched.api)} (ConfigMaps included)`,
+      `CPU ms per Operation it answered, run by run: the operator ${perOp('operator')} vs the null pair ${perOp('null')} vs the null pair with the patch ${perOp('patched')}; kube-apiserver per request of any setting (ConfigMaps included) ${perOp('apiServer')}`,
     );
     notes.push(
       `the null pair with the patch answered ${nullPatch.path} with the operator's patch of ${JSON.stringify(nullPatch.patch).length} bytes (${patchFile})`,
     );
-    // Means over the measured runs of the Operations' admission, as the API server timed it.
-    const apiMean = (who: Pair, name: string, match: string) => {
-      const count = metricSum(apiSide[who], `${name}_count`, match);
+    // Means over the measured runs of each pair's calls, as the API server timed them (from its side:
+    // connection, TLS, the webhook's answer; the mutating call includes applying the patch).
+    const apiMean = (name: string) => {
+      const match = `name="${name}"`;
+      const count = metricSum(apiSide, 'apiserver_admission_webhook_admission_duration_seconds_count', match);
       return count > 0
-        ? `${((metricSum(apiSide[who], `${name}_sum`, match) / count) * 1000).toFixed(2)}`
+        ? `${((metricSum(apiSide, 'apiserver_admission_webhook_admission_duration_seconds_sum', match) / count) * 1000).toFixed(2)}`
         : '-';
     };
-    const apiView = (who: Pair) =>
-      `${who}: mutating call ${apiMean(who, 'apiserver_admission_webhook_admission_duration_seconds', `name="${MUTATING_OPERATION_WEBHOOK}"`)}, validating call ${apiMean(who, 'apiserver_admission_webhook_admission_duration_seconds', 'type="validating"')}, mutating step ${apiMean(who, 'apiserver_admission_step_admission_duration_seconds', 'operation="CREATE",rejected="false",type="admit"')}, validating step ${apiMean(who, 'apiserver_admission_step_admission_duration_seconds', 'operation="CREATE",rejected="false",type="validate"')}`;
     notes.push(
-      `the API server's mean ms per admitted request (admission metrics; the steps include every admission plugin, ConfigMaps too): ${(['operator', 'null', 'patched'] as const).map(apiView).join('; ')}`,
+      `the API server's mean ms per webhook call (its admission metrics): ${PAIRS.map((p) => `${p}: mutating ${apiMean(hookName(p, MUTATING_OPERATION_WEBHOOK))}, validating ${apiMean(hookName(p, validateName))}`).join('; ')}`,
+    );
+    const p50 = (s: Setting) => runs.map((r) => quantile(r.by[s], 0.5));
+    notes.push(
+      `the operator's p50 over the null pair's, run by run (the same seconds of the same run): ${p50(
+        'operator',
+      )
+        .map((x, i) => (x / (p50('null')[i] ?? Number.NaN)).toFixed(2))
+        .join(', ')}`,
     );
     if (o.operator?.nodeArgs?.length)
       notes.push(
         `the null pair was process ${nullHook.pid}, the null pair with the patch ${patchedHook.pid}`,
       );
     if (errors.length) notes.push(`${errors.length} requests failed, e.g. ${errors[0]}`);
-    notes.push(`${o.rate} req/s of each kind for ${o.seconds} s per run`);
-    const q = (r: typeof runs, p: number, side: 'op' | 'cm') => r.map((x) => quantile(x[side], p));
+    notes.push(
+      `${o.rate} Operations/s (in blocks of one per setting, each block shuffled: ${o.rate / SETTINGS.length}/s each) and ${o.rate} ConfigMaps/s for ${o.seconds} s per run`,
+    );
+    const q = (s: Setting | 'cm', p: number) => runs.map((r) => quantile(s === 'cm' ? r.cm : r.by[s], p));
     type Target = Parameters<typeof row>[4];
-    /** A setting's Operation p50 beside its ConfigMap p50. */
-    const beside = (label: string, r: typeof runs, target?: Target) =>
-      row(label, ' ms', q(r, 0.5, 'op'), q(r, 0.5, 'cm'), target);
-    /** The operator's Operation p50 beside another setting's. */
-    const against = (label: string, r: typeof runs, target?: Target) =>
-      row(label, ' ms', q(runs, 0.5, 'op'), q(r, 0.5, 'op'), target);
+    /** A setting's Operation p50 beside another setting's (or the ConfigMaps'), run by run. */
+    const against = (label: string, a: Setting, b: Setting | 'cm', target?: Target) =>
+      row(label, ' ms', q(a, 0.5), q(b, 0.5), target);
     return {
       scenario: 'admission',
       title: `admission at ${o.rate}/s`,
       params: { rate: o.rate, seconds: o.seconds, runs: o.runs },
       rows: [
-        beside('dry-run create p50 (vs ConfigMap)', runs, (_, __, r) => ({
+        against('dry-run create p50 (vs ConfigMap)', 'operator', 'cm', (_, __, r) => ({
           text: 'ratio ≤ 2',
           met: (r ?? Number.NaN) <= 2,
         })),
-        row('dry-run create p99 (vs ConfigMap)', ' ms', q(runs, 0.99, 'op'), q(runs, 0.99, 'cm')),
-        beside('dry-run create p50 without the webhooks (the CRD itself, vs ConfigMap)', bare),
-        against('dry-run create p50: with the webhooks vs without (what the webhooks add)', bare),
-        beside(
+        row('dry-run create p99 (vs ConfigMap)', ' ms', q('operator', 0.99), q('cm', 0.99)),
+        against('dry-run create p50 without the webhooks (the CRD itself, vs ConfigMap)', 'bare', 'cm'),
+        against(
+          'dry-run create p50: with the webhooks vs without (what the webhooks add)',
+          'operator',
+          'bare',
+        ),
+        against(
           'dry-run create p50 through a null webhook pair (same registrations, TLS and server, answering allowed at once; vs ConfigMap)',
-          nulls,
+          'null',
+          'cm',
         ),
         against(
           "dry-run create p50: the operator's webhooks vs the null pair (what its checks add beyond dispatch)",
-          nulls,
+          'operator',
+          'null',
           (_, __, r) => ({ text: 'ratio ≤ 1.2', met: (r ?? Number.NaN) <= 1.2 }),
         ),
-        beside(
+        against(
           "dry-run create p50 through a null webhook pair that returns the operator's patch (vs ConfigMap)",
-          patched,
+          'patched',
+          'cm',
         ),
         against(
           "dry-run create p50: the operator's webhooks vs a null pair that returns the same patch (what the checks add beyond dispatch and the patch)",
-          patched,
+          'operator',
+          'patched',
         ),
       ],
       notes,
       durationSeconds: (Date.now() - t0) / 1000,
     };
   } finally {
+    for (const stop of stops) stop();
     await op.proc.stop(STOP_GRACE_MS);
     await world.stop();
   }
