@@ -10,9 +10,13 @@ export const LABEL_BENCH = 'bench.vworkspace.io/run';
 
 type Obj = Record<string, unknown>;
 
-/** A namespace, labelled with the run it belongs to. */
-export function namespace(name: string, run: string): Obj {
-  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [LABEL_BENCH]: run } } };
+/** A namespace, labelled with the run it belongs to (and `labels`). */
+export function namespace(name: string, run: string, labels: Record<string, string> = {}): Obj {
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name, labels: { ...labels, [LABEL_BENCH]: run } },
+  };
 }
 
 /** An ApplicationInstance of a Helm release of the same name that offers RunCommand through a Job. */

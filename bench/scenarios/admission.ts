@@ -16,6 +16,7 @@ import { OPERATOR_NODE_FLAGS } from '@vworkspace/operator';
 import { MUTATING_OPERATION_WEBHOOK } from '@vworkspace/operator/packaging';
 import { makeServingCert } from '../../hack/lib/certs.ts';
 import { ROOT } from '../../hack/lib/controlplane.ts';
+import { eventually } from '../../hack/lib/eventually.ts';
 import {
   applyWebhookConfigurations,
   csvWebhookDefinitions,
@@ -23,7 +24,7 @@ import {
 } from '../../hack/lib/webhooks.ts';
 import { annotationPatch, type NullPatch, STATS_PATH } from '../lib/admission-patch.ts';
 import { interleaved } from '../lib/interleave.ts';
-import { instance, LABEL_BENCH, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
+import { instance, namespace, releaseSecret, runCommand, serviceAccount } from '../lib/objects.ts';
 import { row, type ScenarioResult } from '../lib/result.ts';
 import { quantile } from '../lib/stats.ts';
 import {
@@ -196,13 +197,7 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     await op.proc.waitReady(120_000);
     for (const setting of SETTINGS) {
       const ns = namespaceOf(setting);
-      await createAll(world.api, [
-        {
-          apiVersion: 'v1',
-          kind: 'Namespace',
-          metadata: { name: ns, labels: { [LABEL_BENCH]: 'admission', [SETTING_LABEL]: setting } },
-        },
-      ]);
+      await createAll(world.api, [namespace(ns, 'admission', { [SETTING_LABEL]: setting })]);
       await createAll(world.api, [
         serviceAccount('vworkspace-runner', ns),
         instance('app', ns),
@@ -229,6 +224,12 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
     // Each pair: the CSV's own webhook definitions, selecting only its namespace; the API server takes a
     // moment to see a new configuration, so each pair is proven to answer before anything is measured.
     const defs = csvWebhookDefinitions();
+    const mutatePath = defs.find((d) => d.generateName === MUTATING_OPERATION_WEBHOOK)?.webhookPath;
+    const validateName = defs.find(
+      (d) => d.type === 'ValidatingAdmissionWebhook' && d.webhookPath === '/validate-operation',
+    )?.generateName;
+    if (!mutatePath || !validateName)
+      throw new Error('the CSV has no mutating or no validating webhook of Operations (/validate-operation)');
     const register = async (pair: Pair, url: string, answering: () => Promise<boolean>) => {
       const configs = webhookConfigurations(defs, url, certs.caPem, `bench-admission-${pair}`);
       for (const config of configs)
@@ -237,12 +238,7 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
           hook.namespaceSelector = { matchLabels: { [SETTING_LABEL]: pair } };
         }
       await applyWebhookConfigurations(world.api, configs);
-      const deadline = Date.now() + 60_000;
-      while (!(await answering().catch(() => false))) {
-        if (Date.now() > deadline)
-          throw new Error(`the ${pair} webhook pair is still not answering 60 s after it was registered`);
-        await sleep(500);
-      }
+      await eventually(`the ${pair} webhook pair to answer its namespace`, answering, 60_000, 500);
     };
     /** A null pair answers: a dry run in its namespace reached it (its own count grew). */
     const reaches = (hook: Awaited<ReturnType<typeof startNullWebhook>>, pair: Pair) => async () => {
@@ -251,12 +247,6 @@ export async function admission(o: AdmissionOptions): Promise<ScenarioResult> {
       await dryRun(operation(pair, 0));
       return (await count()) > before;
     };
-    const mutatePath = defs.find((d) => d.generateName === MUTATING_OPERATION_WEBHOOK)?.webhookPath;
-    const validateName = defs.find(
-      (d) => d.type === 'ValidatingAdmissionWebhook' && d.webhookPath === '/validate-operation',
-    )?.generateName;
-    if (!mutatePath || !validateName)
-      throw new Error('the CSV has no mutating or no validating webhook of Operations (/validate-operation)');
 
     // The operator's pair denies an Operation whose target is absent (a null pair admits it).
     await register('operator', webhookUrl(op), async () =>
